@@ -75,6 +75,10 @@ func (c Code) String() string {
 		return "Encoding mismatch"
 	case CodeDatagramsNotSupported:
 		return "Datagrams not supported"
+	case CodeTooManyRequests:
+		return "Too many requests in flight"
+	case CodeShuttingDown:
+		return "Session shutting down"
 	}
 	return "code " + itoa(int64(c))
 }
@@ -83,3 +87,10 @@ func itoa(n int64) string {
 	var b [20]byte
 	return string(appendInt(b[:0], n))
 }
+
+// Implementation-defined codes of this project, from the JSON-RPC 2.0
+// server-error range (-32000..-32099) next to MCP-Flow's own (spec §6.3).
+const (
+	CodeTooManyRequests Code = -32005 // more requests in flight than the session allows
+	CodeShuttingDown    Code = -32006 // a request arrived after $/shutdown; retry on a new session
+)

@@ -1,0 +1,157 @@
+// Command mcp-flow-server serves MCP over MCP-Flow (WebTransport) with test
+// tools that exercise every feature of the protocol: echo, read_file,
+// generate, slow, fail_midstream and ask_sampling.
+//
+// It listens on 127.0.0.1:4433 at /mcp-flow by default, creates a
+// development certificate on first run (ECDSA P-256, valid 13 days, renewed
+// when it expires), and prints the URL and certificate hash on stdout. Logs
+// go to stderr. SIGINT or SIGTERM starts a graceful shutdown: $/shutdown to
+// every session, drain, exit 0.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/tools"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:]))
+}
+
+func run(args []string) int {
+	fs := flag.NewFlagSet("mcp-flow-server", flag.ContinueOnError)
+	var (
+		addr      = fs.String("addr", "127.0.0.1:4433", "UDP address to listen on")
+		path      = fs.String("path", flow.DefaultPath, "URL path of the WebTransport endpoint")
+		root      = fs.String("root", ".", "directory that read_file serves (no path may escape it)")
+		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
+		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
+		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
+		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers); '*' allows any")
+		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
+		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
+		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
+		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	level := slog.LevelInfo
+	if *debug || os.Getenv("MCP_FLOW_DEBUG") == "1" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	var cert *certs.Cert
+	var err error
+	switch {
+	case *certFile != "" || *keyFile != "":
+		if *certFile == "" || *keyFile == "" {
+			log.Error("-cert and -key go together")
+			return 2
+		}
+		cert, err = certs.Load(*certFile, *keyFile)
+	default:
+		dir := *certDir
+		if dir == "" {
+			dir = certs.DefaultDir()
+		}
+		var created bool
+		cert, created, err = certs.LoadOrCreateDev(dir, time.Now())
+		if err == nil && created {
+			log.Info("created a development certificate", "dir", dir, "notAfter", cert.Leaf.NotAfter.Format(time.RFC3339))
+		}
+	}
+	if err != nil {
+		log.Error("certificate", "err", err)
+		return 1
+	}
+
+	var encs []codec.Name
+	for _, e := range strings.Split(*encodings, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			encs = append(encs, codec.Name(e))
+		}
+	}
+	reg, err := tools.New(testtools.New(testtools.Config{Root: *root})...)
+	if err != nil {
+		log.Error("tools", "err", err)
+		return 1
+	}
+	mux := flow.Mux{}
+	reg.Register(mux)
+	var allowed []string
+	if *origins != "" {
+		allowed = strings.Split(*origins, ",")
+	}
+	srv, err := flow.NewServer(flow.ServerConfig{
+		Addr:             *addr,
+		Path:             *path,
+		TLSConfig:        certs.ServerTLSConfig(cert),
+		Handler:          mux,
+		Info:             flow.Implementation{Name: "mcp-flow-server", Version: flow.Version},
+		Capabilities:     reg.Capabilities(),
+		Encodings:        encs,
+		DisableDatagrams: *noDgram,
+		AllowedOrigins:   allowed,
+		Limits:           flow.Limits{DrainTimeout: *drain},
+		Logger:           log,
+	})
+	if err != nil {
+		log.Error("server", "err", err)
+		return 1
+	}
+	if err := srv.Listen(); err != nil {
+		log.Error("listen", "err", err)
+		return 1
+	}
+	// stdout carries exactly these lines, for people and scripts.
+	fmt.Printf("url: %s\ncert-sha256: %s\ncert-sha256-base64: %s\n", srv.URL(), cert.HashHex(), cert.HashBase64())
+	log.Info("serving", "url", srv.URL(), "root", *root)
+
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	select {
+	case err := <-served:
+		if err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("serve", "err", err)
+			return 1
+		}
+		return 0
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String(), "sessions", srv.Sessions())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *drain+5*time.Second)
+	defer cancel()
+	go func() { <-sig; log.Warn("second signal: closing now"); srv.Close() }()
+	if err := srv.Shutdown(ctx); err != nil {
+		log.Warn("shutdown incomplete", "err", err)
+		return 1
+	}
+	log.Info("shut down cleanly")
+	return 0
+}

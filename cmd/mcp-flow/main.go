@@ -1,0 +1,341 @@
+// Command mcp-flow is the MCP-Flow client: it lists and calls tools and
+// pings a server over WebTransport.
+//
+//	mcp-flow [flags] tools
+//	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
+//	mcp-flow [flags] ping
+//
+// Results go to stdout: text content as text, execution streams as their raw
+// bytes (or into files with -out). Progress and logs go to stderr.
+//
+// Exit codes: 0 success; 1 the server answered with an error (a JSON-RPC
+// error, or a tool result with isError); 2 usage; 3 could not connect or
+// initialize; 4 an execution stream failed or was cut off.
+package main
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+const (
+	exitOK       = 0
+	exitRemote   = 1
+	exitUsage    = 2
+	exitConnect  = 3
+	exitStream   = 4
+	defaultURL   = "https://127.0.0.1:4433" + flow.DefaultPath
+	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping`
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+type options struct {
+	url, encoding, certHash, caFile, out string
+	insecure, raw, debug                 bool
+	timeout                              time.Duration
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp-flow", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var o options
+	fs.StringVar(&o.url, "url", envOr("MCP_FLOW_URL", defaultURL), "server URL (or $MCP_FLOW_URL)")
+	fs.StringVar(&o.encoding, "encoding", "cbor", "preferred encodings, comma-separated: cbor, protobuf, json")
+	fs.StringVar(&o.certHash, "cert-hash", os.Getenv("MCP_FLOW_CERT_HASH"), "pin the server certificate's SHA-256 (hex or base64; or $MCP_FLOW_CERT_HASH)")
+	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
+	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")
+	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
+	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usageSummary)
+		fmt.Fprintln(stderr)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
+		return exitUsage
+	}
+	rest := fs.Args()
+	if len(rest) == 0 {
+		fs.Usage()
+		return exitUsage
+	}
+	level := slog.LevelWarn
+	if o.debug {
+		level = slog.LevelDebug
+	}
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	ctx := context.Background()
+	if o.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+	}
+	var call func(*flow.Session) int
+	switch cmd := rest[0]; cmd {
+	case "ping":
+		if len(rest) != 1 {
+			return usage(stderr, "ping takes no arguments")
+		}
+		call = func(s *flow.Session) int {
+			t0 := time.Now()
+			if err := s.Ping(ctx); err != nil {
+				return reportErr(stderr, err)
+			}
+			fmt.Fprintf(stdout, "pong from %s in %v (encoding %s)\n", o.url, time.Since(t0).Round(time.Microsecond), s.Encoding())
+			return exitOK
+		}
+	case "tools":
+		if len(rest) != 1 {
+			return usage(stderr, "tools takes no arguments")
+		}
+		call = func(s *flow.Session) int { return listTools(ctx, s, o, stdout, stderr) }
+	case "call":
+		if len(rest) < 2 {
+			return usage(stderr, "call needs a tool name")
+		}
+		argsJSON, err := toolArgs(rest[2:])
+		if err != nil {
+			return usage(stderr, err.Error())
+		}
+		call = func(s *flow.Session) int { return callTool(ctx, s, rest[1], argsJSON, o, stdout, stderr) }
+	default:
+		return usage(stderr, "unknown command "+strconv.Quote(cmd))
+	}
+
+	tlsConf, err := clientTLS(o)
+	if err != nil {
+		return usage(stderr, err.Error())
+	}
+	var encs []codec.Name
+	for _, e := range strings.Split(o.encoding, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			encs = append(encs, codec.Name(e))
+		}
+	}
+	s, err := flow.Dial(ctx, o.url, flow.ClientConfig{
+		TLSConfig: tlsConf,
+		Encodings: encs,
+		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: flow.Version},
+		Logger:    log,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)
+		if strings.Contains(err.Error(), "certificate") {
+			fmt.Fprintln(stderr, "mcp-flow: pass the server's -cert-hash (printed by mcp-flow-server), -ca, or -insecure for development")
+		}
+		return exitConnect
+	}
+	code := call(s)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_ = s.Shutdown(sctx, "")
+	return code
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+func usage(w io.Writer, msg string) int {
+	fmt.Fprintf(w, "mcp-flow: %s\n%s\n", msg, usageSummary)
+	return exitUsage
+}
+
+func clientTLS(o options) (*tls.Config, error) {
+	opts := certs.ClientOptions{Insecure: o.insecure}
+	if o.certHash != "" {
+		h, err := certs.ParseHash(o.certHash)
+		if err != nil {
+			return nil, fmt.Errorf("-cert-hash: %w", err)
+		}
+		opts.PinnedHashes = [][32]byte{h}
+	}
+	if o.caFile != "" {
+		pool, err := certs.LoadCAFile(o.caFile)
+		if err != nil {
+			return nil, fmt.Errorf("-ca: %w", err)
+		}
+		opts.RootCAs = pool
+	}
+	return certs.ClientTLSConfig(opts)
+}
+
+// toolArgs turns the command line's arguments into a JSON object: one JSON
+// object as is, or key=value pairs (values that parse as JSON are taken as
+// JSON, others as strings).
+func toolArgs(a []string) (json.RawMessage, error) {
+	if len(a) == 1 && strings.HasPrefix(strings.TrimSpace(a[0]), "{") {
+		if !json.Valid([]byte(a[0])) {
+			return nil, errors.New("arguments are not valid JSON")
+		}
+		return json.RawMessage(a[0]), nil
+	}
+	m := map[string]json.RawMessage{}
+	for _, kv := range a {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok || k == "" {
+			return nil, fmt.Errorf("argument %q is neither a JSON object nor key=value", kv)
+		}
+		if json.Valid([]byte(v)) {
+			m[k] = json.RawMessage(v)
+		} else {
+			b, _ := json.Marshal(v)
+			m[k] = b
+		}
+	}
+	return json.Marshal(m)
+}
+
+func reportErr(w io.Writer, err error) int {
+	var je *jsonrpc.Error
+	var se *flow.StreamError
+	switch {
+	case errors.As(err, &se):
+		fmt.Fprintf(w, "mcp-flow: %v\n", se)
+		return exitStream
+	case errors.As(err, &je):
+		fmt.Fprintf(w, "mcp-flow: server error %d (%s): %s\n", je.Code, je.Code, je.Message)
+		return exitRemote
+	}
+	fmt.Fprintf(w, "mcp-flow: %v\n", err)
+	return exitConnect
+}
+
+func listTools(ctx context.Context, s *flow.Session, o options, stdout, stderr io.Writer) int {
+	r, err := s.Call(ctx, "tools/list", nil)
+	if err != nil {
+		return reportErr(stderr, err)
+	}
+	if o.raw {
+		fmt.Fprintf(stdout, "%s\n", r.Result)
+		return exitOK
+	}
+	var l struct {
+		Tools []struct{ Name, Description string }
+	}
+	if err := json.Unmarshal(r.Result, &l); err != nil {
+		fmt.Fprintf(stderr, "mcp-flow: tools/list result: %v\n", err)
+		return exitRemote
+	}
+	for _, t := range l.Tools {
+		fmt.Fprintf(stdout, "%-16s %s\n", t.Name, t.Description)
+	}
+	return exitOK
+}
+
+func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMessage, o options, stdout, stderr io.Writer) int {
+	bar := newProgressBar(stderr)
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(bar.update))
+	bar.done()
+	if err != nil {
+		return reportErr(stderr, err)
+	}
+	defer r.Close()
+	var res struct {
+		Content []json.RawMessage `json:"content"`
+		IsError bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		fmt.Fprintf(stderr, "mcp-flow: tools/call result: %v\n", err)
+		return exitRemote
+	}
+	if o.raw {
+		fmt.Fprintf(stdout, "%s\n", r.Result)
+	}
+	code := exitOK
+	for _, c := range res.Content {
+		var block struct {
+			Type, Text, MimeType string
+			StreamTag            uint32
+		}
+		_ = json.Unmarshal(c, &block)
+		switch block.Type {
+		case "text":
+			if !o.raw {
+				fmt.Fprintln(stdout, block.Text)
+			}
+		case flow.ContentTypeRef:
+			if c := copyStream(ctx, r, block.StreamTag, o, stdout, stderr); c != exitOK {
+				code = c
+			}
+		default:
+			if !o.raw {
+				fmt.Fprintf(stdout, "%s\n", c)
+			}
+		}
+	}
+	if res.IsError && code == exitOK {
+		code = exitRemote
+	}
+	return code
+}
+
+func copyStream(ctx context.Context, r *flow.Response, tag uint32, o options, stdout, stderr io.Writer) int {
+	sr, err := r.Stream(ctx, tag)
+	if err != nil {
+		return reportErr(stderr, err)
+	}
+	dst := stdout
+	var f *os.File
+	if o.out != "" {
+		name := filepath.Join(o.out, fmt.Sprintf("stream-%s-%d", r.ID.Raw(), tag))
+		f, err = os.Create(name + ".part")
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
+			return exitUsage
+		}
+		dst = f
+		defer func() {
+			if f != nil {
+				f.Close()
+				os.Remove(name + ".part")
+			}
+		}()
+		n, err := io.Copy(dst, sr)
+		if err != nil {
+			// Never leave a truncated payload under its final name.
+			return reportErr(stderr, err)
+		}
+		if err := f.Close(); err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
+			return exitUsage
+		}
+		f = nil
+		if err := os.Rename(name+".part", name); err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
+			return exitUsage
+		}
+		fmt.Fprintf(stderr, "mcp-flow: wrote %d bytes (%s) to %s\n", n, sr.Ref().MimeType, name)
+		return exitOK
+	}
+	if _, err := io.Copy(dst, sr); err != nil {
+		return reportErr(stderr, err)
+	}
+	return exitOK
+}

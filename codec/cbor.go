@@ -1,0 +1,695 @@
+package codec
+
+import (
+	"encoding/base64"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"math"
+	"math/big"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/fxamacker/cbor/v2"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// The CBOR encoding (RFC 8949) of MCP-Flow (spec §4.4).
+//
+// A JSON value maps to CBOR as: null, true, false → simple values 22, 21,
+// 20; numbers as described in number.go (major types 0/1, tag 2/3 bignums,
+// float64, tag 4 decimal fractions); strings → text strings; arrays and
+// objects → definite-length arrays and maps with text keys, member order
+// kept. A canonical base64 string held by a member named "data" or "blob" is
+// tag 22 (expected conversion to base64) around a byte string.
+//
+// Decoding accepts, besides: any float width, untagged byte strings (as
+// standard base64), tag 21 (base64url without padding) and tag 23 (hex).
+// Indefinite lengths, map keys other than text, duplicate keys, other tags,
+// undefined, NaN and infinities are rejected (-32700).
+//
+// A message is a map with the keys jsonrpc, id, method, params, result and
+// error; a batch is an array of such maps.
+type cborCodec struct {
+	lim Limits
+	dm  cbor.DecMode
+}
+
+func newCBOR(lim Limits) (*cborCodec, error) {
+	dm, err := cbor.DecOptions{
+		MaxNestedLevels:  max(lim.MaxDepth+1, 4), // +1: the message map itself
+		MaxArrayElements: max(lim.MaxElements, 16),
+		MaxMapPairs:      max(lim.MaxElements, 16),
+		IndefLength:      cbor.IndefLengthForbidden,
+		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
+		UTF8:             cbor.UTF8RejectInvalid,
+	}.DecMode()
+	if err != nil {
+		return nil, err
+	}
+	return &cborCodec{lim: lim, dm: dm}, nil
+}
+
+func (c *cborCodec) Name() Name { return CBOR }
+
+// ---- encoding ----
+
+// cborWriter is the sink that writes CBOR.
+type cborWriter struct {
+	b     []byte
+	heads []int // offsets of the one-byte heads of open containers
+}
+
+func appendHead(b []byte, major byte, n uint64) []byte {
+	m := major << 5
+	switch {
+	case n < 24:
+		return append(b, m|byte(n))
+	case n <= math.MaxUint8:
+		return append(b, m|24, byte(n))
+	case n <= math.MaxUint16:
+		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(n))
+	case n <= math.MaxUint32:
+		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(n))
+	}
+	return binary.BigEndian.AppendUint64(append(b, m|27), n)
+}
+
+func (w *cborWriter) null()          { w.b = append(w.b, 0xf6) }
+func (w *cborWriter) boolean(v bool) { w.b = append(w.b, map[bool]byte{false: 0xf4, true: 0xf5}[v]) }
+func (w *cborWriter) str(s string) {
+	w.b = appendHead(w.b, 3, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+func (w *cborWriter) key(s string) { w.str(s) }
+
+func (w *cborWriter) number(n number) {
+	switch n.kind {
+	case numInt:
+		if n.i >= 0 {
+			w.b = appendHead(w.b, 0, uint64(n.i))
+		} else {
+			w.b = appendHead(w.b, 1, uint64(-(n.i + 1)))
+		}
+	case numUint:
+		w.b = appendHead(w.b, 0, n.u)
+	case numBig:
+		w.bignum(n.mant)
+	case numFloat:
+		w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(n.f))
+	case numDecimal:
+		w.b = append(w.b, 0xc4, 0x82) // tag 4, [exponent, mantissa]
+		if n.exp >= 0 {
+			w.b = appendHead(w.b, 0, uint64(n.exp))
+		} else {
+			w.b = appendHead(w.b, 1, uint64(-(n.exp + 1)))
+		}
+		if n.mant.IsInt64() {
+			w.number(number{kind: numInt, i: n.mant.Int64()})
+		} else {
+			w.bignum(n.mant)
+		}
+	}
+}
+
+// bignum writes tag 2 (n ≥ 0) or tag 3 (-1-n) around n's magnitude.
+func (w *cborWriter) bignum(n *big.Int) {
+	if n.Sign() >= 0 {
+		w.b = append(w.b, 0xc2)
+		mag := n.Bytes()
+		w.b = appendHead(w.b, 2, uint64(len(mag)))
+		w.b = append(w.b, mag...)
+		return
+	}
+	m := new(big.Int).Neg(n)
+	m.Sub(m, big.NewInt(1))
+	mag := m.Bytes()
+	w.b = append(w.b, 0xc3)
+	w.b = appendHead(w.b, 2, uint64(len(mag)))
+	w.b = append(w.b, mag...)
+}
+
+func (w *cborWriter) binary(b64 []byte) bool {
+	start := len(w.b)
+	n := base64.StdEncoding.DecodedLen(len(b64))
+	if len(b64) > 0 && b64[len(b64)-1] == '=' {
+		n--
+		if b64[len(b64)-2] == '=' {
+			n--
+		}
+	}
+	w.b = append(w.b, 0xd6) // tag 22
+	w.b = appendHead(w.b, 2, uint64(n))
+	off := len(w.b)
+	w.b = grow(w.b, n)
+	if m, err := strictBase64.Decode(w.b[off:off+n], b64); err != nil || m != n {
+		w.b = w.b[:start]
+		return false
+	}
+	return true
+}
+
+// grow extends b by n bytes.
+func grow(b []byte, n int) []byte {
+	if cap(b)-len(b) < n {
+		nb := make([]byte, len(b), 2*cap(b)+n)
+		copy(nb, b)
+		b = nb
+	}
+	return b[:len(b)+n]
+}
+
+func (w *cborWriter) beginArray()     { w.heads = append(w.heads, len(w.b)); w.b = append(w.b, 0x80) }
+func (w *cborWriter) beginObject()    { w.heads = append(w.heads, len(w.b)); w.b = append(w.b, 0xa0) }
+func (w *cborWriter) endArray(n int)  { w.close(4, n) }
+func (w *cborWriter) endObject(n int) { w.close(5, n) }
+
+// close fills in the head of the container opened last. A head needs more
+// than the one byte reserved when n ≥ 24: the contents shift right.
+func (w *cborWriter) close(major byte, n int) {
+	at := w.heads[len(w.heads)-1]
+	w.heads = w.heads[:len(w.heads)-1]
+	var hb [9]byte
+	h := appendHead(hb[:0], major, uint64(n))
+	if extra := len(h) - 1; extra > 0 {
+		w.b = grow(w.b, extra)
+		copy(w.b[at+1+extra:], w.b[at+1:len(w.b)-extra])
+	}
+	copy(w.b[at:], h)
+}
+
+// value transcodes raw JSON into w.
+func (c *cborCodec) value(w *cborWriter, raw json.RawMessage) error {
+	if err := walkJSON(raw, c.lim, w); err != nil {
+		return encodeErr(CBOR, err)
+	}
+	return nil
+}
+
+func (c *cborCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
+	w := &cborWriter{b: dst}
+	err := c.value(w, v)
+	return w.b, err
+}
+
+func (c *cborCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
+	w := &cborWriter{b: dst}
+	err := c.message(w, m)
+	return w.b, err
+}
+
+func (c *cborCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
+	w := &cborWriter{b: appendHead(dst, 4, uint64(len(batch)))}
+	for _, m := range batch {
+		if err := c.message(w, m); err != nil {
+			return w.b, err
+		}
+	}
+	return w.b, nil
+}
+
+func (c *cborCodec) message(w *cborWriter, m jsonrpc.Message) error {
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		n := 2
+		if m.ID.IsValid() {
+			n++
+		}
+		if len(m.Params) > 0 {
+			n++
+		}
+		w.b = appendHead(w.b, 5, uint64(n))
+		w.str("jsonrpc")
+		w.str("2.0")
+		if m.ID.IsValid() {
+			w.str("id")
+			if err := c.value(w, json.RawMessage(m.ID.Raw())); err != nil {
+				return err
+			}
+		}
+		w.str("method")
+		w.str(m.Method)
+		if len(m.Params) > 0 {
+			w.str("params")
+			return c.value(w, m.Params)
+		}
+	case *jsonrpc.Response:
+		w.b = appendHead(w.b, 5, 3)
+		w.str("jsonrpc")
+		w.str("2.0")
+		w.str("id")
+		id := m.ID
+		if !id.IsValid() {
+			id = jsonrpc.NullID
+		}
+		if err := c.value(w, json.RawMessage(id.Raw())); err != nil {
+			return err
+		}
+		if m.Error != nil {
+			w.str("error")
+			n := 2
+			if len(m.Error.Data) > 0 {
+				n++
+			}
+			w.b = appendHead(w.b, 5, uint64(n))
+			w.str("code")
+			w.number(number{kind: numInt, i: int64(m.Error.Code)})
+			w.str("message")
+			w.str(m.Error.Message)
+			if len(m.Error.Data) > 0 {
+				w.str("data")
+				return c.value(w, m.Error.Data)
+			}
+			return nil
+		}
+		w.str("result")
+		if len(m.Result) == 0 {
+			w.b = append(w.b, 0xa0)
+			return nil
+		}
+		return c.value(w, m.Result)
+	}
+	return nil
+}
+
+// ---- decoding ----
+
+// cborReader transcodes well-formed CBOR to JSON text.
+type cborReader struct {
+	data []byte
+	pos  int
+	lim  Limits
+}
+
+func (c *cborCodec) check(data []byte) error {
+	if len(data) > c.lim.MaxPayload {
+		return &DecodeError{Encoding: CBOR, Offset: -1, Reason: "payload of " + strconv.Itoa(len(data)) + " bytes exceeds the limit of " + strconv.Itoa(c.lim.MaxPayload)}
+	}
+	// The library checks well-formedness and the limits first, without
+	// allocating from any declared length; the walk below can then trust
+	// every length it reads.
+	if err := c.dm.Wellformed(data); err != nil {
+		return &DecodeError{Encoding: CBOR, Offset: -1, Reason: err.Error()}
+	}
+	return nil
+}
+
+func (c *cborCodec) DecodeValue(data []byte) (json.RawMessage, error) {
+	if err := c.check(data); err != nil {
+		return nil, err
+	}
+	r := &cborReader{data: data, lim: c.lim}
+	out, err := r.value(make([]byte, 0, len(data)+len(data)/2), 0)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *cborCodec) Decode(data []byte) (jsonrpc.Payload, error) {
+	if err := c.check(data); err != nil {
+		return jsonrpc.Payload{}, err
+	}
+	r := &cborReader{data: data, lim: c.lim}
+	// One output buffer for every member's JSON text, sized for the worst
+	// common case (byte strings grow by a third as base64).
+	buf := make([]byte, 0, len(data)+len(data)/2+64)
+	var envs []envSpans
+	major, n := r.head()
+	switch major {
+	case 5:
+		e, b, err := r.envelope(buf, n)
+		if err != nil {
+			return jsonrpc.Payload{}, err
+		}
+		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e.envelope(b)}}, nil
+	case 4:
+		envs = make([]envSpans, 0, n)
+		for range n {
+			e := envSpans{notObject: true}
+			if r.peekMajor() == 5 {
+				_, m := r.head()
+				var err error
+				if e, buf, err = r.envelope(buf, m); err != nil {
+					return jsonrpc.Payload{}, err
+				}
+			} else {
+				r.skip()
+			}
+			envs = append(envs, e)
+		}
+		p := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(envs))}
+		for i, e := range envs {
+			p.Elems[i] = e.envelope(buf)
+		}
+		return p, nil
+	}
+	return jsonrpc.Payload{Elems: []jsonrpc.Envelope{{NotObject: true}}}, nil
+}
+
+// envSpans records where an envelope's members lie in the shared output
+// buffer, which may move while it grows; envelope makes the slices once it
+// is final.
+type envSpans struct {
+	notObject bool
+	spans     [6]span // jsonrpc, id, method, params, result, error
+}
+
+type span struct{ from, to int }
+
+func (s span) of(buf []byte) json.RawMessage {
+	if s.to == 0 {
+		return nil
+	}
+	return buf[s.from:s.to:s.to]
+}
+
+func (e envSpans) envelope(buf []byte) jsonrpc.Envelope {
+	if e.notObject {
+		return jsonrpc.Envelope{NotObject: true}
+	}
+	sp := e.spans
+	return jsonrpc.Envelope{JSONRPC: sp[0].of(buf), ID: sp[1].of(buf), Method: sp[2].of(buf),
+		Params: sp[3].of(buf), Result: sp[4].of(buf), Error: sp[5].of(buf)}
+}
+
+// memberIndex maps a message key to its place in envSpans.spans.
+func memberIndex(key []byte) int {
+	switch string(key) {
+	case "jsonrpc":
+		return 0
+	case "id":
+		return 1
+	case "method":
+		return 2
+	case "params":
+		return 3
+	case "result":
+		return 4
+	case "error":
+		return 5
+	}
+	return -1
+}
+
+// envelope reads the n pairs of a message map.
+func (r *cborReader) envelope(buf []byte, n uint64) (envSpans, []byte, error) {
+	var e envSpans
+	for range n {
+		if r.peekMajor() != 3 {
+			return e, buf, r.fail("message map key is not a text string")
+		}
+		_, kl := r.head()
+		i := memberIndex(r.data[r.pos : r.pos+int(kl)])
+		r.pos += int(kl)
+		if i < 0 {
+			r.skip()
+			continue
+		}
+		if e.spans[i].to != 0 {
+			return e, buf, r.fail("duplicate message member")
+		}
+		from := len(buf)
+		var err error
+		if buf, err = r.value(buf, 1); err != nil {
+			return e, buf, err
+		}
+		e.spans[i] = span{from, len(buf)}
+	}
+	return e, buf, nil
+}
+
+func (r *cborReader) fail(reason string) error {
+	return &DecodeError{Encoding: CBOR, Offset: r.pos, Reason: reason}
+}
+
+func (r *cborReader) peekMajor() byte { return r.data[r.pos] >> 5 }
+
+// head reads an item head; the input is well-formed and definite-length.
+func (r *cborReader) head() (major byte, arg uint64) {
+	b := r.data[r.pos]
+	r.pos++
+	major, info := b>>5, b&0x1f
+	switch {
+	case info < 24:
+		return major, uint64(info)
+	case info == 24:
+		arg = uint64(r.data[r.pos])
+		r.pos++
+	case info == 25:
+		arg = uint64(binary.BigEndian.Uint16(r.data[r.pos:]))
+		r.pos += 2
+	case info == 26:
+		arg = uint64(binary.BigEndian.Uint32(r.data[r.pos:]))
+		r.pos += 4
+	default:
+		arg = binary.BigEndian.Uint64(r.data[r.pos:])
+		r.pos += 8
+	}
+	return major, arg
+}
+
+// skip passes over one (well-formed) item.
+func (r *cborReader) skip() {
+	major, n := r.head()
+	switch major {
+	case 2, 3:
+		r.pos += int(n)
+	case 4:
+		for range n {
+			r.skip()
+		}
+	case 5:
+		for range 2 * n {
+			r.skip()
+		}
+	case 6:
+		r.skip()
+	}
+}
+
+// value appends the JSON text of the next item to dst.
+func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
+	start := r.pos
+	major, n := r.head()
+	switch major {
+	case 0:
+		return strconv.AppendUint(dst, n, 10), nil
+	case 1:
+		if n < math.MaxInt64 {
+			return strconv.AppendInt(dst, -1-int64(n), 10), nil
+		}
+		v := new(big.Int).SetUint64(n)
+		v.Add(v, big.NewInt(1)).Neg(v)
+		return v.Append(dst, 10), nil
+	case 2:
+		b := r.data[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+		return appendBase64(dst, base64.StdEncoding, b), nil
+	case 3:
+		s := r.data[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+		if !utf8.Valid(s) {
+			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "text string is not valid UTF-8"}
+		}
+		return jsonrpc.AppendQuoted(dst, string(s)), nil
+	case 4:
+		if depth > r.lim.MaxDepth {
+			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "nesting deeper than " + strconv.Itoa(r.lim.MaxDepth)}
+		}
+		dst = append(dst, '[')
+		for i := range n {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			var err error
+			if dst, err = r.value(dst, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, ']'), nil
+	case 5:
+		if depth > r.lim.MaxDepth {
+			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "nesting deeper than " + strconv.Itoa(r.lim.MaxDepth)}
+		}
+		dst = append(dst, '{')
+		var keys []string
+		var seen map[string]struct{}
+		for i := range n {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			if r.peekMajor() != 3 {
+				return dst, r.fail("map key is not a text string")
+			}
+			_, kl := r.head()
+			k := r.data[r.pos : r.pos+int(kl)]
+			r.pos += int(kl)
+			if !utf8.Valid(k) {
+				return dst, r.fail("map key is not valid UTF-8")
+			}
+			// Duplicate keys make the JSON object ambiguous.
+			if n <= 16 {
+				for _, o := range keys {
+					if o == string(k) {
+						return dst, r.fail("duplicate map key " + strconv.Quote(o))
+					}
+				}
+				keys = append(keys, string(k))
+			} else {
+				if seen == nil {
+					seen = make(map[string]struct{}, n)
+				}
+				if _, dup := seen[string(k)]; dup {
+					return dst, r.fail("duplicate map key " + strconv.Quote(string(k)))
+				}
+				seen[string(k)] = struct{}{}
+			}
+			dst = jsonrpc.AppendQuoted(dst, string(k))
+			dst = append(dst, ':')
+			var err error
+			if dst, err = r.value(dst, depth+1); err != nil {
+				return dst, err
+			}
+		}
+		return append(dst, '}'), nil
+	case 6:
+		return r.tagged(dst, n, start, depth)
+	}
+	// major 7
+	switch {
+	case n == 20:
+		return append(dst, "false"...), nil
+	case n == 21:
+		return append(dst, "true"...), nil
+	case n == 22:
+		return append(dst, "null"...), nil
+	}
+	var f float64
+	switch r.data[start] & 0x1f {
+	case 25:
+		f = float16(uint16(n))
+	case 26:
+		f = float64(math.Float32frombits(uint32(n)))
+	case 27:
+		f = math.Float64frombits(n)
+	default:
+		return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "simple value " + strconv.FormatUint(n, 10) + " has no JSON form"}
+	}
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "NaN and infinities have no JSON form"}
+	}
+	return appendFloat(dst, f), nil
+}
+
+func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, error) {
+	inner := r.peekMajor()
+	switch tag {
+	case 2, 3:
+		if inner != 2 {
+			return dst, r.fail("bignum tag without a byte string")
+		}
+		_, n := r.head()
+		v := new(big.Int).SetBytes(r.data[r.pos : r.pos+int(n)])
+		r.pos += int(n)
+		if tag == 3 {
+			v.Add(v, big.NewInt(1)).Neg(v)
+		}
+		return v.Append(dst, 10), nil
+	case 4:
+		// [exponent, mantissa]: exponent an integer, mantissa an integer or
+		// bignum.
+		p := r.pos
+		if major, n := r.head(); major != 4 || n != 2 {
+			r.pos = p
+			return dst, r.fail("decimal fraction is not a 2-element array")
+		}
+		em, ev := r.head()
+		if em > 1 || ev > math.MaxInt64 {
+			return dst, r.fail("decimal fraction exponent is not a 64-bit integer")
+		}
+		exp := int64(ev)
+		if em == 1 {
+			exp = -1 - exp
+		}
+		mant := new(big.Int)
+		switch mm := r.peekMajor(); {
+		case mm == 0 || mm == 1:
+			_, mv := r.head()
+			mant.SetUint64(mv)
+			if mm == 1 {
+				mant.Add(mant, big.NewInt(1)).Neg(mant)
+			}
+		case mm == 6 && (r.data[r.pos] == 0xc2 || r.data[r.pos] == 0xc3):
+			neg := r.data[r.pos] == 0xc3
+			r.pos++
+			if r.peekMajor() != 2 {
+				return dst, r.fail("bignum tag without a byte string")
+			}
+			_, n := r.head()
+			mant.SetBytes(r.data[r.pos : r.pos+int(n)])
+			r.pos += int(n)
+			if neg {
+				mant.Add(mant, big.NewInt(1)).Neg(mant)
+			}
+		default:
+			return dst, r.fail("decimal fraction mantissa is not an integer")
+		}
+		return appendDecimal(dst, mant, exp), nil
+	case 21, 22, 23:
+		if inner != 2 {
+			// The tags are hints for byte strings; on anything else they
+			// mean nothing and the item is taken as it is.
+			return r.value(dst, depth)
+		}
+		_, n := r.head()
+		b := r.data[r.pos : r.pos+int(n)]
+		r.pos += int(n)
+		switch tag {
+		case 21:
+			return appendBase64(dst, base64.RawURLEncoding, b), nil
+		case 22:
+			return appendBase64(dst, base64.StdEncoding, b), nil
+		}
+		dst = append(dst, '"')
+		dst = hex.AppendEncode(dst, b)
+		return append(dst, '"'), nil
+	case 55799: // self-described CBOR
+		return r.value(dst, depth)
+	}
+	return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "tag " + strconv.FormatUint(tag, 10) + " is not supported"}
+}
+
+func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
+	dst = append(dst, '"')
+	dst = enc.AppendEncode(dst, b)
+	return append(dst, '"')
+}
+
+// float16 converts IEEE 754 half precision to float64.
+func float16(h uint16) float64 {
+	sign := 1.0
+	if h&0x8000 != 0 {
+		sign = -1
+	}
+	exp := int(h>>10) & 0x1f
+	frac := float64(h & 0x3ff)
+	switch exp {
+	case 0:
+		return sign * math.Ldexp(frac, -24)
+	case 31:
+		if frac == 0 {
+			return math.Inf(int(sign))
+		}
+		return math.NaN()
+	}
+	return sign * math.Ldexp(frac+1024, exp-25)
+}
+
+func encodeErr(enc Name, err error) error {
+	if e, ok := err.(*EncodeError); ok {
+		e.Encoding = enc
+		return e
+	}
+	return &EncodeError{Encoding: enc, Reason: err.Error()}
+}

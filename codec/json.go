@@ -1,0 +1,212 @@
+package codec
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"strconv"
+
+	"github.com/go-json-experiment/json/jsontext"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// jsonCodec is the JSON encoding (RFC 8259): the form of initialize and of
+// every session that negotiates nothing else (spec §4).
+//
+// Decoding validates the whole payload (syntax, UTF-8, duplicate member
+// names) with jsontext and the depth and size limits with a scan of its own;
+// the members of the envelopes alias the payload, nothing is copied.
+type jsonCodec struct{ lim Limits }
+
+func (c *jsonCodec) Name() Name { return JSON }
+
+func (c *jsonCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
+	return jsonrpc.AppendJSON(dst, m), nil
+}
+
+func (c *jsonCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
+	return jsonrpc.AppendBatchJSON(dst, batch), nil
+}
+
+func (c *jsonCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
+	return append(dst, v...), nil
+}
+
+func (c *jsonCodec) DecodeValue(data []byte) (json.RawMessage, error) {
+	if err := c.checkSize(data); err != nil {
+		return nil, err
+	}
+	if !jsontext.Value(data).IsValid() {
+		return nil, &DecodeError{Encoding: JSON, Offset: -1, Reason: "not a valid JSON value"}
+	}
+	if err := c.checkShape(data, 0); err != nil {
+		return nil, err
+	}
+	return bytes.Clone(data), nil
+}
+
+func (c *jsonCodec) checkSize(data []byte) error {
+	if len(data) > c.lim.MaxPayload {
+		return &DecodeError{Encoding: JSON, Offset: -1, Reason: "payload of " + strconv.Itoa(len(data)) + " bytes exceeds the limit of " + strconv.Itoa(c.lim.MaxPayload)}
+	}
+	return nil
+}
+
+func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
+	if err := c.checkSize(data); err != nil {
+		return jsonrpc.Payload{}, err
+	}
+	d := jsontext.NewDecoder(bytes.NewReader(data))
+	fail := func(err error) (jsonrpc.Payload, error) {
+		var se *jsontext.SyntacticError
+		off := -1
+		if errors.As(err, &se) {
+			off = int(se.ByteOffset)
+		}
+		if err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return jsonrpc.Payload{}, &DecodeError{Encoding: JSON, Offset: off, Reason: err.Error()}
+	}
+	var p jsonrpc.Payload
+	switch d.PeekKind() {
+	case '{':
+		e, err := c.object(d, data)
+		if err != nil {
+			return fail(err)
+		}
+		p.Elems = []jsonrpc.Envelope{e}
+	case '[':
+		p.Batch = true
+		if _, err := d.ReadToken(); err != nil {
+			return fail(err)
+		}
+		for d.PeekKind() != ']' {
+			if d.PeekKind() == '{' {
+				e, err := c.object(d, data)
+				if err != nil {
+					return fail(err)
+				}
+				p.Elems = append(p.Elems, e)
+			} else {
+				if _, err := d.ReadValue(); err != nil {
+					return fail(err)
+				}
+				p.Elems = append(p.Elems, jsonrpc.Envelope{NotObject: true})
+			}
+			if len(p.Elems) > c.lim.MaxElements {
+				return fail(errTooMany(c.lim))
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return fail(err)
+		}
+	default:
+		if _, err := d.ReadValue(); err != nil {
+			return fail(err)
+		}
+		p.Elems = []jsonrpc.Envelope{{NotObject: true}}
+	}
+	if _, err := d.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errors.New("data after the top-level value")
+		}
+		return fail(err)
+	}
+	return p, nil
+}
+
+// object reads one message object, slicing each member out of data.
+func (c *jsonCodec) object(d *jsontext.Decoder, data []byte) (jsonrpc.Envelope, error) {
+	var e jsonrpc.Envelope
+	if _, err := d.ReadToken(); err != nil {
+		return e, err
+	}
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return e, err
+		}
+		name := tok.String() // the token is void after the next read
+		v, err := d.ReadValue()
+		if err != nil {
+			return e, err
+		}
+		end := int(d.InputOffset())
+		raw := json.RawMessage(data[end-len(v) : end : end])
+		var slot *json.RawMessage
+		switch name {
+		case "jsonrpc":
+			slot = &e.JSONRPC
+		case "id":
+			slot = &e.ID
+		case "method":
+			slot = &e.Method
+		case "params":
+			slot = &e.Params
+		case "result":
+			slot = &e.Result
+		case "error":
+			slot = &e.Error
+		default:
+			continue
+		}
+		if err := c.checkShape(raw, 1); err != nil {
+			return e, err
+		}
+		*slot = raw
+	}
+	_, err := d.ReadToken()
+	return e, err
+}
+
+// checkShape enforces MaxDepth and MaxElements on a valid JSON value, at
+// nesting depth base. Strings are skipped with bytes.IndexByte, so the scan
+// costs little next to the validation jsontext has done.
+func (c *jsonCodec) checkShape(b []byte, base int) error {
+	var counts [128]int
+	depth := base
+	for i := 0; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			for {
+				j := bytes.IndexByte(b[i+1:], '"')
+				i += 1 + j
+				k := i - 1
+				for k >= 0 && b[k] == '\\' {
+					k--
+				}
+				if (i-1-k)%2 == 0 {
+					break
+				}
+			}
+		case '[', '{':
+			depth++
+			if depth > c.lim.MaxDepth {
+				return errTooDeep(c.lim)
+			}
+			if depth < len(counts) {
+				counts[depth] = 0
+			}
+		case ',':
+			if depth < len(counts) {
+				counts[depth]++
+				if counts[depth] >= c.lim.MaxElements {
+					return errTooMany(c.lim)
+				}
+			}
+		case ']', '}':
+			depth--
+		}
+	}
+	return nil
+}
+
+func errTooDeep(l Limits) error {
+	return errors.New("nesting deeper than " + strconv.Itoa(l.MaxDepth) + " levels")
+}
+
+func errTooMany(l Limits) error {
+	return errors.New("more than " + strconv.Itoa(l.MaxElements) + " elements in one array or object")
+}

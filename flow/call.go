@@ -1,0 +1,245 @@
+package flow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// call is the session's record of one of our requests, from sending until
+// its response has arrived and the execution streams it names are settled.
+type call struct {
+	id         jsonrpc.ID
+	num        uint32 // the id as a stream/datagram header names it
+	resp       chan *jsonrpc.Response
+	onProgress func(Progress)
+
+	// Execution streams (client side), under Session.mu.
+	streams  map[uint32]*inStream // by tag, arrived or awaited
+	answered bool
+	refs     map[uint32]bool // tags the result names
+}
+
+// CallOption adjusts one Call.
+type CallOption func(*call)
+
+// WithProgress asks for progress (spec §6.2): the request carries
+// _meta.progressToken and f receives each update, whether it came as a
+// datagram or on the control stream. f runs on a reading goroutine and must
+// not block.
+func WithProgress(f func(Progress)) CallOption { return func(c *call) { c.onProgress = f } }
+
+// Response is the successful answer to Call.
+type Response struct {
+	s      *Session
+	c      *call
+	ID     jsonrpc.ID
+	Result json.RawMessage
+	// Refs lists the ref/stream content blocks of the result, in order.
+	Refs []StreamRef
+}
+
+// Call sends a request and waits for its response. A JSON-RPC error answer
+// is returned as a *jsonrpc.Error (request scope); a session failure as a
+// *SessionError. When ctx ends first, Call sends $/cancel (spec §7.1) and
+// returns ctx's error.
+//
+// Request ids are 32-bit integers, so that stream and datagram headers can
+// name them (spec §3.2).
+func (s *Session) Call(ctx context.Context, method string, params any, opts ...CallOption) (*Response, error) {
+	if err := s.Err(); err != nil {
+		return nil, err
+	}
+	st := s.State()
+	if st < StateReady && method != MethodInitialize && method != MethodPing {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "session is not initialized")
+	}
+	num := s.nextID.Add(1)
+	if num == 0 { // 0 is "session-wide" in datagram headers
+		num = s.nextID.Add(1)
+	}
+	c := &call{id: jsonrpc.Uint32ID(num), num: num, resp: make(chan *jsonrpc.Response, 1)}
+	for _, o := range opts {
+		o(c)
+	}
+	raw, err := marshalParams(params, c)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	if s.shutdown && method != MethodPing {
+		s.mu.Unlock()
+		return nil, ErrShuttingDown
+	}
+	s.calls[c.id] = c
+	s.streamCalls[num] = c
+	s.mu.Unlock()
+
+	if err := s.send(&jsonrpc.Request{ID: c.id, Method: method, Params: raw}); err != nil {
+		s.forget(c)
+		if se := s.Err(); se != nil {
+			return nil, se
+		}
+		return nil, err
+	}
+	select {
+	case resp := <-c.resp:
+		if resp.Error != nil {
+			s.settleCall(c, nil)
+			return nil, resp.Error
+		}
+		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result, Refs: findRefs(resp.Result)}
+		s.settleCall(c, r.Refs)
+		return r, nil
+	case <-ctx.Done():
+		// Keep the call registered: the peer answers $/cancel with -32800,
+		// and that answer settles it.
+		_ = s.Notify(MethodCancel, CancelParams{RequestID: c.id, Reason: context.Cause(ctx).Error()})
+		go func() {
+			select {
+			case <-c.resp:
+				s.settleCall(c, nil)
+			case <-s.done:
+			}
+		}()
+		return nil, ctx.Err()
+	case <-s.done:
+		return nil, s.Err()
+	}
+}
+
+// marshalParams marshals params, adding _meta.progressToken when c asks for
+// progress.
+func marshalParams(params any, c *call) (json.RawMessage, error) {
+	req, err := jsonrpc.NewRequest(jsonrpc.ID{}, "", params)
+	if err != nil {
+		return nil, err
+	}
+	raw := req.Params
+	if c.onProgress == nil {
+		return raw, nil
+	}
+	m := map[string]json.RawMessage{}
+	if len(raw) > 0 {
+		if err := json.Unmarshal(raw, &m); err != nil {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "progress needs object params")
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if m["_meta"] != nil {
+		_ = json.Unmarshal(m["_meta"], &meta)
+	}
+	meta["progressToken"] = json.RawMessage(c.id.Raw())
+	b, _ := json.Marshal(meta)
+	m["_meta"] = b
+	return json.Marshal(m)
+}
+
+// deliver hands a response to the call waiting for it.
+func (s *Session) deliver(r *jsonrpc.Response) {
+	if r.ID.IsNull() {
+		// A protocol error about something we sent (spec §8).
+		s.log.Warn("peer reported a protocol error", "code", int64(r.Error.Code), "message", r.Error.Message)
+		if s.hooks.ProtocolError != nil {
+			s.hooks.ProtocolError(s, r.Error)
+		}
+		return
+	}
+	s.mu.Lock()
+	c := s.calls[r.ID]
+	delete(s.calls, r.ID)
+	s.mu.Unlock()
+	if c == nil {
+		s.log.Debug("response to no request in flight", "id", r.ID.String())
+		return
+	}
+	c.resp <- r
+}
+
+// forget drops a call that was never sent.
+func (s *Session) forget(c *call) {
+	s.mu.Lock()
+	delete(s.calls, c.id)
+	delete(s.streamCalls, c.num)
+	s.mu.Unlock()
+	s.maybeFinish()
+}
+
+// settleCall records the stream tags the result names. Streams that arrived
+// for the request but are not named are refused (-32001); the call is
+// forgotten once every named stream is settled.
+func (s *Session) settleCall(c *call, refs []StreamRef) {
+	s.mu.Lock()
+	c.answered = true
+	c.refs = map[uint32]bool{}
+	for _, r := range refs {
+		c.refs[r.StreamTag] = true
+	}
+	var refuse []*inStream
+	for tag, st := range c.streams {
+		if !c.refs[tag] {
+			refuse = append(refuse, st)
+			delete(c.streams, tag)
+		}
+	}
+	s.mu.Unlock()
+	for _, st := range refuse {
+		st.refuse(StreamCode(0x7d01)) // 32001: a stream no ref/stream names
+	}
+	s.maybeForgetCall(c)
+}
+
+// maybeForgetCall forgets c once it is answered and every stream it names
+// is settled.
+func (s *Session) maybeForgetCall(c *call) {
+	s.mu.Lock()
+	done := c.answered && s.streamCalls[c.num] == c
+	for tag := range c.refs {
+		if st := c.streams[tag]; st == nil || !st.settled {
+			done = false
+		}
+	}
+	if done {
+		delete(s.streamCalls, c.num)
+	}
+	s.mu.Unlock()
+	if done {
+		s.maybeFinish()
+	}
+}
+
+// findRefs returns the ref/stream blocks of a result's content.
+func findRefs(result json.RawMessage) []StreamRef {
+	if !bytes.Contains(result, []byte(ContentTypeRef)) {
+		return nil
+	}
+	var r struct {
+		Content []json.RawMessage `json:"content"`
+	}
+	if json.Unmarshal(result, &r) != nil {
+		return nil
+	}
+	var refs []StreamRef
+	for _, c := range r.Content {
+		var ref StreamRef
+		if json.Unmarshal(c, &ref) == nil && ref.Type == ContentTypeRef {
+			refs = append(refs, ref)
+		}
+	}
+	return refs
+}
+
+// Close releases the response's execution streams that were not read: each
+// is refused and settled. It is safe to call after reading them all.
+func (r *Response) Close() error {
+	for _, ref := range r.Refs {
+		st := r.s.awaitedStream(r.c, ref.StreamTag)
+		st.refuse(StreamCode(jsonrpc.CodeRequestCancelled))
+	}
+	return nil
+}
+
+var _ = sync.Mutex{}

@@ -1,0 +1,184 @@
+package flow
+
+import (
+	"context"
+
+	"crypto/tls"
+	"encoding/json"
+	"github.com/quic-go/webtransport-go"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+)
+
+// Limits bound what one peer may cost the other. The zero value of each field
+// means its default, documented on the field and in docs/spec.md §8.
+type Limits struct {
+	// MaxFrameSize bounds a control frame this side accepts; announced to the
+	// peer as maxFrameSize. Default wire.DefaultMaxFrameSize (16 MiB).
+	MaxFrameSize uint32
+	// MaxConcurrentStreams bounds the execution streams open at once per
+	// session; announced as maxConcurrentStreams. Past it a handler's
+	// OpenStream fails with -32000. Default 64.
+	MaxConcurrentStreams int
+	// MaxRequestsInFlight bounds the peer's requests being handled at once per
+	// session; past it a request is answered with -32005. Default 256.
+	MaxRequestsInFlight int
+	// MaxSessions bounds the sessions a server holds at once; past it a CONNECT
+	// gets HTTP 503. Default 1024.
+	MaxSessions int
+	// HandshakeTimeout bounds the time from CONNECT to the end of initialize.
+	// Default 10 s.
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes (with $/shutdown) a session that has exchanged no
+	// control frame and has nothing in flight for this long. Default 5 min.
+	IdleTimeout time.Duration
+	// DrainTimeout bounds a $/shutdown drain; what is still in flight then is
+	// cut off. Default 30 s.
+	DrainTimeout time.Duration
+	// StreamWait bounds how long a client waits for the execution stream that
+	// a ref/stream names before failing it with -32001. Default 10 s.
+	StreamWait time.Duration
+	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
+	Codec *codec.Limits
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *time.Duration, d time.Duration) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	if l.MaxFrameSize == 0 {
+		l.MaxFrameSize = wire.DefaultMaxFrameSize
+	}
+	if l.MaxConcurrentStreams <= 0 {
+		l.MaxConcurrentStreams = 64
+	}
+	if l.MaxRequestsInFlight <= 0 {
+		l.MaxRequestsInFlight = 256
+	}
+	if l.MaxSessions <= 0 {
+		l.MaxSessions = 1024
+	}
+	def(&l.HandshakeTimeout, 10*time.Second)
+	def(&l.IdleTimeout, 5*time.Minute)
+	def(&l.DrainTimeout, 30*time.Second)
+	def(&l.StreamWait, 10*time.Second)
+	return l
+}
+
+// Handler answers the peer's requests. HandleRequest runs on its own
+// goroutine for each request; it returns the result (marshalled with
+// encoding/json; a json.RawMessage is taken as is) or an error. A
+// *jsonrpc.Error goes to the peer as it is; any other error becomes -32603
+// with the error's text. The context is cancelled by $/cancel and when the
+// session ends.
+type Handler interface {
+	HandleRequest(ctx context.Context, req *Request) (any, error)
+}
+
+// HandlerFunc adapts a function to Handler.
+type HandlerFunc func(ctx context.Context, req *Request) (any, error)
+
+// HandleRequest calls f.
+func (f HandlerFunc) HandleRequest(ctx context.Context, req *Request) (any, error) {
+	return f(ctx, req)
+}
+
+// Mux routes requests by method. Unknown methods get -32601. A Mux is
+// built before use and then only read, so it is safe for concurrent use.
+type Mux map[string]Handler
+
+// HandleRequest dispatches to the handler registered for the method.
+func (m Mux) HandleRequest(ctx context.Context, req *Request) (any, error) {
+	if h, ok := m[req.Method]; ok {
+		return h.HandleRequest(ctx, req)
+	}
+	return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "method not found: "+req.Method)
+}
+
+// Hooks are the optional callbacks of a session. They run on the session's
+// reading goroutines and must not block.
+type Hooks struct {
+	// Notification receives every notification the session does not handle
+	// itself (it handles $/cancel, $/streamError, $/shutdown and progress for
+	// its own calls).
+	Notification func(s *Session, n *jsonrpc.Request)
+	// Datagram receives audio and log datagrams, and progress datagrams for
+	// no call of this session, with the payload decoded to JSON.
+	Datagram func(s *Session, h wire.DatagramHeader, payload json.RawMessage)
+	// ProtocolError receives the error responses with a null id that the peer
+	// sends about this side's misbehaviour (spec §8): a bad frame, a stream
+	// injection, a datagram where none are supported.
+	ProtocolError func(s *Session, e *jsonrpc.Error)
+}
+
+// ServerConfig configures a Server. It is copied by NewServer; later changes
+// have no effect.
+type ServerConfig struct {
+	// Addr is the UDP address to listen on. Default "127.0.0.1:4433".
+	Addr string
+	// Path is the URL path of the WebTransport endpoint. Default "/mcp-flow".
+	Path string
+	// TLSConfig must hold a certificate. TLS 1.3 is enforced whatever it says.
+	TLSConfig *tls.Config
+	// Handler answers requests after initialize. Required.
+	Handler Handler
+	// Info, Capabilities and Instructions go into the initialize result.
+	Info         Implementation
+	Capabilities json.RawMessage
+	Instructions string
+	// Encodings lists the encodings the server accepts. Default: all of
+	// codec.Names.
+	Encodings []codec.Name
+	// DisableDatagrams makes the server answer datagramsSupported: false.
+	DisableDatagrams bool
+	// AllowedOrigins lists the Origin values a CONNECT may carry (scheme,
+	// host and port, e.g. "http://127.0.0.1:8080"); "*" allows any. A CONNECT
+	// without Origin (a non-browser client) is always allowed; any other is
+	// refused with HTTP 403.
+	AllowedOrigins []string
+	Limits         Limits
+	Hooks          Hooks
+	// Logger receives the server's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// OnSession, if set, is called with each session once it is READY.
+	OnSession func(*Session)
+}
+
+// ClientConfig configures Dial. It is copied; later changes have no effect.
+type ClientConfig struct {
+	// TLSConfig verifies the server (see package certs for pinned hashes).
+	TLSConfig *tls.Config
+	// Encodings in order of preference. Default: cbor, json.
+	Encodings []codec.Name
+	// DisableDatagrams stops the client from asking for datagrams.
+	DisableDatagrams bool
+	// Info and Capabilities go into the initialize params. ProtocolVersion
+	// defaults to ProtocolVersionMCP.
+	Info            Implementation
+	Capabilities    json.RawMessage
+	ProtocolVersion string
+	// Handler answers the server's requests (sampling/createMessage,
+	// roots/list, elicitation/create). Default: every request gets -32601.
+	Handler Handler
+	// Header is sent with the CONNECT request (Origin, for instance).
+	Header http.Header
+	Limits Limits
+	Hooks  Hooks
+	Logger *slog.Logger
+	// Transport, if set, dials the session instead of a new
+	// webtransport.Transport (tests use it to share or tune QUIC).
+	Transport WebTransportDialer
+}
+
+// A WebTransportDialer dials WebTransport sessions; *webtransport.Transport
+// is one.
+type WebTransportDialer interface {
+	Dial(ctx context.Context, url string, h http.Header) (*http.Response, *webtransport.Session, error)
+}

@@ -1,0 +1,200 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+)
+
+// serverSide holds what a server session needs for initialize.
+type serverSide struct {
+	cfg *ServerConfig
+}
+
+// handleInitialize answers initialize (spec §4): it picks the encoding,
+// answers in JSON, then switches both directions to the chosen encoding
+// before the next frame is read (the reading goroutine calls it).
+func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
+	cfg := s.srv.cfg
+	fail := func(code jsonrpc.Code, msg string) {
+		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(code, msg)))
+	}
+	var p InitializeParams
+	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil {
+		fail(jsonrpc.CodeInvalidParams, "initialize params must be an object with protocolVersion, capabilities and clientInfo")
+		return
+	}
+	enc := codec.JSON
+	wantDatagrams := false
+	if t := p.Transport; t != nil {
+		if t.Type != TransportType {
+			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, TransportType))
+			return
+		}
+		prefs := make([]string, len(t.Encodings))
+		for i, e := range t.Encodings {
+			prefs[i] = string(e)
+		}
+		var err error
+		if enc, err = codec.Negotiate(prefs, cfg.Encodings); err != nil {
+			fail(jsonrpc.CodeInvalidParams, err.Error())
+			return
+		}
+		wantDatagrams = t.Datagrams
+	}
+	version := p.ProtocolVersion
+	if !slices.Contains(SupportedMCPVersions, version) {
+		version = SupportedMCPVersions[0]
+	}
+	caps := cfg.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage("{}")
+	}
+	res := &InitializeResult{
+		ProtocolVersion: version,
+		Capabilities:    caps,
+		ServerInfo:      cfg.Info,
+		Instructions:    cfg.Instructions,
+		Transport: ServerTransport{
+			Type:                 TransportType,
+			Version:              Version,
+			Encoding:             enc,
+			MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
+			DatagramsSupported:   !cfg.DisableDatagrams,
+			MaxFrameSize:         s.lim.MaxFrameSize,
+		},
+	}
+	resp, err := jsonrpc.NewResult(m.ID, res)
+	if err != nil {
+		fail(jsonrpc.CodeInternalError, err.Error())
+		return
+	}
+	s.setState(StateInitializing)
+	s.initParams = &p
+	s.initResult = res
+	s.datagrams = wantDatagrams && !cfg.DisableDatagrams
+	// initialize and its result are always JSON (spec §4.2); everything
+	// after, in both directions, is in the chosen encoding.
+	answer(resp)
+	s.enc.Store(&codecBox{s.codecs[enc]})
+	s.setState(StateReady)
+	s.log.Debug("session ready", "encoding", enc, "datagrams", s.datagrams, "client", p.ClientInfo.Name)
+	if cfg.OnSession != nil {
+		go cfg.OnSession(s)
+	}
+}
+
+// initialize runs the client side of the handshake (spec §4). It is called
+// before the reading goroutine starts, and reads the result itself so that
+// the encoding switch happens before any later frame is read.
+func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
+	encs := cfg.Encodings
+	if len(encs) == 0 {
+		encs = []codec.Name{codec.CBOR, codec.JSON}
+	}
+	version := cfg.ProtocolVersion
+	if version == "" {
+		version = ProtocolVersionMCP
+	}
+	caps := cfg.Capabilities
+	if len(caps) == 0 {
+		caps = json.RawMessage("{}")
+	}
+	p := InitializeParams{
+		ProtocolVersion: version,
+		Capabilities:    caps,
+		ClientInfo:      cfg.Info,
+		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: !cfg.DisableDatagrams},
+	}
+	num := s.nextID.Add(1)
+	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), MethodInitialize, p)
+	if err != nil {
+		return err
+	}
+	s.setState(StateInitializing)
+	if err := s.send(req); err != nil {
+		return err
+	}
+	type result struct {
+		resp *jsonrpc.Response
+		err  error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		for {
+			frame, err := s.fr.ReadFrame()
+			if err != nil {
+				ch <- result{err: fmt.Errorf("reading the initialize result: %w", err)}
+				return
+			}
+			payload, err := s.codecs[codec.JSON].Decode(frame)
+			if err != nil {
+				ch <- result{err: fmt.Errorf("initialize result is not JSON (spec §4.2): %w", err)}
+				return
+			}
+			msgs, _ := jsonrpc.Validate(payload)
+			for _, m := range msgs {
+				if r, ok := m.(*jsonrpc.Response); ok && r.ID == req.ID {
+					r.Result = append(json.RawMessage(nil), r.Result...)
+					ch <- result{resp: r}
+					return
+				}
+				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && r.Method == MethodPing {
+					s.reply(&jsonrpc.Response{ID: r.ID, Result: json.RawMessage("{}")})
+				}
+				// Anything else before the result is ignored (spec §2).
+			}
+		}
+	}()
+	var r result
+	select {
+	case r = <-ch:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	if r.err != nil {
+		return r.err
+	}
+	if r.resp.Error != nil {
+		return r.resp.Error
+	}
+	var res InitializeResult
+	if err := json.Unmarshal(r.resp.Result, &res); err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	t := res.Transport
+	if t.Type != TransportType {
+		return fmt.Errorf("server answered transport type %q, not %q: it does not speak MCP-Flow", t.Type, TransportType)
+	}
+	if t.Encoding == "" {
+		t.Encoding = codec.JSON
+	}
+	c, ok := s.codecs[t.Encoding]
+	if !ok || (!slices.Contains(encs, t.Encoding) && t.Encoding != codec.JSON) {
+		return fmt.Errorf("server chose encoding %q, which this client did not offer (%s)", t.Encoding, joinNames(encs))
+	}
+	if t.MaxFrameSize != 0 {
+		s.peerMaxFrame = t.MaxFrameSize
+	}
+	s.initResult = &res
+	s.datagrams = !cfg.DisableDatagrams && t.DatagramsSupported
+	s.enc.Store(&codecBox{c})
+	s.setState(StateReady)
+	return s.Notify(MethodInitialized, nil)
+}
+
+func joinNames(ns []codec.Name) string {
+	ss := make([]string, len(ns))
+	for i, n := range ns {
+		ss[i] = string(n)
+	}
+	return strings.Join(ss, ", ")
+}
+
+var _ = wire.DefaultMaxFrameSize

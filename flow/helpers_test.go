@@ -1,0 +1,189 @@
+package flow_test
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/tools"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
+)
+
+// testCert is one development certificate for the whole package.
+var testCert = func() *certs.Cert {
+	c, err := certs.GenerateDev(certs.DevOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+func testLogger(t testing.TB) *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("MCP_FLOW_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// startServer runs a server with the test tools on 127.0.0.1 and closes it
+// with the test.
+func startServer(t testing.TB, mod func(*flow.ServerConfig)) *flow.Server {
+	t.Helper()
+	return startServerTools(t, testtools.Config{Root: t.TempDir()}, mod)
+}
+
+func startServerTools(t testing.TB, tc testtools.Config, mod func(*flow.ServerConfig)) *flow.Server {
+	t.Helper()
+	reg, err := tools.New(testtools.New(tc)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := flow.Mux{}
+	reg.Register(mux)
+	cfg := flow.ServerConfig{
+		Addr:         "127.0.0.1:0",
+		TLSConfig:    certs.ServerTLSConfig(testCert),
+		Handler:      mux,
+		Info:         flow.Implementation{Name: "test-server", Version: "1"},
+		Capabilities: reg.Capabilities(),
+		Logger:       testLogger(t),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := flow.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+func clientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	c, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{testCert.Hash()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Session {
+	t.Helper()
+	cfg := flow.ClientConfig{
+		TLSConfig: clientTLS(t),
+		Info:      flow.Implementation{Name: "test-client", Version: "1"},
+		Logger:    testLogger(t),
+	}
+	if mod != nil {
+		mod(&cfg)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, srv.URL(), cfg)
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func callTool(t testing.TB, s *flow.Session, name string, args any, opts ...flow.CallOption) *flow.Response {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, opts...)
+	if err != nil {
+		t.Fatalf("tools/call %s: %v", name, err)
+	}
+	return r
+}
+
+func textOf(t testing.TB, r *flow.Response) string {
+	t.Helper()
+	var res struct {
+		Content []struct {
+			Type, Text string
+		}
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range res.Content {
+		if c.Type == "text" {
+			return c.Text
+		}
+	}
+	t.Fatalf("no text content in %s", r.Result)
+	return ""
+}
+
+// rawPeer is a WebTransport client that speaks MCP-Flow by hand, so that it
+// can misbehave on purpose.
+type rawPeer struct {
+	t    testing.TB
+	sess *webtransport.Session
+	ctrl *webtransport.Stream
+}
+
+func dialRaw(t testing.TB, srv *flow.Server, h http.Header) (*rawPeer, *http.Response, error) {
+	t.Helper()
+	tr := &webtransport.Transport{
+		TLSClientConfig: clientTLS(t),
+		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true},
+	}
+	t.Cleanup(func() { tr.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, sess, err := tr.Dial(ctx, srv.URL(), h)
+	if err != nil {
+		return nil, resp, err
+	}
+	ctrl, err := sess.OpenStreamSync(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { sess.CloseWithError(0, "") })
+	return &rawPeer{t: t, sess: sess, ctrl: ctrl}, resp, nil
+}
+
+func (p *rawPeer) write(b []byte) {
+	p.t.Helper()
+	if _, err := p.ctrl.Write(b); err != nil {
+		p.t.Fatalf("raw write: %v", err)
+	}
+}
+
+// read reads one frame (length-prefixed) with a deadline.
+func (p *rawPeer) read() []byte {
+	p.t.Helper()
+	p.ctrl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	var hdr [4]byte
+	if _, err := io.ReadFull(p.ctrl, hdr[:]); err != nil {
+		p.t.Fatalf("raw read: %v", err)
+	}
+	n := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
+	if n > 1<<20 {
+		p.t.Fatalf("raw read: frame of %d bytes", n)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(p.ctrl, b); err != nil {
+		p.t.Fatalf("raw read: %v", err)
+	}
+	return b
+}

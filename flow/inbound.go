@@ -1,0 +1,214 @@
+package flow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// Request is a request from the peer, as a Handler sees it. Its methods are
+// safe for concurrent use, including after the handler has returned (a
+// goroutine feeding an execution stream may outlive it).
+type Request struct {
+	*jsonrpc.Request
+	Session *Session
+	in      *inbound
+}
+
+// inbound is the session's record of one request from the peer, from its
+// arrival until its response is sent and its execution streams are closed.
+type inbound struct {
+	id        jsonrpc.ID
+	cancel    context.CancelCauseFunc
+	answer    func(*jsonrpc.Response)
+	responded bool // under Session.mu
+	cancelled bool
+	streams   map[uint32]*StreamWriter
+	nextTag   uint32
+	token     json.RawMessage // _meta.progressToken, if any
+}
+
+func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
+	fail := func(code jsonrpc.Code, msg string) {
+		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(code, msg)))
+	}
+	st := s.State()
+	switch {
+	case m.Method == MethodPing:
+		answer(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
+		return
+	case m.Method == MethodInitialize:
+		if s.server && st == StateControlOpened {
+			s.handleInitialize(m, answer)
+			return
+		}
+		fail(jsonrpc.CodeInvalidRequest, "initialize was already done on this session (spec §2)")
+		return
+	case st < StateReady:
+		fail(jsonrpc.CodeInvalidRequest, "session is not initialized: only initialize and ping may come first (spec §2)")
+		return
+	}
+	ctx, cancel := context.WithCancelCause(s.ctx)
+	in := &inbound{id: m.ID, cancel: cancel, answer: answer, token: progressToken(m.Params)}
+	s.mu.Lock()
+	switch {
+	case s.shutdown:
+		s.mu.Unlock()
+		cancel(nil)
+		fail(jsonrpc.CodeShuttingDown, "session is shutting down; no new requests (spec §7.2)")
+		return
+	case len(s.handling) >= s.lim.MaxRequestsInFlight:
+		s.mu.Unlock()
+		cancel(nil)
+		fail(jsonrpc.CodeTooManyRequests, fmt.Sprintf("more than %d requests in flight (spec §8)", s.lim.MaxRequestsInFlight))
+		return
+	case s.handling[m.ID] != nil:
+		s.mu.Unlock()
+		cancel(nil)
+		fail(jsonrpc.CodeInvalidRequest, "a request with id "+m.ID.String()+" is already in flight")
+		return
+	}
+	s.handling[m.ID] = in
+	s.mu.Unlock()
+	req := &Request{Request: m, Session: s, in: in}
+	go s.run(ctx, req)
+}
+
+// run calls the handler and answers, unless $/cancel answered first.
+func (s *Session) run(ctx context.Context, req *Request) {
+	var (
+		result any
+		err    error
+	)
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("handler panicked", "method", req.Method, "panic", p)
+				err = jsonrpc.NewError(jsonrpc.CodeInternalError, "internal error")
+			}
+		}()
+		result, err = s.handler.HandleRequest(ctx, req)
+	}()
+	var resp *jsonrpc.Response
+	if err != nil {
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) {
+			je = jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
+		}
+		resp = jsonrpc.NewErrorResponse(req.ID, je)
+	} else if raw, ok := result.(json.RawMessage); ok && len(raw) > 0 {
+		resp = &jsonrpc.Response{ID: req.ID, Result: raw}
+	} else if resp, err = jsonrpc.NewResult(req.ID, result); err != nil {
+		resp = jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "result does not marshal: "+err.Error()))
+	}
+	s.respond(req.in, resp)
+}
+
+// respond sends the response of in unless one was sent already.
+func (s *Session) respond(in *inbound, resp *jsonrpc.Response) {
+	s.mu.Lock()
+	if in.responded {
+		s.mu.Unlock()
+		return
+	}
+	in.responded = true
+	s.mu.Unlock()
+	in.answer(resp)
+	s.settleInbound(in)
+}
+
+// settleInbound forgets in once it is answered and its streams are closed.
+func (s *Session) settleInbound(in *inbound) {
+	s.mu.Lock()
+	done := in.responded && len(in.streams) == 0 && s.handling[in.id] == in
+	if done {
+		delete(s.handling, in.id)
+	}
+	s.mu.Unlock()
+	if done {
+		in.cancel(nil)
+		s.maybeFinish()
+	}
+}
+
+// cancelInbound handles $/cancel and notifications/cancelled (spec §7.1):
+// cancel the handler's context, reset its execution streams with 32800 and,
+// for $/cancel, answer -32800. A request already finished is ignored.
+func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
+	s.mu.Lock()
+	in := s.handling[id]
+	if in == nil || in.cancelled {
+		s.mu.Unlock()
+		return
+	}
+	in.cancelled = true
+	streams := make([]*StreamWriter, 0, len(in.streams))
+	for _, w := range in.streams {
+		streams = append(streams, w)
+	}
+	s.mu.Unlock()
+	if reason == "" {
+		reason = "cancelled by the peer"
+	}
+	in.cancel(jsonrpc.NewError(jsonrpc.CodeRequestCancelled, reason))
+	for _, w := range streams {
+		w.reset(jsonrpc.CodeRequestCancelled, "", false)
+	}
+	if answer {
+		s.respond(in, jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeRequestCancelled, "Request cancelled: "+reason)))
+	} else {
+		// MCP: no response after notifications/cancelled.
+		s.mu.Lock()
+		in.responded = true
+		s.mu.Unlock()
+		s.settleInbound(in)
+	}
+}
+
+// progressToken returns params._meta.progressToken, if present.
+func progressToken(params json.RawMessage) json.RawMessage {
+	if len(params) == 0 || params[0] != '{' {
+		return nil
+	}
+	var p struct {
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return nil
+	}
+	return p.Meta.ProgressToken
+}
+
+// Progress reports progress on this request (MCP progress; spec §6.2): as a
+// datagram when the session has them and the request id fits a datagram
+// header, else as notifications/progress on the control stream. Without a
+// progressToken in the request, MCP forbids progress and Progress does
+// nothing.
+func (r *Request) Progress(progress, total float64, message string) error {
+	if len(r.in.token) == 0 {
+		return nil
+	}
+	p := Progress{ProgressToken: r.in.token, Progress: progress, Total: total, Message: message}
+	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
+		if err := r.Session.sendDatagramValue(progressChannel, id, p); err == nil {
+			return nil
+		}
+		// Too large for a datagram, or the queue is full: the control
+		// stream is the fallback, never silence.
+	}
+	return r.Session.Notify(MethodProgress, p)
+}
+
+// Context-free accessors.
+
+// Cancelled reports whether the peer cancelled this request.
+func (r *Request) Cancelled() bool {
+	r.Session.mu.Lock()
+	defer r.Session.mu.Unlock()
+	return r.in.cancelled
+}

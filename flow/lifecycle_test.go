@@ -1,0 +1,306 @@
+package flow_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/testtools"
+)
+
+// TestShutdownDrainsStreams: the server shuts down while a call is in
+// flight and a stream is flowing; every byte and every reply arrives, then
+// the session closes cleanly (spec §7.2, guide §7).
+func TestShutdownDrainsStreams(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	const size = 32 << 20
+	r := callTool(t, s, "generate", map[string]any{"bytes": size})
+	sr, err := r.Stream(context.Background(), r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A slow call in flight when shutdown starts.
+	slowDone := make(chan error, 1)
+	go func() {
+		r, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 5, "delayMs": 60}})
+		if err == nil && textOf(t, r) != "done after 5 steps" {
+			err = fmt.Errorf("slow answered %s", r.Result)
+		}
+		slowDone <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	shutdownDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		shutdownDone <- srv.Shutdown(ctx)
+	}()
+	// New requests are refused once $/shutdown has arrived.
+	deadline := time.Now().Add(5 * time.Second)
+	for s.State() != flow.StateDraining && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if s.State() != flow.StateDraining {
+		t.Fatalf("client state %v after server shutdown, want DRAINING", s.State())
+	}
+	if _, err := s.Call(context.Background(), "tools/list", nil); !errors.Is(err, flow.ErrShuttingDown) {
+		t.Fatalf("new call during drain: %v, want ErrShuttingDown", err)
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, sr)
+	if err != nil || n != size || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
+		t.Fatalf("stream during shutdown: %d of %d bytes, %v", n, size, err)
+	}
+	if err := <-slowDone; err != nil {
+		t.Fatalf("in-flight call lost in shutdown: %v", err)
+	}
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("server Shutdown: %v", err)
+	}
+	select {
+	case <-s.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("client session still open after the drain")
+	}
+	var se *flow.SessionError
+	if !errors.As(s.Err(), &se) || se.Code != flow.CloseOK {
+		t.Fatalf("session ended with %v, want a clean close", s.Err())
+	}
+}
+
+// TestClientShutdown: the client starts the shutdown.
+func TestClientShutdown(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "delayMs": 50}})
+		done <- err
+	}()
+	time.Sleep(30 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Shutdown(ctx, "bye"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("in-flight call: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for srv.Sessions() != 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Fatalf("server still holds %d sessions", n)
+	}
+}
+
+func TestManySessionsManyCalls(t *testing.T) {
+	sessions, calls := 100, 100
+	if raceEnabled || testing.Short() {
+		sessions, calls = 20, 50
+	}
+	srv := startServer(t, nil)
+	var wg sync.WaitGroup
+	errs := make(chan error, sessions)
+	for i := range sessions {
+		wg.Go(func() {
+			enc := []codec.Name{codec.JSON, codec.CBOR, codec.Protobuf}[i%3]
+			s := dial(t, srv, func(c *flow.ClientConfig) { c.Encodings = []codec.Name{enc} })
+			var inner sync.WaitGroup
+			seen := make([]int, calls)
+			var mu sync.Mutex
+			for j := range calls {
+				inner.Go(func() {
+					r, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": fmt.Sprint(j)}})
+					if err != nil {
+						errs <- err
+						return
+					}
+					var res struct{ Content []struct{ Text string } }
+					json.Unmarshal(r.Result, &res)
+					var k int
+					fmt.Sscan(res.Content[0].Text, &k)
+					mu.Lock()
+					seen[k]++
+					mu.Unlock()
+				})
+			}
+			inner.Wait()
+			for j, n := range seen {
+				if n != 1 {
+					errs <- fmt.Errorf("session %d: reply %d seen %d times", i, j, n)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+}
+
+func TestServerToClientSampling(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Handler = flow.Mux{"sampling/createMessage": flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+			var p struct {
+				Messages []struct{ Content struct{ Text string } }
+			}
+			json.Unmarshal(req.Params, &p)
+			return map[string]any{"role": "assistant", "model": "test", "content": map[string]string{"type": "text", "text": "sampled: " + p.Messages[0].Content.Text}}, nil
+		})}
+	})
+	r := callTool(t, s, "ask_sampling", map[string]string{"prompt": "hi"})
+	if got := textOf(t, r); got != "sampled: hi" {
+		t.Fatalf("ask_sampling = %q", got)
+	}
+	// A client without a sampling handler answers -32601; the tool reports it.
+	s2 := dial(t, srv, nil)
+	r = callTool(t, s2, "ask_sampling", map[string]string{"prompt": "hi"})
+	var res struct{ IsError bool }
+	json.Unmarshal(r.Result, &res)
+	if !res.IsError {
+		t.Fatalf("sampling without a handler: %s", r.Result)
+	}
+}
+
+func TestProgressDatagramsAndFallback(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		clientOff bool
+		serverOff bool
+		datagrams bool
+	}{
+		{"datagrams", false, false, true},
+		{"client did not ask", true, false, false},
+		{"server does not support", false, true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, func(c *flow.ServerConfig) { c.DisableDatagrams = tc.serverOff })
+			s := dial(t, srv, func(c *flow.ClientConfig) { c.DisableDatagrams = tc.clientOff })
+			if s.DatagramsEnabled() != tc.datagrams {
+				t.Fatalf("datagrams enabled = %v", s.DatagramsEnabled())
+			}
+			var mu sync.Mutex
+			var got []float64
+			callTool(t, s, "slow", map[string]any{"steps": 10, "delayMs": 5}, flow.WithProgress(func(p flow.Progress) {
+				mu.Lock()
+				got = append(got, p.Progress)
+				mu.Unlock()
+			}))
+			mu.Lock()
+			defer mu.Unlock()
+			// Datagrams may be lost on a real network; on loopback with ten
+			// small ones none should be, and the fallback must lose none.
+			if len(got) == 0 || (!tc.datagrams && len(got) != 10) {
+				t.Fatalf("progress updates = %v", got)
+			}
+		})
+	}
+}
+
+func TestLimits(t *testing.T) {
+	t.Run("maxConcurrentStreams", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxConcurrentStreams = 4 })
+		s := dial(t, srv, nil)
+		if got := s.InitializeResult().Transport.MaxConcurrentStreams; got != 4 {
+			t.Fatalf("announced maxConcurrentStreams %d", got)
+		}
+		// Four streams fit; a fifth in the same result crosses the limit.
+		r := callTool(t, s, "generate", map[string]any{"bytes": 10, "streams": 4})
+		for _, ref := range r.Refs {
+			sr, err := r.Stream(context.Background(), ref.StreamTag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			io.Copy(io.Discard, sr)
+		}
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": 10, "streams": 5}})
+		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")) {
+			t.Fatalf("5 streams over a limit of 4: %v, want -32000", err)
+		}
+	})
+	t.Run("maxRequestsInFlight", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxRequestsInFlight = 2 })
+		s := dial(t, srv, nil)
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "delayMs": 100}})
+			})
+		}
+		time.Sleep(50 * time.Millisecond)
+		_, err := s.Call(context.Background(), "tools/list", nil)
+		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeTooManyRequests, "")) {
+			t.Fatalf("third request: %v, want -32005", err)
+		}
+		wg.Wait()
+		if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
+			t.Fatalf("after the first two finished: %v", err)
+		}
+	})
+	t.Run("maxSessions", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxSessions = 2 })
+		dial(t, srv, nil)
+		dial(t, srv, nil)
+		_, resp, err := dialRaw(t, srv, nil)
+		if err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+			t.Fatalf("third session: %v %v, want 503", resp, err)
+		}
+	})
+	t.Run("maxFrameSize", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxFrameSize = 1024 })
+		s := dial(t, srv, nil)
+		if got := s.InitializeResult().Transport.MaxFrameSize; got != 1024 {
+			t.Fatalf("announced maxFrameSize %d", got)
+		}
+		big := string(make([]byte, 2000))
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": big}})
+		if err == nil {
+			t.Fatal("a 2 KB frame passed a 1 KiB limit")
+		}
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("session after a refused frame: %v", err)
+		}
+	})
+	t.Run("handshake timeout", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.HandshakeTimeout = 200 * time.Millisecond })
+		p, _, err := dialRaw(t, srv, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.write([]byte{0, 0}) // half a length prefix, then nothing
+		select {
+		case <-p.sess.Context().Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("session without initialize still open")
+		}
+	})
+	t.Run("idle timeout", func(t *testing.T) {
+		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.IdleTimeout = 300 * time.Millisecond })
+		s := dial(t, srv, nil)
+		select {
+		case <-s.Done():
+		case <-time.After(5 * time.Second):
+			t.Fatal("idle session still open")
+		}
+		var se *flow.SessionError
+		if !errors.As(s.Err(), &se) || se.Code != flow.CloseOK {
+			t.Fatalf("idle session ended with %v, want a clean shutdown", s.Err())
+		}
+	})
+}

@@ -1,0 +1,143 @@
+package flow
+
+import (
+	"encoding/json"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/quic-go/webtransport-go"
+)
+
+// Protocol constants of MCP-Flow 0.1 (docs/spec.md). Each is defined once.
+const (
+	// TransportType names MCP-Flow in the transport object of initialize
+	// (spec §4.1).
+	TransportType = "mcp-flow"
+	// Version is the MCP-Flow version this package speaks.
+	Version = "0.1"
+	// DefaultPath is the URL path servers listen on unless told otherwise.
+	DefaultPath = "/mcp-flow"
+)
+
+// Method names. MCP's own methods that the session layer handles itself are
+// listed with them.
+const (
+	MethodInitialize   = "initialize"
+	MethodInitialized  = "notifications/initialized"
+	MethodPing         = "ping"
+	MethodProgress     = "notifications/progress"
+	MethodLogMessage   = "notifications/message"
+	MethodCancelled    = "notifications/cancelled" // MCP's cancellation; MCP-Flow uses $/cancel
+	MethodCancel       = "$/cancel"                // spec §7.1
+	MethodStreamError  = "$/streamError"           // spec §5.4
+	MethodShutdown     = "$/shutdown"              // spec §7.2
+	ContentTypeRef     = "ref/stream"              // spec §5.2
+	ProtocolVersionMCP = "2025-11-25"              // the newest MCP revision a session offers
+)
+
+// SupportedMCPVersions lists the MCP protocol revisions a server accepts,
+// newest first. A client asking for another gets the newest (MCP lifecycle
+// §version negotiation).
+var SupportedMCPVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+
+// ClientTransport is the transport object a client puts in the initialize
+// params (spec §4.1).
+type ClientTransport struct {
+	Type      string       `json:"type"`
+	Version   string       `json:"version,omitempty"`
+	Encodings []codec.Name `json:"encodings,omitempty"`
+	// Datagrams asks the server to send progress, audio and logs as
+	// datagrams (spec §6). Absent means false.
+	Datagrams bool `json:"datagrams,omitempty"`
+}
+
+// ServerTransport is the guide's ServerTransportCapabilities: the transport
+// object of the initialize result (spec §4.1).
+type ServerTransport struct {
+	Type                 string     `json:"type"`
+	Version              string     `json:"version"`
+	Encoding             codec.Name `json:"encoding"`
+	MaxConcurrentStreams int        `json:"maxConcurrentStreams"`
+	DatagramsSupported   bool       `json:"datagramsSupported"`
+	MaxFrameSize         uint32     `json:"maxFrameSize"`
+}
+
+// Implementation names a client or server (MCP's Implementation).
+type Implementation struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// InitializeParams is the params of initialize as MCP-Flow reads them.
+// Capabilities and any other member stay raw.
+type InitializeParams struct {
+	ProtocolVersion string           `json:"protocolVersion"`
+	Capabilities    json.RawMessage  `json:"capabilities,omitempty"`
+	ClientInfo      Implementation   `json:"clientInfo"`
+	Transport       *ClientTransport `json:"transport,omitempty"`
+}
+
+// InitializeResult is the result of initialize.
+type InitializeResult struct {
+	ProtocolVersion string          `json:"protocolVersion"`
+	Capabilities    json.RawMessage `json:"capabilities"`
+	ServerInfo      Implementation  `json:"serverInfo"`
+	Instructions    string          `json:"instructions,omitempty"`
+	Transport       ServerTransport `json:"transport"`
+}
+
+// CancelParams is the params of $/cancel (spec §7.1).
+type CancelParams struct {
+	RequestID jsonrpc.ID `json:"requestId"`
+	Reason    string     `json:"reason,omitempty"`
+}
+
+// StreamErrorParams is the params of $/streamError (spec §5.4, guide §4.3).
+type StreamErrorParams struct {
+	RequestID uint32 `json:"requestId"`
+	StreamTag uint32 `json:"streamTag"`
+	Error     string `json:"error"`
+}
+
+// ShutdownParams is the optional params of $/shutdown (spec §7.2).
+type ShutdownParams struct {
+	Reason string `json:"reason,omitempty"`
+}
+
+// StreamRef is the content block that names an execution stream in a result
+// (spec §5.2): {"type":"ref/stream","streamTag":1,"mimeType":"text/plain"}.
+type StreamRef struct {
+	Type      string `json:"type"`
+	StreamTag uint32 `json:"streamTag"`
+	MimeType  string `json:"mimeType,omitempty"`
+}
+
+// Progress is the params of notifications/progress, and the payload of a
+// progress datagram (spec §6.2).
+type Progress struct {
+	ProgressToken json.RawMessage `json:"progressToken"`
+	Progress      float64         `json:"progress"`
+	Total         float64         `json:"total,omitempty"`
+	Message       string          `json:"message,omitempty"`
+}
+
+// Session close codes sent with the WebTransport CLOSE_WEBTRANSPORT_SESSION
+// capsule (spec §8).
+const (
+	CloseOK               webtransport.SessionErrorCode = 0x00 // graceful end after $/shutdown
+	CloseProtocolError    webtransport.SessionErrorCode = 0x01 // a control frame that cannot be read past
+	CloseHandshakeTimeout webtransport.SessionErrorCode = 0x02 // no initialize in time
+	CloseDrainTimeout     webtransport.SessionErrorCode = 0x03 // $/shutdown drain deadline passed
+	CloseInternalError    webtransport.SessionErrorCode = 0x04
+	CloseGoingAway        webtransport.SessionErrorCode = 0x05 // closed without drain by Close
+)
+
+// StreamCode returns the stream reset code that carries a JSON-RPC error
+// code on an execution stream (spec §5.4): its absolute value, so that 32800
+// is a cancelled request and 32002 a refused injection.
+func StreamCode(c jsonrpc.Code) webtransport.StreamErrorCode {
+	if c < 0 {
+		return webtransport.StreamErrorCode(-c)
+	}
+	return webtransport.StreamErrorCode(c)
+}

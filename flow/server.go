@@ -1,0 +1,341 @@
+package flow
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+)
+
+// Server accepts MCP-Flow sessions over WebTransport (spec §2).
+//
+// Start it with Listen and Serve (or ListenAndServe); end it with Shutdown
+// (graceful: $/shutdown to every session, drain, close) or Close. All
+// methods are safe for concurrent use.
+type Server struct {
+	cfg    ServerConfig
+	lim    Limits
+	log    *slog.Logger
+	codecs codecSet
+	h3     *http3.Server
+	wt     *webtransport.Server
+
+	mu       sync.Mutex
+	pc       net.PacketConn
+	sessions map[*Session]struct{}
+	closing  bool
+	wg       sync.WaitGroup
+}
+
+// NewServer checks cfg and returns a server that is not yet listening.
+func NewServer(cfg ServerConfig) (*Server, error) {
+	if cfg.Handler == nil {
+		return nil, errors.New("flow: ServerConfig.Handler is required")
+	}
+	if cfg.TLSConfig == nil || (len(cfg.TLSConfig.Certificates) == 0 && cfg.TLSConfig.GetCertificate == nil) {
+		return nil, errors.New("flow: ServerConfig.TLSConfig needs a certificate (see package certs)")
+	}
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:4433"
+	}
+	if cfg.Path == "" {
+		cfg.Path = DefaultPath
+	}
+	if len(cfg.Encodings) == 0 {
+		cfg.Encodings = slices.Clone(codec.Names)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Info.Name == "" {
+		cfg.Info = Implementation{Name: "mcp-flow", Version: Version}
+	}
+	lim := cfg.Limits.withDefaults()
+	codecs, err := newCodecSet(lim.Codec)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, codecs: codecs, sessions: map[*Session]struct{}{}}
+	tlsConf := cfg.TLSConfig.Clone()
+	tlsConf.MinVersion = tls.VersionTLS13 // spec §9: TLS 1.3 only
+	mux := http.NewServeMux()
+	mux.HandleFunc(cfg.Path, s.serveHTTP)
+	s.h3 = &http3.Server{
+		TLSConfig: http3.ConfigureTLSConfig(tlsConf),
+		QUICConfig: &quic.Config{
+			EnableDatagrams:                  true,
+			EnableStreamResetPartialDelivery: true,
+			MaxIdleTimeout:                   30 * time.Second,
+			MaxIncomingStreams:               100,
+			MaxIncomingUniStreams:            100,
+		},
+		Handler: mux,
+	}
+	webtransport.ConfigureHTTP3Server(s.h3)
+	s.wt = &webtransport.Server{
+		H3: s.h3,
+		// Origin is checked by serveHTTP first, so that a refusal is a 403.
+		CheckOrigin: func(*http.Request) bool { return true },
+	}
+	return s, nil
+}
+
+// Listen binds the UDP socket. After it returns, Addr and URL are known.
+func (s *Server) Listen() error {
+	pc, err := net.ListenPacket("udp", s.cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("flow: listen on %s: %w", s.cfg.Addr, err)
+	}
+	s.mu.Lock()
+	s.pc = pc
+	s.mu.Unlock()
+	return nil
+}
+
+// Serve serves sessions on the socket bound by Listen until Close or
+// Shutdown. It returns http.ErrServerClosed after either.
+func (s *Server) Serve() error {
+	s.mu.Lock()
+	pc := s.pc
+	s.mu.Unlock()
+	if pc == nil {
+		return errors.New("flow: Serve before Listen")
+	}
+	err := s.wt.Serve(pc)
+	if s.isClosing() {
+		return http.ErrServerClosed
+	}
+	return err
+}
+
+// ListenAndServe is Listen then Serve.
+func (s *Server) ListenAndServe() error {
+	if err := s.Listen(); err != nil {
+		return err
+	}
+	return s.Serve()
+}
+
+// Addr returns the bound address (nil before Listen).
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.pc == nil {
+		return nil
+	}
+	return s.pc.LocalAddr()
+}
+
+// URL returns the https URL of the endpoint.
+func (s *Server) URL() string {
+	a := s.Addr()
+	if a == nil {
+		return ""
+	}
+	return "https://" + a.String() + s.cfg.Path
+}
+
+// Sessions returns the number of sessions open.
+func (s *Server) Sessions() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.sessions)
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+// originAllowed applies the allow-list (spec §9). A request without Origin
+// comes from a non-browser client and is allowed.
+func (s *Server) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	return o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o)
+}
+
+func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodConnect {
+		http.Error(w, "MCP-Flow: this endpoint takes WebTransport CONNECT requests", http.StatusMethodNotAllowed)
+		return
+	}
+	if !s.originAllowed(r) {
+		s.log.Warn("refused a CONNECT from a disallowed origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return
+	}
+	s.mu.Lock()
+	if s.closing || len(s.sessions) >= s.lim.MaxSessions {
+		closing := s.closing
+		s.mu.Unlock()
+		if !closing {
+			s.log.Warn("refused a session: MaxSessions reached", "max", s.lim.MaxSessions)
+		}
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
+		return
+	}
+	// Reserve the slot before upgrading so that concurrent CONNECTs cannot
+	// overshoot the limit.
+	sess := &Session{}
+	s.sessions[sess] = struct{}{}
+	s.wg.Add(1)
+	s.mu.Unlock()
+	defer s.wg.Done()
+
+	wts, err := s.wt.Upgrade(w, r)
+	if err != nil {
+		s.mu.Lock()
+		delete(s.sessions, sess)
+		s.mu.Unlock()
+		s.log.Debug("WebTransport upgrade failed", "err", err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	real := newSession(wts, true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
+	real.srv = serverSide{cfg: &s.cfg}
+	s.mu.Lock()
+	delete(s.sessions, sess)
+	s.sessions[real] = struct{}{}
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		real.startShutdown(true, "server shutting down")
+	}
+	real.serve()
+	s.mu.Lock()
+	delete(s.sessions, real)
+	s.mu.Unlock()
+}
+
+// serve runs a server session: the control stream, then the reading loops,
+// until the session ends.
+func (s *Session) serve() {
+	hctx, cancel := context.WithTimeout(s.ctx, s.lim.HandshakeTimeout)
+	ctrl, err := s.wt.AcceptStream(hctx)
+	cancel()
+	if err != nil {
+		s.closeWith(&SessionError{Code: CloseHandshakeTimeout, Reason: "no control stream within the handshake timeout", Err: err})
+		return
+	}
+	s.ctrl = ctrl
+	s.fr = wire.NewFrameReader(ctrl, s.lim.MaxFrameSize)
+	s.setState(StateControlOpened)
+	go s.refuseExtraStreams()
+	go s.acceptStreams()
+	go s.receiveDatagrams()
+	go s.watchHandshake()
+	go s.watchIdle()
+	s.readLoop()
+	<-s.done
+}
+
+// refuseExtraStreams resets any bidirectional stream after the control
+// stream: MCP-Flow 0.1 defines no other (spec §3).
+func (s *Session) refuseExtraStreams() {
+	for {
+		st, err := s.wt.AcceptStream(s.ctx)
+		if err != nil {
+			return
+		}
+		st.CancelRead(StreamCode(-32600))
+		st.CancelWrite(StreamCode(-32600))
+	}
+}
+
+// watchHandshake closes a session that has not completed initialize within
+// HandshakeTimeout of its CONNECT.
+func (s *Session) watchHandshake() {
+	t := time.NewTimer(s.lim.HandshakeTimeout)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		if s.State() < StateReady {
+			s.fail(CloseHandshakeTimeout, nil, "initialize not completed within the handshake timeout")
+		}
+	case <-s.done:
+	}
+}
+
+// watchIdle shuts down a session idle for IdleTimeout (spec §8).
+func (s *Session) watchIdle() {
+	tick := time.NewTicker(max(s.lim.IdleTimeout/4, 10*time.Millisecond))
+	defer tick.Stop()
+	for {
+		select {
+		case <-tick.C:
+			s.mu.Lock()
+			busy := s.inflightLocked() > 0 || s.shutdown
+			s.mu.Unlock()
+			if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
+				s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)
+				s.startShutdown(true, "idle timeout")
+				return
+			}
+		case <-s.done:
+			return
+		}
+	}
+}
+
+// Shutdown stops taking sessions, sends $/shutdown on every session, waits
+// until they have drained (or ctx ends, when what is left is cut off) and
+// closes the server.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	sessions := make([]*Session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		if sess.wt != nil {
+			sessions = append(sessions, sess)
+		}
+	}
+	s.mu.Unlock()
+	var wg sync.WaitGroup
+	errs := make([]error, len(sessions))
+	for i, sess := range sessions {
+		wg.Go(func() { errs[i] = sess.Shutdown(ctx, "server shutting down") })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	if cerr := s.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// Close closes every session at once and the server.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closing = true
+	sessions := make([]*Session, 0, len(s.sessions))
+	for sess := range s.sessions {
+		if sess.wt != nil {
+			sessions = append(sessions, sess)
+		}
+	}
+	s.mu.Unlock()
+	for _, sess := range sessions {
+		_ = sess.Close()
+	}
+	err := s.wt.Close()
+	s.mu.Lock()
+	if s.pc != nil {
+		_ = s.pc.Close()
+	}
+	s.mu.Unlock()
+	return err
+}

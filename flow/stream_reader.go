@@ -1,0 +1,243 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"io"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/webtransport-go"
+)
+
+// inStream is one execution stream of one of our calls: arrived, or named by
+// the result and awaited. Fields other than arrived are under Session.mu.
+type inStream struct {
+	s       *Session
+	c       *call
+	tag     uint32
+	arrived chan struct{} // closed when rs is set
+	rs      *webtransport.ReceiveStream
+	reason  string // from $/streamError
+	settled bool
+}
+
+// acceptStreams takes the execution streams the peer opens (spec §5).
+func (s *Session) acceptStreams() {
+	for {
+		rs, err := s.wt.AcceptUniStream(s.ctx)
+		if err != nil {
+			return
+		}
+		go s.takeStream(rs)
+	}
+}
+
+// takeStream reads a stream's header and hands it to the call it names. A
+// header that names no request of ours in flight is an injection (spec
+// §5.3): the stream is refused with 32002 and the peer told with -32002;
+// the session carries on.
+func (s *Session) takeStream(rs *webtransport.ReceiveStream) {
+	_ = rs.SetReadDeadline(time.Now().Add(s.lim.StreamWait))
+	h, err := wire.ReadStreamHeader(rs)
+	_ = rs.SetReadDeadline(time.Time{})
+	if err != nil {
+		rs.CancelRead(StreamCode(jsonrpc.CodeInvalidRequest))
+		return
+	}
+	s.mu.Lock()
+	c := s.streamCalls[h.RequestID]
+	if s.server {
+		c = nil // clients open no execution streams in MCP-Flow 0.1
+	}
+	var st *inStream
+	if c != nil {
+		st = c.streams[h.StreamTag]
+		switch {
+		case st != nil && st.rs != nil: // a second stream with the same tag
+			c = nil
+		case st == nil && c.answered && !c.refs[h.StreamTag]:
+			c = nil // the result named no such stream
+		case st == nil:
+			st = &inStream{s: s, c: c, tag: h.StreamTag, arrived: make(chan struct{})}
+			if c.streams == nil {
+				c.streams = map[uint32]*inStream{}
+			}
+			c.streams[h.StreamTag] = st
+		}
+	}
+	if c != nil {
+		st.rs = rs
+		close(st.arrived)
+	}
+	s.mu.Unlock()
+	if c == nil {
+		rs.CancelRead(StreamCode(jsonrpc.CodeStreamInjection))
+		s.log.Warn("refused an execution stream naming no request in flight", "request", h.RequestID, "tag", h.StreamTag)
+		s.replyError(jsonrpc.NullID, jsonrpc.CodeStreamInjection, "stream injection: execution stream header names request "+
+			itoa(h.RequestID)+" tag "+itoa(h.StreamTag)+", which is not in flight (spec §5.3)")
+	}
+}
+
+func itoa(n uint32) string {
+	var b [10]byte
+	i := len(b)
+	for {
+		i--
+		b[i] = byte('0' + n%10)
+		n /= 10
+		if n == 0 {
+			return string(b[i:])
+		}
+	}
+}
+
+// awaitedStream returns the record of stream tag of c, creating it.
+func (s *Session) awaitedStream(c *call, tag uint32) *inStream {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := c.streams[tag]
+	if st == nil {
+		st = &inStream{s: s, c: c, tag: tag, arrived: make(chan struct{})}
+		if c.streams == nil {
+			c.streams = map[uint32]*inStream{}
+		}
+		c.streams[tag] = st
+	}
+	return st
+}
+
+// refuse stops reading st (if it arrived) and settles it.
+func (st *inStream) refuse(code webtransport.StreamErrorCode) {
+	st.s.mu.Lock()
+	rs := st.rs
+	was := st.settled
+	st.settled = true
+	st.s.mu.Unlock()
+	if rs != nil && !was {
+		rs.CancelRead(code)
+	}
+	if !was {
+		st.s.maybeForgetCall(st.c)
+	}
+}
+
+func (st *inStream) settle() {
+	st.s.mu.Lock()
+	was := st.settled
+	st.settled = true
+	st.s.mu.Unlock()
+	if !was {
+		st.s.maybeForgetCall(st.c)
+	}
+}
+
+// noteStreamError records the reason of a $/streamError for the reader.
+func (s *Session) noteStreamError(p StreamErrorParams) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if c := s.streamCalls[p.RequestID]; c != nil {
+		if st := c.streams[p.StreamTag]; st != nil {
+			st.reason = p.Error
+			return
+		}
+		st := &inStream{s: s, c: c, tag: p.StreamTag, arrived: make(chan struct{}), reason: p.Error}
+		if c.streams == nil {
+			c.streams = map[uint32]*inStream{}
+		}
+		c.streams[p.StreamTag] = st
+	}
+}
+
+// StreamReader reads one execution stream's payload. Read returns io.EOF
+// only after the whole payload: a stream that was reset or cut off returns a
+// *StreamError instead (spec §5.4). Not safe for concurrent use.
+type StreamReader struct {
+	st  *inStream
+	ref StreamRef
+	err error
+}
+
+// Stream waits for the execution stream that the result's ref/stream with
+// this tag names and returns its reader. A tag the result does not name, or
+// a stream that has not arrived within Limits.StreamWait, is -32001 (spec
+// §5.3).
+func (r *Response) Stream(ctx context.Context, tag uint32) (*StreamReader, error) {
+	var ref *StreamRef
+	for i := range r.Refs {
+		if r.Refs[i].StreamTag == tag {
+			ref = &r.Refs[i]
+		}
+	}
+	if ref == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidStreamRef, "the result names no ref/stream with tag "+itoa(tag))
+	}
+	st := r.s.awaitedStream(r.c, tag)
+	t := time.NewTimer(r.s.lim.StreamWait)
+	defer t.Stop()
+	select {
+	case <-st.arrived:
+		return &StreamReader{st: st, ref: *ref}, nil
+	case <-t.C:
+		st.refuse(StreamCode(jsonrpc.CodeInvalidStreamRef))
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidStreamRef, "no execution stream arrived for ref/stream tag "+itoa(tag)+" of request "+r.ID.String()+" (spec §5.3)")
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-r.s.done:
+		return nil, r.s.Err()
+	}
+}
+
+// Ref returns the content block that named the stream.
+func (sr *StreamReader) Ref() StreamRef { return sr.ref }
+
+// Read reads payload bytes.
+func (sr *StreamReader) Read(p []byte) (int, error) {
+	if sr.err != nil {
+		return 0, sr.err
+	}
+	n, err := sr.st.rs.Read(p)
+	switch {
+	case err == nil:
+	case errors.Is(err, io.EOF):
+		sr.err = io.EOF
+		sr.st.settle()
+	default:
+		sr.err = sr.streamError(err)
+		sr.st.settle()
+		err = sr.err
+	}
+	return n, err
+}
+
+func (sr *StreamReader) streamError(err error) error {
+	e := &StreamError{RequestID: sr.st.c.num, StreamTag: sr.st.tag, Code: jsonrpc.CodeInternalError, Err: err}
+	var we *webtransport.StreamError
+	if errors.As(err, &we) {
+		e.Code = -jsonrpc.Code(we.ErrorCode)
+	}
+	if se := sr.st.s.Err(); se != nil && !errors.As(err, &we) {
+		e.Err = se
+	}
+	// $/streamError may trail the reset on the control stream by a moment.
+	for range 20 {
+		sr.st.s.mu.Lock()
+		e.Reason = sr.st.reason
+		sr.st.s.mu.Unlock()
+		if e.Reason != "" || e.Code != jsonrpc.CodeInternalError {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return e
+}
+
+// Close stops reading; a stream not read to its end is refused.
+func (sr *StreamReader) Close() error {
+	if sr.err == nil {
+		sr.err = errors.New("flow: read on closed stream")
+		sr.st.refuse(StreamCode(jsonrpc.CodeRequestCancelled))
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package flow
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/webtransport-go"
+)
+
+// StreamWriter writes one execution stream (spec §5): a unidirectional
+// stream that the server opens for a result, starting with the 8-byte header.
+// The result names it with the content block Ref returns.
+//
+// Write and Close/Fail are meant for one goroutine; Fail and a concurrent
+// $/cancel are safe together.
+type StreamWriter struct {
+	s    *Session
+	in   *inbound
+	id   uint32
+	tag  uint32
+	mime string
+	st   *webtransport.SendStream
+	once sync.Once
+}
+
+// OpenStream opens an execution stream for this request's result. It fails
+// with -32000 when the session already has maxConcurrentStreams open (spec
+// §5.3), and when the request id is not an integer in [0, 2^32-1], which
+// stream headers cannot name (spec §3.2).
+func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
+	s := r.Session
+	id, ok := r.ID.Uint32()
+	if !ok {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "request id "+r.ID.String()+" is not a 32-bit integer; execution streams need one (spec §3.2)")
+	}
+	s.mu.Lock()
+	if r.in.cancelled || r.in.responded {
+		s.mu.Unlock()
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "request already answered or cancelled")
+	}
+	if s.openStreams >= s.lim.MaxConcurrentStreams {
+		s.mu.Unlock()
+		return nil, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, fmt.Sprintf("stream limit exceeded: %d execution streams open (maxConcurrentStreams, spec §5.3)", s.lim.MaxConcurrentStreams))
+	}
+	s.openStreams++
+	r.in.nextTag++
+	w := &StreamWriter{s: s, in: r.in, id: id, tag: r.in.nextTag, mime: mimeType}
+	s.mu.Unlock()
+
+	st, err := s.wt.OpenUniStreamSync(s.ctx)
+	if err == nil {
+		w.st = st
+		_, err = st.Write(wire.StreamHeader{RequestID: id, StreamTag: w.tag}.Append(nil))
+	}
+	s.mu.Lock()
+	if err == nil && r.in.cancelled {
+		err = jsonrpc.NewError(jsonrpc.CodeRequestCancelled, "request cancelled")
+	}
+	if err != nil {
+		s.openStreams--
+		s.mu.Unlock()
+		if w.st != nil {
+			w.st.CancelWrite(StreamCode(jsonrpc.CodeRequestCancelled))
+		}
+		s.maybeFinish()
+		var je *jsonrpc.Error
+		if errors.As(err, &je) {
+			return nil, je
+		}
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "opening execution stream: "+err.Error())
+	}
+	if r.in.streams == nil {
+		r.in.streams = map[uint32]*StreamWriter{}
+	}
+	r.in.streams[w.tag] = w
+	s.mu.Unlock()
+	return w, nil
+}
+
+// StreamFrom opens an execution stream and copies src into it on its own
+// goroutine, returning the ref/stream content block at once. When src fails,
+// the stream is reset and $/streamError sent (spec §5.4), so the client never
+// takes a truncated stream for a whole one.
+func (r *Request) StreamFrom(src io.Reader, mimeType string) (StreamRef, error) {
+	w, err := r.OpenStream(mimeType)
+	if err != nil {
+		return StreamRef{}, err
+	}
+	go func() {
+		buf := make([]byte, 256<<10)
+		if _, err := io.CopyBuffer(w, src, buf); err != nil {
+			w.Fail(err)
+			return
+		}
+		_ = w.Close()
+	}()
+	return w.Ref(), nil
+}
+
+// Ref returns the content block naming this stream in the result.
+func (w *StreamWriter) Ref() StreamRef {
+	return StreamRef{Type: ContentTypeRef, StreamTag: w.tag, MimeType: w.mime}
+}
+
+// Tag returns the stream tag.
+func (w *StreamWriter) Tag() uint32 { return w.tag }
+
+// Write writes payload bytes.
+func (w *StreamWriter) Write(p []byte) (int, error) {
+	n, err := w.st.Write(p)
+	if err != nil {
+		var se *webtransport.StreamError
+		if errors.As(err, &se) {
+			return n, &StreamError{RequestID: w.id, StreamTag: w.tag, Code: -jsonrpc.Code(se.ErrorCode), Err: err}
+		}
+	}
+	return n, err
+}
+
+// Close ends the stream cleanly: everything written is the whole payload.
+func (w *StreamWriter) Close() error {
+	var err error
+	w.once.Do(func() {
+		err = w.st.Close()
+		w.release()
+	})
+	return err
+}
+
+// Fail resets the stream with -32603 and sends $/streamError with cause's
+// text (spec §5.4).
+func (w *StreamWriter) Fail(cause error) {
+	msg := "stream failed"
+	if cause != nil {
+		msg = cause.Error()
+	}
+	w.reset(jsonrpc.CodeInternalError, msg, true)
+}
+
+func (w *StreamWriter) reset(code jsonrpc.Code, msg string, notify bool) {
+	w.once.Do(func() {
+		w.st.CancelWrite(StreamCode(code))
+		if notify {
+			if err := w.s.Notify(MethodStreamError, StreamErrorParams{RequestID: w.id, StreamTag: w.tag, Error: msg}); err != nil {
+				w.s.log.Debug("$/streamError not sent", "err", err)
+			}
+		}
+		w.release()
+	})
+}
+
+func (w *StreamWriter) release() {
+	s := w.s
+	s.mu.Lock()
+	s.openStreams--
+	delete(w.in.streams, w.tag)
+	s.mu.Unlock()
+	s.settleInbound(w.in)
+}

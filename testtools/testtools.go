@@ -1,0 +1,292 @@
+// Package testtools holds the tools of mcp-flow-server, which exercise every
+// feature of MCP-Flow: echo, a file reader that serves files as execution
+// streams, a generator of deterministic bytes, a slow task with progress
+// and cancellation, a stream that fails midway, and a tool that asks the
+// client for sampling. Tests, the conformance runner and the benchmarks run
+// the same tools in process.
+package testtools
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/tools"
+)
+
+// Config configures the tools.
+type Config struct {
+	// Root is the directory read_file serves; empty disables read_file.
+	Root string
+}
+
+// New returns the tools.
+func New(cfg Config) []tools.Tool {
+	ts := []tools.Tool{
+		{
+			Name:        "echo",
+			Description: "Returns its text argument as text content.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"text":{"type":"string"}},"required":["text"]}`),
+			Func:        echo,
+		},
+		{
+			Name:        "generate",
+			Description: "Streams N deterministic bytes (see testtools.Generate) on an execution stream; with sha256 set, also reports their SHA-256.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sha256":{"type":"boolean"},"streams":{"type":"integer","minimum":1,"maximum":64}},"required":["bytes"]}`),
+			Func:        generate,
+		},
+		{
+			Name:        "slow",
+			Description: "Works for steps × delayMs, reporting progress after each step; honours cancellation.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"steps":{"type":"integer","minimum":1},"delayMs":{"type":"integer","minimum":0}}}`),
+			Func:        slow,
+		},
+		{
+			Name:        "fail_midstream",
+			Description: "Streams N bytes, then fails the stream: the client must see a stream error, never a complete payload.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0}}}`),
+			Func:        failMidstream,
+		},
+		{
+			Name:        "ask_sampling",
+			Description: "Asks the client for sampling/createMessage with the prompt and returns the client's answer.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"prompt":{"type":"string"}},"required":["prompt"]}`),
+			Func:        askSampling,
+		},
+	}
+	if cfg.Root != "" {
+		root := cfg.Root
+		ts = append(ts, tools.Tool{
+			Name:        "read_file",
+			Description: "Streams a file under the server's root directory on an execution stream.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
+			Func: func(ctx context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+				return readFile(root, req, args)
+			},
+		})
+	}
+	return ts
+}
+
+func bad(msg string) error { return jsonrpc.NewError(jsonrpc.CodeInvalidParams, msg) }
+
+func echo(_ context.Context, _ *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	var a struct {
+		Text *string `json:"text"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Text == nil {
+		return nil, bad("echo needs {text: string}")
+	}
+	return &tools.Result{Content: []any{tools.NewText(*a.Text)}}, nil
+}
+
+// Generate returns a reader of the n deterministic bytes that the generate
+// tool streams: 64 KiB blocks of a fixed pseudo-random pattern, each block
+// stamped with its index in its first 8 bytes.
+func Generate(n int64) io.Reader { return &generator{left: n} }
+
+const genBlock = 64 << 10
+
+var genPattern = func() []byte {
+	b := make([]byte, genBlock)
+	x := uint64(0x9E3779B97F4A7C15)
+	for i := 0; i < len(b); i += 8 {
+		x ^= x << 13
+		x ^= x >> 7
+		x ^= x << 17
+		binary.LittleEndian.PutUint64(b[i:], x)
+	}
+	return b
+}()
+
+type generator struct {
+	off, left int64
+}
+
+func (g *generator) Read(p []byte) (int, error) {
+	if g.left <= 0 {
+		return 0, io.EOF
+	}
+	n := 0
+	for n < len(p) && g.left > 0 {
+		blk, in := g.off/genBlock, g.off%genBlock
+		var stamp [8]byte
+		binary.BigEndian.PutUint64(stamp[:], uint64(blk))
+		chunk := int64(len(p) - n)
+		chunk = min(chunk, genBlock-in, g.left)
+		c := copy(p[n:n+int(chunk)], genPattern[in:in+chunk])
+		for i := in; i < 8 && i < in+chunk; i++ {
+			p[n+int(i-in)] = stamp[i]
+		}
+		n += c
+		g.off += int64(c)
+		g.left -= int64(c)
+	}
+	return n, nil
+}
+
+// GenerateSHA256 returns the SHA-256 of Generate(n), hex-encoded.
+func GenerateSHA256(n int64) string {
+	h := sha256.New()
+	_, _ = io.Copy(h, Generate(n))
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func generate(_ context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	var a struct {
+		Bytes   int64 `json:"bytes"`
+		SHA256  bool  `json:"sha256"`
+		Streams int   `json:"streams"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Bytes < 0 {
+		return nil, bad("generate needs {bytes: integer ≥ 0}")
+	}
+	if a.Streams < 1 {
+		a.Streams = 1
+	}
+	if a.Streams > 64 {
+		return nil, bad("generate: at most 64 streams")
+	}
+	res := &tools.Result{}
+	for range a.Streams {
+		ref, err := req.StreamFrom(Generate(a.Bytes), "application/octet-stream")
+		if err != nil {
+			return nil, err
+		}
+		res.Content = append(res.Content, ref)
+	}
+	info := map[string]any{"bytes": a.Bytes, "streams": a.Streams}
+	if a.SHA256 {
+		info["sha256"] = GenerateSHA256(a.Bytes)
+	}
+	res.StructuredContent = info
+	b, _ := json.Marshal(info)
+	res.Content = append(res.Content, tools.NewText(string(b)))
+	return res, nil
+}
+
+func slow(ctx context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	a := struct {
+		Steps   int `json:"steps"`
+		DelayMs int `json:"delayMs"`
+	}{Steps: 10, DelayMs: 100}
+	if json.Unmarshal(args, &a) != nil || a.Steps < 1 || a.DelayMs < 0 {
+		return nil, bad("slow needs {steps ≥ 1, delayMs ≥ 0}")
+	}
+	t := time.NewTicker(time.Duration(max(a.DelayMs, 1)) * time.Millisecond)
+	defer t.Stop()
+	for i := 1; i <= a.Steps; i++ {
+		select {
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		case <-t.C:
+		}
+		if err := req.Progress(float64(i), float64(a.Steps), fmt.Sprintf("step %d of %d", i, a.Steps)); err != nil {
+			return nil, err
+		}
+	}
+	return &tools.Result{Content: []any{tools.NewText(fmt.Sprintf("done after %d steps", a.Steps))}}, nil
+}
+
+// ErrMidstream is the failure fail_midstream injects.
+var ErrMidstream = errors.New("injected failure after the promised bytes")
+
+func failMidstream(_ context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	a := struct {
+		Bytes int64 `json:"bytes"`
+	}{Bytes: 1 << 20}
+	if json.Unmarshal(args, &a) != nil || a.Bytes < 0 {
+		return nil, bad("fail_midstream needs {bytes ≥ 0}")
+	}
+	ref, err := req.StreamFrom(io.MultiReader(Generate(a.Bytes), failingReader{}), "application/octet-stream")
+	if err != nil {
+		return nil, err
+	}
+	return &tools.Result{Content: []any{ref}}, nil
+}
+
+type failingReader struct{}
+
+func (failingReader) Read([]byte) (int, error) { return 0, ErrMidstream }
+
+func askSampling(ctx context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	var a struct {
+		Prompt string `json:"prompt"`
+	}
+	if json.Unmarshal(args, &a) != nil {
+		return nil, bad("ask_sampling needs {prompt: string}")
+	}
+	params := map[string]any{
+		"messages":  []any{map[string]any{"role": "user", "content": map[string]any{"type": "text", "text": a.Prompt}}},
+		"maxTokens": 100,
+	}
+	resp, err := req.Session.Call(ctx, "sampling/createMessage", params)
+	if err != nil {
+		// A tool error (isError), not a protocol error: the request itself was fine.
+		return nil, fmt.Errorf("the client refused sampling: %v", err)
+	}
+	var r struct {
+		Content struct {
+			Text string `json:"text"`
+		} `json:"content"`
+	}
+	_ = json.Unmarshal(resp.Result, &r)
+	return &tools.Result{Content: []any{tools.NewText(r.Content.Text)}, StructuredContent: json.RawMessage(resp.Result)}, nil
+}
+
+// readFile serves a file under root. The path is resolved with os.Root, so
+// that no path (.., absolute, or a symlink) can escape root.
+func readFile(root string, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	var a struct {
+		Path string `json:"path"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Path == "" {
+		return nil, bad("read_file needs {path: string}")
+	}
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	f, err := r.Open(filepath.Clean(a.Path))
+	if err != nil {
+		return nil, fmt.Errorf("read_file: %s: %w", a.Path, errors.Unwrap(err))
+	}
+	st, err := f.Stat()
+	if err != nil || st.IsDir() {
+		f.Close()
+		return nil, fmt.Errorf("read_file: %s is not a regular file", a.Path)
+	}
+	mt := mime.TypeByExtension(filepath.Ext(a.Path))
+	if mt == "" {
+		mt = "application/octet-stream"
+	}
+	ref, err := req.StreamFrom(&closingReader{f}, mt)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return &tools.Result{Content: []any{ref, tools.NewText(fmt.Sprintf("%s: %d bytes", a.Path, st.Size()))}}, nil
+}
+
+// closingReader closes the file at EOF or error.
+type closingReader struct{ f *os.File }
+
+func (c *closingReader) Read(p []byte) (int, error) {
+	n, err := c.f.Read(p)
+	if err != nil {
+		c.f.Close()
+	}
+	return n, err
+}
