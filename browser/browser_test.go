@@ -6,12 +6,12 @@ package browser
 import (
 	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,10 +150,8 @@ func TestBrowserPeer(t *testing.T) {
 	go srv.Serve()
 	t.Cleanup(func() { srv.Close() })
 
-	hash := cert.Hash()
 	const size = 3 << 20
-	pageURL := fmt.Sprintf("%s/index.html?url=%s&hash=%s&enc=cbor,json&size=%d", pageOrigin, srv.URL(),
-		base64.StdEncoding.EncodeToString(hash[:]), size)
+	pageURL := fmt.Sprintf("%s/index.html?url=%s&hash=%s&enc=cbor,json&size=%d", pageOrigin, url.QueryEscape(srv.URL()), cert.HashHex(), size)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "run.mjs", pageURL, "90000")

@@ -203,6 +203,6 @@ export class Client {
     await this.notify('$/shutdown', { reason: 'browser test done' });
     await serverDone;
     await this.writer.close();
-    return this.wt.closed.then((info) => ({ closed: true, info }), (err) => ({ closed: true, error: String(err) }));
+    return this.wt.closed.then((info) => ({ closed: true, info }), (err) => ({ closed: true, closeError: String(err) }));
   }
 }

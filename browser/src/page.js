@@ -3,13 +3,13 @@
 import { Client } from './mcpflow.js';
 
 function hex(bytes) { return Array.from(bytes, (b) => b.toString(16).padStart(2, '0')).join(''); }
-function b64decode(s) { return Uint8Array.from(atob(s), (c) => c.charCodeAt(0)); }
+function unhex(s) { return Uint8Array.from(s.match(/../g), (h) => parseInt(h, 16)); }
 
 async function run() {
   const q = new URLSearchParams(location.search);
   const out = { steps: [] };
   const step = (name, data) => out.steps.push({ name, ...data });
-  const c = new Client(q.get('url'), { certHash: b64decode(q.get('hash')), encodings: (q.get('enc') || 'cbor,json').split(',') });
+  const c = new Client(q.get('url'), { certHash: unhex(q.get('hash')), encodings: (q.get('enc') || 'cbor,json').split(',') });
   await c.connect();
   step('connected');
   const init = await c.initialize();
