@@ -96,7 +96,7 @@ func (w *cborWriter) number(n number) {
 	case numBig:
 		w.bignum(n.mant)
 	case numFloat:
-		w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(n.f))
+		w.float(n.f)
 	case numDecimal:
 		w.b = append(w.b, 0xc4, 0x82) // tag 4, [exponent, mantissa]
 		if n.exp >= 0 {
@@ -110,6 +110,50 @@ func (w *cborWriter) number(n number) {
 			w.bignum(n.mant)
 		}
 	}
+}
+
+// float writes f in the shortest IEEE 754 width that holds it exactly
+// (RFC 8949 §4.1 preferred serialization).
+func (w *cborWriter) float(f float64) {
+	if f32 := float32(f); float64(f32) == f {
+		if h, ok := toFloat16(f32); ok {
+			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h)
+			return
+		}
+		w.b = binary.BigEndian.AppendUint32(append(w.b, 0xfa), math.Float32bits(f32))
+		return
+	}
+	w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(f))
+}
+
+// toFloat16 returns f as IEEE 754 half precision if that holds it exactly.
+func toFloat16(f float32) (uint16, bool) {
+	bits := math.Float32bits(f)
+	sign := uint16(bits>>16) & 0x8000
+	exp := int(bits>>23) & 0xff
+	mant := bits & 0x7fffff
+	switch {
+	case exp == 0 && mant == 0:
+		return sign, true
+	case exp == 0xff:
+		return 0, false // NaN and infinities never reach here
+	}
+	e := exp - 127
+	switch {
+	case e >= -14 && e <= 15: // normal half
+		if mant&0x1fff != 0 {
+			return 0, false
+		}
+		return sign | uint16(e+15)<<10 | uint16(mant>>13), true
+	case e >= -24 && e < -14: // subnormal half
+		full := mant | 0x800000
+		shift := uint(-e - 14 + 13)
+		if full&(1<<shift-1) != 0 {
+			return 0, false
+		}
+		return sign | uint16(full>>shift), true
+	}
+	return 0, false
 }
 
 // bignum writes tag 2 (n ≥ 0) or tag 3 (-1-n) around n's magnitude.
@@ -299,7 +343,7 @@ func (c *cborCodec) DecodeValue(data []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	r := &cborReader{data: data, lim: c.lim}
-	out, err := r.value(make([]byte, 0, len(data)+len(data)/2), 0)
+	out, err := r.value(make([]byte, 0, len(data)+len(data)/2), 1)
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +455,9 @@ func (r *cborReader) envelope(buf []byte, n uint64) (envSpans, []byte, error) {
 		}
 		from := len(buf)
 		var err error
-		if buf, err = r.value(buf, 1); err != nil {
+		// The message map is level 1; its members' containers start at 2,
+		// as in the json codec.
+		if buf, err = r.value(buf, 2); err != nil {
 			return e, buf, err
 		}
 		e.spans[i] = span{from, len(buf)}
@@ -494,8 +540,8 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		}
 		return jsonrpc.AppendQuoted(dst, string(s)), nil
 	case 4:
-		if depth > r.lim.MaxDepth {
-			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "nesting deeper than " + strconv.Itoa(r.lim.MaxDepth)}
+		if err := r.container(start, depth, n); err != nil {
+			return dst, err
 		}
 		dst = append(dst, '[')
 		for i := range n {
@@ -509,8 +555,8 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		}
 		return append(dst, ']'), nil
 	case 5:
-		if depth > r.lim.MaxDepth {
-			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "nesting deeper than " + strconv.Itoa(r.lim.MaxDepth)}
+		if err := r.container(start, depth, n); err != nil {
+			return dst, err
 		}
 		dst = append(dst, '{')
 		var keys []string
@@ -580,6 +626,19 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "NaN and infinities have no JSON form"}
 	}
 	return appendFloat(dst, f), nil
+}
+
+// container checks a container at nesting level depth with n elements
+// against the limits. (The library's well-formedness pass has already
+// enforced its own, coarser bounds.)
+func (r *cborReader) container(start, depth int, n uint64) error {
+	if depth > r.lim.MaxDepth {
+		return &DecodeError{Encoding: CBOR, Offset: start, Reason: errTooDeep(r.lim).Error()}
+	}
+	if n > uint64(r.lim.MaxElements) {
+		return &DecodeError{Encoding: CBOR, Offset: start, Reason: errTooMany(r.lim).Error()}
+	}
+	return nil
 }
 
 func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, error) {

@@ -40,7 +40,7 @@ func (c *jsonCodec) DecodeValue(data []byte) (json.RawMessage, error) {
 	if !jsontext.Value(data).IsValid() {
 		return nil, &DecodeError{Encoding: JSON, Offset: -1, Reason: "not a valid JSON value"}
 	}
-	if err := c.checkShape(data, 0); err != nil {
+	if err := c.checkShape(data, 0); err != nil { // the value itself is level 1
 		return nil, err
 	}
 	return bytes.Clone(data), nil

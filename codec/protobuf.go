@@ -172,7 +172,7 @@ func (c *protoCodec) DecodeValue(data []byte) (json.RawMessage, error) {
 	if err := c.unmarshal(data, &v); err != nil {
 		return nil, err
 	}
-	return c.json(nil, &v, 0)
+	return c.json(nil, &v, 1)
 }
 
 func (c *protoCodec) Decode(data []byte) (jsonrpc.Payload, error) {
@@ -218,7 +218,7 @@ func (c *protoCodec) envelope(m *pb.Message) (jsonrpc.Envelope, error) {
 		if f.v == nil {
 			continue
 		}
-		b, err := c.json(nil, f.v, 1)
+		b, err := c.json(nil, f.v, 2) // the message is level 1, as in the json codec
 		if err != nil {
 			return e, err
 		}
