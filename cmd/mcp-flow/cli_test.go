@@ -1,0 +1,160 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/testtools"
+)
+
+// build compiles a command of this module into dir.
+func build(t *testing.T, dir, pkg string) string {
+	t.Helper()
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+// startServer runs mcp-flow-server as a subprocess on a free port and
+// returns its URL and certificate hash, read from its stdout.
+func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, stderr *bytes.Buffer) {
+	t.Helper()
+	root := t.TempDir()
+	os.WriteFile(filepath.Join(root, "hello.txt"), []byte("hello from a file\n"), 0o644)
+	proc = exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", root)
+	stderr = &bytes.Buffer{}
+	proc.Stderr = stderr
+	stdout, err := proc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
+	sc := bufio.NewScanner(stdout)
+	deadline := time.AfterFunc(20*time.Second, func() { proc.Process.Kill() })
+	defer deadline.Stop()
+	for sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ": ")
+		switch k {
+		case "url":
+			url = v
+		case "cert-sha256":
+			hash = v
+		}
+		if url != "" && hash != "" {
+			break
+		}
+	}
+	if url == "" || hash == "" {
+		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr)
+	}
+	go func() { _, _ = bytes.NewBuffer(nil).ReadFrom(stdout) }()
+	return url, hash, proc, stderr
+}
+
+func runCLI(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var o, e bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &o, &e
+	err := cmd.Run()
+	code = cmd.ProcessState.ExitCode()
+	if err != nil && code < 0 {
+		t.Fatalf("%v: %v", args, err)
+	}
+	return o.String(), e.String(), code
+}
+
+func TestCLIAgainstServer(t *testing.T) {
+	dir := t.TempDir()
+	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
+	cli := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	url, hash, proc, serverErr := startServer(t, server)
+
+	for _, enc := range []string{"json", "cbor", "protobuf"} {
+		t.Run(enc, func(t *testing.T) {
+			base := []string{"-url", url, "-cert-hash", hash, "-encoding", enc}
+			out, errOut, code := runCLI(t, cli, append(base, "ping")...)
+			if code != exitOK || !strings.Contains(out, "pong") || !strings.Contains(out, "encoding "+enc) {
+				t.Fatalf("ping: exit %d, %q, %q", code, out, errOut)
+			}
+			out, errOut, code = runCLI(t, cli, append(base, "tools")...)
+			for _, tool := range []string{"echo", "generate", "slow", "read_file", "fail_midstream", "ask_sampling"} {
+				if code != exitOK || !strings.Contains(out, tool) {
+					t.Fatalf("tools: exit %d, %q, %q", code, out, errOut)
+				}
+			}
+			out, _, code = runCLI(t, cli, append(base, "call", "echo", "text=héllo 日本")...)
+			if code != exitOK || out != "héllo 日本\n" {
+				t.Fatalf("call echo: exit %d, %q", code, out)
+			}
+			const n = 5 << 20
+			out, errOut, code = runCLI(t, cli, append(base, "call", "generate", `{"bytes":5242880}`)...)
+			sum := sha256.Sum256([]byte(out[:min(len(out), n)]))
+			if code != exitOK || len(out) < n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+				t.Fatalf("call generate: exit %d, %d bytes, %q", code, len(out), errOut)
+			}
+			out, _, code = runCLI(t, cli, append(base, "call", "read_file", "path=hello.txt")...)
+			if code != exitOK || !strings.HasPrefix(out, "hello from a file\n") {
+				t.Fatalf("read_file: exit %d, %q", code, out)
+			}
+		})
+	}
+	base := []string{"-url", url, "-cert-hash", hash}
+	t.Run("exit codes", func(t *testing.T) {
+		if _, _, code := runCLI(t, cli, append(base, "call", "nope")...); code != exitRemote {
+			t.Errorf("unknown tool: exit %d, want %d", code, exitRemote)
+		}
+		if _, _, code := runCLI(t, cli, append(base, "call", "read_file", "path=../etc/passwd")...); code != exitRemote {
+			t.Errorf("path escaping the root: exit %d, want %d", code, exitRemote)
+		}
+		_, errOut, code := runCLI(t, cli, "-url", url, "-cert-hash", strings.Repeat("00", 32), "ping")
+		if code != exitConnect || !strings.Contains(errOut, "cert-hash") {
+			t.Errorf("wrong pin: exit %d, %q", code, errOut)
+		}
+		if _, _, code := runCLI(t, cli, append(base, "frobnicate")...); code != exitUsage {
+			t.Errorf("unknown command: exit %d", code)
+		}
+		outDir := t.TempDir()
+		_, errOut, code = runCLI(t, cli, append(base, "-out", outDir, "call", "fail_midstream", "bytes=100000")...)
+		files, _ := os.ReadDir(outDir)
+		if code != exitStream || len(files) != 0 {
+			t.Errorf("failed stream: exit %d, files %v, %q; want %d and no file", code, files, errOut, exitStream)
+		}
+		_, _, code = runCLI(t, cli, append(base, "-out", outDir, "call", "generate", "bytes=1000")...)
+		b, err := os.ReadFile(filepath.Join(outDir, "stream-2-1"))
+		if code != exitOK || err != nil || len(b) != 1000 {
+			t.Errorf("-out: exit %d, %d bytes, %v", code, len(b), err)
+		}
+	})
+
+	// SIGINT: graceful shutdown and exit 0.
+	proc.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- proc.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("server exit after SIGINT: %v\n%s", err, serverErr)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("server did not exit after SIGINT")
+	}
+	if !strings.Contains(serverErr.String(), "shut down cleanly") {
+		t.Fatalf("server stderr:\n%s", serverErr)
+	}
+}
