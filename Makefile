@@ -2,7 +2,7 @@
 # `make run` starts mcp-flow-server with a generated development certificate.
 GO      ?= go
 PKGS    := ./...
-CORE    := ./wire/... ./jsonrpc/... ./codec/...
+CORE    := ./wire/... ./jsonrpc/... ./codec/... ./certs/... ./flow/...
 FUZZTIME ?= 60s
 
 .PHONY: all build test vet race fuzz bench-codec generate run clean
@@ -35,7 +35,9 @@ fuzz:
 bench-codec:
 	$(GO) test -run='^$$' -bench=. -benchmem ./codec/...
 
+# generate: the protobuf code (needs protoc: Debian's protobuf-compiler).
 generate:
+	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; apt-get install -y protobuf-compiler; }
 	$(GO) generate ./...
 
 run:

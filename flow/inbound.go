@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
 )
 
 // Request is a request from the peer, as a Handler sees it. Its methods are
@@ -211,4 +212,31 @@ func (r *Request) Cancelled() bool {
 	r.Session.mu.Lock()
 	defer r.Session.mu.Unlock()
 	return r.in.cancelled
+}
+
+// Log sends an MCP log message about this request (notifications/message
+// params: level, logger, data) as a log datagram when the session has
+// datagrams, else on the control stream (spec §6).
+func (r *Request) Log(level, logger string, data any) error {
+	p := map[string]any{"level": level, "data": data}
+	if logger != "" {
+		p["logger"] = logger
+	}
+	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
+		if err := r.Session.sendDatagramValue(wire.ChannelLog, id, p); err == nil {
+			return nil
+		}
+	}
+	return r.Session.Notify(MethodLogMessage, p)
+}
+
+// Audio sends a chunk of audio about this request as an audio datagram
+// (spec §6). Audio has no control-stream fallback: without datagrams it
+// fails with -32004.
+func (r *Request) Audio(chunk any) error {
+	id, ok := r.ID.Uint32()
+	if !ok {
+		return jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "request id is not a 32-bit integer; datagrams need one (spec §3.3)")
+	}
+	return r.Session.SendDatagram(wire.ChannelAudio, id, chunk)
 }

@@ -120,6 +120,11 @@ func TestValidateBatch(t *testing.T) {
 	if len(msgs) != 2 || len(replies) != 0 {
 		t.Fatalf("notification batch: %d messages, %d replies", len(msgs), len(replies))
 	}
+	// An invalid response is dropped: no message, no reply.
+	msgs, replies = Validate(Payload{Elems: []Envelope{env(t, `{"jsonrpc":"2.0"}`)}})
+	if len(msgs) != 0 || len(replies) != 0 {
+		t.Fatalf("invalid response: %v, %v", msgs, replies)
+	}
 	// Mixed: replies only for the invalid elements; valid ones still delivered.
 	r := env(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 	bad := env(t, `{"jsonrpc":"2.0","id":2,"method":1}`)

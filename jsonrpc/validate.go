@@ -44,11 +44,13 @@ func Validate(p Payload) (msgs []Message, replies []*Response) {
 	msgs = make([]Message, 0, len(p.Elems))
 	for i := range p.Elems {
 		m, rerr := ValidateOne(&p.Elems[i])
-		if rerr != nil {
+		switch {
+		case rerr != nil:
 			replies = append(replies, rerr)
-			continue
+		case m != nil:
+			msgs = append(msgs, m)
 		}
-		msgs = append(msgs, m)
+		// Neither: an invalid response, which JSON-RPC never answers.
 	}
 	return msgs, replies
 }

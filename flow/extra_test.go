@@ -1,0 +1,124 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+)
+
+// customServer runs a server with the given handler.
+func customServer(t *testing.T, h flow.Handler, mod func(*flow.ServerConfig)) *flow.Server {
+	t.Helper()
+	cfg := flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: h, Logger: testLogger(t)}
+	if mod != nil {
+		mod(&cfg)
+	}
+	srv, err := flow.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// TestInvalidStreamRef: a result naming a stream that never comes, and a tag
+// the result does not name, are -32001 (spec §5.3).
+func TestInvalidStreamRef(t *testing.T) {
+	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		return map[string]any{"content": []any{flow.StreamRef{Type: flow.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
+	}), nil)
+	s := dial(t, srv, func(c *flow.ClientConfig) { c.Limits.StreamWait = 200 * time.Millisecond })
+	r, err := s.Call(context.Background(), "anything", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Stream(context.Background(), 3); !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeInvalidStreamRef, "")) {
+		t.Fatalf("unnamed tag: %v, want -32001", err)
+	}
+	t0 := time.Now()
+	if _, err := r.Stream(context.Background(), 9); !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeInvalidStreamRef, "")) {
+		t.Fatalf("stream that never came: %v, want -32001", err)
+	}
+	if d := time.Since(t0); d < 150*time.Millisecond || d > 5*time.Second {
+		t.Fatalf("waited %v, want about StreamWait", d)
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLogAndAudioDatagrams: the log and audio channels reach the client's
+// hook; without datagrams, logs fall back to notifications/message and audio
+// fails with -32004.
+func TestLogAndAudioDatagrams(t *testing.T) {
+	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		if err := req.Log("info", "test", "hello log"); err != nil {
+			return nil, err
+		}
+		if err := req.Audio(map[string]any{"data": "AAECAw==", "mimeType": "audio/pcm"}); err != nil {
+			return map[string]any{"audio": err.Error()}, nil
+		}
+		return map[string]any{"audio": "sent"}, nil
+	})
+	for _, dg := range []bool{true, false} {
+		srv := customServer(t, handler, nil)
+		var mu sync.Mutex
+		var got []string
+		s := dial(t, srv, func(c *flow.ClientConfig) {
+			c.DisableDatagrams = !dg
+			c.Hooks.Datagram = func(_ *flow.Session, h wire.DatagramHeader, p json.RawMessage) {
+				mu.Lock()
+				got = append(got, h.Channel.String()+" "+string(p))
+				mu.Unlock()
+			}
+			c.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
+				mu.Lock()
+				got = append(got, n.Method+" "+string(n.Params))
+				mu.Unlock()
+			}
+		})
+		r, err := s.Call(context.Background(), "x", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for {
+			mu.Lock()
+			n := len(got)
+			mu.Unlock()
+			if (dg && n >= 2) || (!dg && n >= 1) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		mu.Lock()
+		if dg {
+			want := map[string]bool{`log {"data":"hello log","level":"info","logger":"test"}`: true, `audio {"data":"AAECAw==","mimeType":"audio/pcm"}`: true}
+			if len(got) != 2 || !want[got[0]] || !want[got[1]] || string(r.Result) != `{"audio":"sent"}` {
+				t.Errorf("with datagrams: %q, result %s", got, r.Result)
+			}
+		} else {
+			if len(got) != 1 || got[0] != `notifications/message {"data":"hello log","level":"info","logger":"test"}` {
+				t.Errorf("without datagrams: %q", got)
+			}
+			var res struct{ Audio string }
+			json.Unmarshal(r.Result, &res)
+			if res.Audio == "sent" {
+				t.Errorf("audio sent without datagrams")
+			}
+		}
+		mu.Unlock()
+	}
+}
