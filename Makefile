@@ -5,7 +5,7 @@ PKGS    := ./...
 CORE    := ./wire/... ./jsonrpc/... ./codec/... ./certs/... ./flow/...
 FUZZTIME ?= 60s
 
-.PHONY: all build test vet race fuzz bench-codec generate run clean
+.PHONY: all build test vet race fuzz bench bench-codec generate run clean
 
 all: build
 
@@ -34,6 +34,15 @@ fuzz:
 
 bench-codec:
 	$(GO) test -run='^$$' -bench=. -benchmem ./codec/...
+
+# bench: the benchmark suite in short mode (BENCH_FULL=1 for full mode: 1 GiB
+# results, 1,000 sessions); benchstat-compatible output in bench.out, the
+# goal ratios on stdout, and docs/BENCHMARKS.md with its charts.
+BENCH_FULL ?=
+bench:
+	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) $(GO) test -run='^$$' -bench=. -benchmem -benchtime=200ms -timeout=60m ./codec/ > bench.out
+	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) $(GO) test -run='^$$' -bench=. -benchmem -timeout=60m ./bench/ >> bench.out
+	$(GO) run ./bench/cmd/benchreport -in bench.out -out docs
 
 # generate: the protobuf code (needs protoc: Debian's protobuf-compiler).
 generate:

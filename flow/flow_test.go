@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -155,15 +156,9 @@ func TestLargeStreamWithPing(t *testing.T) {
 	if len(pings) == 0 {
 		t.Fatal("no ping completed during the transfer")
 	}
-	t.Logf("%d MiB in %v (%.0f MB/s); %d pings during it, max %v", size>>20, elapsed, float64(size)/elapsed.Seconds()/1e6, len(pings), maxDur(pings))
-}
-
-func maxDur(ds []time.Duration) time.Duration {
-	var m time.Duration
-	for _, d := range ds {
-		m = max(m, d)
-	}
-	return m
+	slices.Sort(pings)
+	t.Logf("%d MiB in %v (%.0f MB/s); %d pings during it: p50 %v, p99 %v, max %v", size>>20, elapsed.Round(time.Millisecond),
+		float64(size)/elapsed.Seconds()/1e6, len(pings), pings[len(pings)/2], pings[len(pings)*99/100], pings[len(pings)-1])
 }
 
 func TestReadFileUnderRoot(t *testing.T) {

@@ -53,6 +53,12 @@ func New(cfg Config) []tools.Tool {
 			Func:        slow,
 		},
 		{
+			Name:        "progress_burst",
+			Description: "Sends count progress updates as fast as it can, then returns count (for measuring datagram delivery).",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"count":{"type":"integer","minimum":1}},"required":["count"]}`),
+			Func:        progressBurst,
+		},
+		{
 			Name:        "fail_midstream",
 			Description: "Streams N bytes, then fails the stream: the client must see a stream error, never a complete payload.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0}}}`),
@@ -197,6 +203,21 @@ func slow(ctx context.Context, req *flow.Request, args json.RawMessage) (*tools.
 		}
 	}
 	return &tools.Result{Content: []any{tools.NewText(fmt.Sprintf("done after %d steps", a.Steps))}}, nil
+}
+
+func progressBurst(_ context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+	var a struct {
+		Count int `json:"count"`
+	}
+	if json.Unmarshal(args, &a) != nil || a.Count < 1 {
+		return nil, bad("progress_burst needs {count ≥ 1}")
+	}
+	for i := 1; i <= a.Count; i++ {
+		if err := req.Progress(float64(i), float64(a.Count), ""); err != nil {
+			return nil, err
+		}
+	}
+	return &tools.Result{Content: []any{tools.NewText(fmt.Sprint(a.Count))}}, nil
 }
 
 // ErrMidstream is the failure fail_midstream injects.

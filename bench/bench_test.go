@@ -1,0 +1,428 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+)
+
+// full reports whether the full mode was asked for (MCP_FLOW_BENCH_FULL=1):
+// 1 GiB results and 1,000 idle sessions; short mode keeps `make bench` under
+// ten minutes on a 2-core machine.
+var full = os.Getenv("MCP_FLOW_BENCH_FULL") == "1"
+
+var encodings = []codec.Name{codec.JSON, codec.CBOR, codec.Protobuf}
+
+// mcpTargets connects one client per transport. The caller closes them.
+func mcpTargets(b *testing.B) []struct {
+	name string
+	t    mcpTarget
+} {
+	srv := flowServer(b)
+	var out []struct {
+		name string
+		t    mcpTarget
+	}
+	for _, e := range encodings {
+		out = append(out, struct {
+			name string
+			t    mcpTarget
+		}{"flow-" + string(e), dialFlow(b, srv, e)})
+	}
+	out = append(out, struct {
+		name string
+		t    mcpTarget
+	}{"sdk-stdio", dialSDKStdio(b)}, struct {
+		name string
+		t    mcpTarget
+	}{"sdk-http", dialSDKHTTP(b)})
+	return out
+}
+
+// latencies collects per-operation times and reports p50 and p99.
+type latencies []time.Duration
+
+func (l latencies) report(b *testing.B, prefix string) {
+	if len(l) == 0 {
+		return
+	}
+	s := slices.Clone(l)
+	slices.Sort(s)
+	b.ReportMetric(float64(s[len(s)/2].Nanoseconds())/1e3, prefix+"p50-µs")
+	b.ReportMetric(float64(s[min(len(s)-1, len(s)*99/100)].Nanoseconds())/1e3, prefix+"p99-µs")
+}
+
+// BenchmarkPing: idle round trips (scenario 1). MCP transports answer
+// MCP's ping; the bare stack echoes 64 bytes.
+func BenchmarkPing(b *testing.B) {
+	ctx := context.Background()
+	for _, tg := range mcpTargets(b) {
+		b.Run(tg.name, func(b *testing.B) {
+			var l latencies
+			for b.Loop() {
+				t0 := time.Now()
+				if err := tg.t.Ping(ctx); err != nil {
+					b.Fatal(err)
+				}
+				l = append(l, time.Since(t0))
+			}
+			l.report(b, "")
+		})
+		tg.t.Close()
+	}
+	for _, mk := range []func(testing.TB) *rawTarget{rawWT, rawQUIC, rawTCP} {
+		r := mk(b)
+		b.Run("bare-"+r.name, func(b *testing.B) {
+			var l latencies
+			for b.Loop() {
+				t0 := time.Now()
+				if err := r.Ping(); err != nil {
+					b.Fatal(err)
+				}
+				l = append(l, time.Since(t0))
+			}
+			l.report(b, "")
+		})
+		r.close()
+	}
+}
+
+// BenchmarkEcho: an echo tools/call at concurrency 1, 16 and 64 (scenario
+// 1), in calls/s.
+func BenchmarkEcho(b *testing.B) {
+	ctx := context.Background()
+	for _, tg := range mcpTargets(b) {
+		for _, c := range []int{1, 16, 64} {
+			b.Run(fmt.Sprintf("%s/c=%d", tg.name, c), func(b *testing.B) {
+				var next atomic.Int64
+				var wg sync.WaitGroup
+				var l latencies
+				var mu sync.Mutex
+				t0 := time.Now()
+				n := int64(b.N)
+				for range c {
+					wg.Go(func() {
+						var mine latencies
+						for next.Add(1) <= n {
+							s := time.Now()
+							if err := tg.t.Echo(ctx, "hello"); err != nil {
+								b.Error(err)
+								return
+							}
+							mine = append(mine, time.Since(s))
+						}
+						mu.Lock()
+						l = append(l, mine...)
+						mu.Unlock()
+					})
+				}
+				wg.Wait()
+				b.ReportMetric(float64(b.N)/time.Since(t0).Seconds(), "calls/s")
+				l.report(b, "")
+			})
+		}
+		tg.t.Close()
+	}
+}
+
+// cpuTime returns this process's user+system CPU time, plus that of the
+// process pid (a server subprocess) when pid is not 0.
+func cpuTime(pid int) time.Duration {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	d := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	if pid != 0 {
+		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid)); err == nil {
+			f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+2:]))
+			ut, _ := strconv.ParseInt(f[11], 10, 64)
+			st, _ := strconv.ParseInt(f[12], 10, 64)
+			d += time.Duration(ut+st) * time.Second / 100 // USER_HZ
+		}
+	}
+	return d
+}
+
+// peakRSS returns the peak resident set of this process (and pid) in MiB,
+// and resets it, so that each benchmark sees its own peak.
+func peakRSS(pid int) float64 {
+	read := func(p string) float64 {
+		b, err := os.ReadFile("/proc/" + p + "/status")
+		if err != nil {
+			return 0
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if strings.HasPrefix(line, "VmHWM:") {
+				kb, _ := strconv.ParseFloat(strings.Fields(line)[1], 64)
+				return kb / 1024
+			}
+		}
+		return 0
+	}
+	v := read("self")
+	_ = os.WriteFile("/proc/self/clear_refs", []byte("5"), 0)
+	if pid != 0 {
+		v += read(strconv.Itoa(pid))
+		_ = os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
+	}
+	return v
+}
+
+func largeSizes() []int64 {
+	if full {
+		return []int64{16 << 20, 256 << 20, 1 << 30}
+	}
+	return []int64{16 << 20, 256 << 20}
+}
+
+func sizeName(n int64) string {
+	if n >= 1<<30 {
+		return fmt.Sprintf("%dGiB", n>>30)
+	}
+	return fmt.Sprintf("%dMiB", n>>20)
+}
+
+// BenchmarkLarge: one large result end to end (scenario 2): MB/s, CPU
+// seconds per GiB (both ends) and peak RSS (both ends). MCP-Flow moves it on
+// an execution stream; the go-sdk transports inline it as base64, as they
+// must. The bare stack streams raw bytes.
+func BenchmarkLarge(b *testing.B) {
+	ctx := context.Background()
+	runtime.GC()
+	for _, tg := range mcpTargets(b) {
+		pid := 0
+		if st, ok := tg.t.(*sdkTarget); ok {
+			pid = st.pid
+		}
+		for _, n := range largeSizes() {
+			if n > 256<<20 && strings.HasPrefix(tg.name, "sdk") {
+				continue // base64 through the go-sdk at 1 GiB needs ~20 GiB of RAM
+			}
+			b.Run(tg.name+"/"+sizeName(n), func(b *testing.B) {
+				b.SetBytes(n)
+				peakRSS(pid)
+				c0 := cpuTime(pid)
+				for b.Loop() {
+					got, err := tg.t.Fetch(ctx, n)
+					if err != nil || got != n {
+						b.Fatalf("fetched %d of %d bytes: %v", got, n, err)
+					}
+				}
+				cpu := cpuTime(pid) - c0
+				b.ReportMetric(cpu.Seconds()/(float64(n)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+				b.ReportMetric(peakRSS(pid), "peak-RSS-MiB")
+			})
+		}
+		tg.t.Close()
+	}
+	for _, mk := range []func(testing.TB) *rawTarget{rawWT, rawQUIC, rawTCP} {
+		r := mk(b)
+		for _, n := range largeSizes() {
+			b.Run("bare-"+r.name+"/"+sizeName(n), func(b *testing.B) {
+				b.SetBytes(n)
+				c0 := cpuTime(0)
+				for b.Loop() {
+					if got, err := r.Fetch(n); err != nil || got != n {
+						b.Fatalf("fetched %d of %d bytes: %v", got, n, err)
+					}
+				}
+				b.ReportMetric((cpuTime(0)-c0).Seconds()/(float64(n)*float64(b.N)/(1<<30)), "cpu-s/GiB")
+			})
+		}
+		r.close()
+	}
+}
+
+// BenchmarkHeadOfLine: ping latency while a 256 MiB result is in flight on
+// the same session, against idle (scenario 3).
+func BenchmarkHeadOfLine(b *testing.B) {
+	ctx := context.Background()
+	const n = 256 << 20
+	for _, tg := range mcpTargets(b) {
+		b.Run(tg.name, func(b *testing.B) {
+			for b.Loop() {
+				var idle latencies
+				for range 50 {
+					t0 := time.Now()
+					if err := tg.t.Ping(ctx); err != nil {
+						b.Fatal(err)
+					}
+					idle = append(idle, time.Since(t0))
+				}
+				done := make(chan error, 1)
+				go func() { _, err := tg.t.Fetch(ctx, n); done <- err }()
+				var busy latencies
+				for running := true; running; {
+					select {
+					case err := <-done:
+						if err != nil {
+							b.Fatal(err)
+						}
+						running = false
+					default:
+						t0 := time.Now()
+						if err := tg.t.Ping(ctx); err != nil {
+							b.Fatal(err)
+						}
+						busy = append(busy, time.Since(t0))
+						time.Sleep(5 * time.Millisecond)
+					}
+				}
+				idle.report(b, "idle-")
+				busy.report(b, "busy-")
+				b.ReportMetric(float64(len(busy)), "pings-during")
+			}
+		})
+		tg.t.Close()
+	}
+}
+
+// BenchmarkParallelStreams: aggregate MB/s of 1, 4 and 16 execution streams
+// of one result (scenario 4), against as many bare webtransport streams.
+func BenchmarkParallelStreams(b *testing.B) {
+	ctx := context.Background()
+	srv := flowServer(b)
+	t := dialFlow(b, srv, codec.CBOR)
+	defer t.Close()
+	r := rawWT(b)
+	defer r.close()
+	const each = 32 << 20
+	for _, k := range []int{1, 4, 16} {
+		b.Run(fmt.Sprintf("flow/streams=%d", k), func(b *testing.B) {
+			b.SetBytes(int64(k) * each)
+			for b.Loop() {
+				resp, err := t.s.Call(ctx, "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": each, "streams": k}})
+				if err != nil {
+					b.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				for _, ref := range resp.Refs {
+					wg.Go(func() {
+						sr, err := resp.Stream(ctx, ref.StreamTag)
+						if err == nil {
+							_, err = ioCopyDiscard(sr)
+						}
+						if err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+		})
+		b.Run(fmt.Sprintf("bare-webtransport/streams=%d", k), func(b *testing.B) {
+			b.SetBytes(int64(k) * each)
+			for b.Loop() {
+				var wg sync.WaitGroup
+				for range k {
+					wg.Go(func() {
+						if _, err := r.Fetch(each); err != nil {
+							b.Error(err)
+						}
+					})
+				}
+				wg.Wait()
+			}
+		})
+	}
+}
+
+// BenchmarkSetup: connect and initialize (scenario 5).
+func BenchmarkSetup(b *testing.B) {
+	srv := flowServer(b)
+	for _, e := range encodings {
+		b.Run("flow-"+string(e), func(b *testing.B) {
+			var l latencies
+			for b.Loop() {
+				t0 := time.Now()
+				t := dialFlow(b, srv, e)
+				l = append(l, time.Since(t0))
+				t.Close()
+			}
+			l.report(b, "")
+		})
+	}
+	b.Run("sdk-stdio", func(b *testing.B) {
+		var l latencies
+		for b.Loop() {
+			t0 := time.Now()
+			t := dialSDKStdio(b)
+			l = append(l, time.Since(t0))
+			t.Close()
+		}
+		l.report(b, "")
+	})
+}
+
+// BenchmarkIdleSessions: heap per idle MCP-Flow session, client and server
+// both in this process (scenario 5).
+func BenchmarkIdleSessions(b *testing.B) {
+	n := 200
+	if full {
+		n = 1000
+	}
+	srv := flowServer(b)
+	for b.Loop() {
+		runtime.GC()
+		var m0, m1 runtime.MemStats
+		runtime.ReadMemStats(&m0)
+		ts := make([]*flowTarget, n)
+		for i := range ts {
+			ts[i] = dialFlow(b, srv, codec.CBOR)
+		}
+		time.Sleep(100 * time.Millisecond)
+		runtime.GC()
+		runtime.ReadMemStats(&m1)
+		b.ReportMetric(float64(m1.HeapInuse-m0.HeapInuse)/float64(n)/1024, "KiB-heap/session")
+		b.ReportMetric(float64(n), "sessions")
+		for _, t := range ts {
+			t.Close()
+		}
+	}
+}
+
+// BenchmarkDatagramProgress: progress updates delivered per second and the
+// share lost (scenario 6), as datagrams and on the control stream.
+func BenchmarkDatagramProgress(b *testing.B) {
+	srv := flowServer(b)
+	for _, dg := range []bool{true, false} {
+		name := "datagrams"
+		if !dg {
+			name = "control-stream"
+		}
+		b.Run(name, func(b *testing.B) {
+			ctx := context.Background()
+			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{codec.CBOR}, DisableDatagrams: !dg, Logger: quiet})
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			const count = 2000
+			var got atomic.Int64
+			var sent int64
+			t0 := time.Now()
+			for b.Loop() {
+				_, err := s.Call(ctx, "tools/call", map[string]any{"name": "progress_burst", "arguments": map[string]int{"count": count}},
+					flow.WithProgress(func(flow.Progress) { got.Add(1) }))
+				if err != nil {
+					b.Fatal(err)
+				}
+				sent += count
+			}
+			time.Sleep(50 * time.Millisecond) // stragglers
+			b.ReportMetric(float64(got.Load())/time.Since(t0).Seconds(), "updates/s")
+			b.ReportMetric(100*float64(sent-got.Load())/float64(sent), "lost-%")
+		})
+	}
+}

@@ -1,0 +1,375 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/tools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+)
+
+// An mcpTarget is an MCP client connected to a server over one transport.
+type mcpTarget interface {
+	Ping(ctx context.Context) error
+	Echo(ctx context.Context, text string) error
+	// Fetch asks for an n-byte result and reads all of it, returning the
+	// number of payload bytes received.
+	Fetch(ctx context.Context, n int64) (int64, error)
+	Close()
+}
+
+var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+var benchCert = func() *certs.Cert {
+	c, err := certs.GenerateDev(certs.DevOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+func pinnedTLS() *tls.Config {
+	c, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{benchCert.Hash()}})
+	return c
+}
+
+// flowServer runs mcp-flow-server's tools in process on loopback.
+func flowServer(b testing.TB) *flow.Server {
+	reg, err := tools.New(testtools.New(testtools.Config{})...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	mux := flow.Mux{}
+	reg.Register(mux)
+	srv, err := flow.NewServer(flow.ServerConfig{
+		Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(benchCert), Handler: mux,
+		Logger: quiet, Limits: flow.Limits{MaxSessions: 4096, MaxRequestsInFlight: 1024},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		b.Fatal(err)
+	}
+	go srv.Serve()
+	b.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+type flowTarget struct{ s *flow.Session }
+
+func dialFlow(b testing.TB, srv *flow.Server, enc codec.Name) *flowTarget {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{enc}, Logger: quiet})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &flowTarget{s}
+}
+
+func (t *flowTarget) Ping(ctx context.Context) error { return t.s.Ping(ctx) }
+func (t *flowTarget) Echo(ctx context.Context, text string) error {
+	_, err := t.s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": text}})
+	return err
+}
+func (t *flowTarget) Fetch(ctx context.Context, n int64) (int64, error) {
+	r, err := t.s.Call(ctx, "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": n}})
+	if err != nil {
+		return 0, err
+	}
+	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
+	if err != nil {
+		return 0, err
+	}
+	return io.Copy(io.Discard, sr)
+}
+func (t *flowTarget) Close() { t.s.Close() }
+
+// sdkTarget is a go-sdk client session.
+type sdkTarget struct {
+	cs  *mcp.ClientSession
+	pid int // the server subprocess, for CPU accounting (0: in process)
+}
+
+func (t *sdkTarget) Ping(ctx context.Context) error { return t.cs.Ping(ctx, nil) }
+func (t *sdkTarget) Echo(ctx context.Context, text string) error {
+	_, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": text}})
+	return err
+}
+func (t *sdkTarget) Fetch(ctx context.Context, n int64) (int64, error) {
+	r, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: "blob", Arguments: map[string]int64{"bytes": n}})
+	if err != nil {
+		return 0, err
+	}
+	img, ok := r.Content[0].(*mcp.ImageContent)
+	if !ok {
+		return 0, fmt.Errorf("blob returned %T", r.Content[0])
+	}
+	return int64(len(img.Data)), nil
+}
+func (t *sdkTarget) Close() { t.cs.Close() }
+
+var (
+	fixtureOnce sync.Once
+	fixturePath string
+	fixtureErr  error
+)
+
+// sdkFixture builds the go-sdk stdio server once.
+func sdkFixture(b testing.TB) string {
+	fixtureOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-flow-bench")
+		if err != nil {
+			fixtureErr = err
+			return
+		}
+		fixturePath = filepath.Join(dir, "sdk-fixture")
+		out, err := exec.Command("go", "build", "-o", fixturePath, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture").CombinedOutput()
+		if err != nil {
+			fixtureErr = fmt.Errorf("%v: %s", err, out)
+		}
+	})
+	if fixtureErr != nil {
+		b.Fatal(fixtureErr)
+	}
+	return fixturePath
+}
+
+// dialSDKStdio spawns the go-sdk server and connects over its pipes, without
+// the default 16 MiB line cap (CommandTransport has no setting for it).
+func dialSDKStdio(b testing.TB) *sdkTarget {
+	cmd := exec.Command(sdkFixture(b))
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &sdkTarget{cs: cs, pid: cmd.Process.Pid}
+}
+
+// dialSDKHTTP serves the go-sdk server with its Streamable HTTP handler on
+// loopback and connects with its client, with a client tuned to reuse
+// connections.
+func dialSDKHTTP(b testing.TB) *sdkTarget {
+	srv := sdkfixture.NewServer()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
+	ts := httptest.NewServer(h)
+	b.Cleanup(ts.Close)
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
+	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &sdkTarget{cs: cs}
+}
+
+// ---- the bare stack: echo servers on webtransport-go, quic-go and TCP ----
+
+// A rawConn is one bidirectional byte stream to an echo-or-sink server: the
+// first byte of a request says what to do.
+//
+//	'p' + 63 bytes: the server echoes the 64 bytes (ping-pong)
+//	's' + 8-byte n: the server sends n bytes and closes (throughput)
+type rawTarget struct {
+	name  string
+	open  func() (io.ReadWriteCloser, error) // a new stream
+	ping  io.ReadWriteCloser
+	close func()
+}
+
+func (r *rawTarget) Ping() error {
+	var b [64]byte
+	b[0] = 'p'
+	if _, err := r.ping.Write(b[:]); err != nil {
+		return err
+	}
+	_, err := io.ReadFull(r.ping, b[:])
+	return err
+}
+
+func (r *rawTarget) Fetch(n int64) (int64, error) {
+	st, err := r.open()
+	if err != nil {
+		return 0, err
+	}
+	defer st.Close()
+	var req [9]byte
+	req[0] = 's'
+	binary.BigEndian.PutUint64(req[1:], uint64(n))
+	if _, err := st.Write(req[:]); err != nil {
+		return 0, err
+	}
+	return io.Copy(io.Discard, st)
+}
+
+// serveRaw answers one stream.
+func serveRaw(st io.ReadWriteCloser, closeWrite func()) {
+	defer st.Close()
+	var b [64]byte
+	for {
+		if _, err := io.ReadFull(st, b[:1]); err != nil {
+			return
+		}
+		switch b[0] {
+		case 'p':
+			if _, err := io.ReadFull(st, b[1:]); err != nil {
+				return
+			}
+			if _, err := st.Write(b[:]); err != nil {
+				return
+			}
+		case 's':
+			if _, err := io.ReadFull(st, b[1:9]); err != nil {
+				return
+			}
+			_, _ = io.Copy(st, testtools.Generate(int64(binary.BigEndian.Uint64(b[1:9]))))
+			closeWrite()
+			return
+		}
+	}
+}
+
+func rawTCP(b testing.TB) *rawTarget {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveRaw(c, func() { c.(*net.TCPConn).CloseWrite() })
+		}
+	}()
+	open := func() (io.ReadWriteCloser, error) { return net.Dial("tcp", ln.Addr().String()) }
+	p, err := open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawTarget{name: "tcp", open: open, ping: p, close: func() { p.Close(); ln.Close() }}
+}
+
+func quicConf() *quic.Config {
+	return &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIncomingStreams: 1000}
+}
+
+func rawQUIC(b testing.TB) *rawTarget {
+	tlsConf := certs.ServerTLSConfig(benchCert)
+	tlsConf.NextProtos = []string{"bench"}
+	ln, err := quic.ListenAddr("127.0.0.1:0", tlsConf, quicConf())
+	if err != nil {
+		b.Fatal(err)
+	}
+	go func() {
+		for {
+			c, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					st, err := c.AcceptStream(context.Background())
+					if err != nil {
+						return
+					}
+					go serveRaw(st, func() { st.Close() })
+				}
+			}()
+		}
+	}()
+	ct := pinnedTLS()
+	ct.NextProtos = []string{"bench"}
+	conn, err := quic.DialAddr(context.Background(), ln.Addr().String(), ct, quicConf())
+	if err != nil {
+		b.Fatal(err)
+	}
+	open := func() (io.ReadWriteCloser, error) { return conn.OpenStreamSync(context.Background()) }
+	p, err := open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawTarget{name: "quic", open: open, ping: p, close: func() { conn.CloseWithError(0, ""); ln.Close() }}
+}
+
+// wtStream adapts a webtransport stream whose Close only ends our side.
+type wtStream struct{ *webtransport.Stream }
+
+func rawWT(b testing.TB) *rawTarget {
+	tlsConf := certs.ServerTLSConfig(benchCert)
+	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(tlsConf), QUICConfig: quicConf()}
+	webtransport.ConfigureHTTP3Server(h3)
+	ws := &webtransport.Server{H3: h3, CheckOrigin: func(*http.Request) bool { return true }}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/raw", func(w http.ResponseWriter, r *http.Request) {
+		s, err := ws.Upgrade(w, r)
+		if err != nil {
+			return
+		}
+		for {
+			st, err := s.AcceptStream(context.Background())
+			if err != nil {
+				return
+			}
+			go serveRaw(st, func() { st.Close() })
+		}
+	})
+	h3.Handler = mux
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	go ws.Serve(pc)
+	tr := &webtransport.Transport{TLSClientConfig: pinnedTLS(), QUICConfig: quicConf()}
+	_, sess, err := tr.Dial(context.Background(), "https://"+pc.LocalAddr().String()+"/raw", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	open := func() (io.ReadWriteCloser, error) { return sess.OpenStreamSync(context.Background()) }
+	p, err := open()
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &rawTarget{name: "webtransport", open: open, ping: p, close: func() { sess.CloseWithError(0, ""); ws.Close(); pc.Close() }}
+}
+
+var _ = bytes.MinRead
+var _ = errors.New
