@@ -224,10 +224,56 @@ func (w *cborWriter) close(major byte, n int) {
 
 // value transcodes raw JSON into w.
 func (c *cborCodec) value(w *cborWriter, raw json.RawMessage) error {
+	if fastValue(w, raw) {
+		return nil
+	}
 	if err := walkJSON(raw, c.lim, w); err != nil {
 		return encodeErr(CBOR, err)
 	}
 	return nil
+}
+
+// fastValue writes the tiny values that most messages carry (an integer id,
+// an empty result, a literal) without starting a JSON tokenizer. It reports
+// false for anything else.
+func fastValue(w *cborWriter, raw json.RawMessage) bool {
+	switch string(raw) {
+	case "{}":
+		w.b = append(w.b, 0xa0)
+		return true
+	case "[]":
+		w.b = append(w.b, 0x80)
+		return true
+	case "null":
+		w.null()
+		return true
+	case "true", "false":
+		w.boolean(raw[0] == 't')
+		return true
+	}
+	if len(raw) == 0 || len(raw) > 18 {
+		return false
+	}
+	neg := raw[0] == '-'
+	digits := raw
+	if neg {
+		digits = raw[1:]
+	}
+	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) || (neg && digits[0] == '0') {
+		return false
+	}
+	var n int64
+	for _, d := range digits {
+		if d < '0' || d > '9' {
+			return false
+		}
+		n = n*10 + int64(d-'0')
+	}
+	if neg {
+		n = -n
+	}
+	w.number(number{kind: numInt, i: n})
+	return true
 }
 
 func (c *cborCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
@@ -538,7 +584,7 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		if !utf8.Valid(s) {
 			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "text string is not valid UTF-8"}
 		}
-		return jsonrpc.AppendQuoted(dst, string(s)), nil
+		return appendQuotedUTF8(dst, s), nil
 	case 4:
 		if err := r.container(start, depth, n); err != nil {
 			return dst, err
@@ -559,7 +605,9 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 			return dst, err
 		}
 		dst = append(dst, '{')
-		var keys []string
+		// Duplicate keys make the JSON object ambiguous. Small maps compare
+		// keys in place; larger ones use a set.
+		var small [16][]byte
 		var seen map[string]struct{}
 		for i := range n {
 			if i > 0 {
@@ -574,14 +622,13 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 			if !utf8.Valid(k) {
 				return dst, r.fail("map key is not valid UTF-8")
 			}
-			// Duplicate keys make the JSON object ambiguous.
-			if n <= 16 {
-				for _, o := range keys {
-					if o == string(k) {
-						return dst, r.fail("duplicate map key " + strconv.Quote(o))
+			if n <= uint64(len(small)) {
+				for _, o := range small[:i] {
+					if string(o) == string(k) {
+						return dst, r.fail("duplicate map key " + strconv.Quote(string(k)))
 					}
 				}
-				keys = append(keys, string(k))
+				small[i] = k
 			} else {
 				if seen == nil {
 					seen = make(map[string]struct{}, n)
@@ -591,7 +638,7 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 				}
 				seen[string(k)] = struct{}{}
 			}
-			dst = jsonrpc.AppendQuoted(dst, string(k))
+			dst = appendQuotedUTF8(dst, k)
 			dst = append(dst, ':')
 			var err error
 			if dst, err = r.value(dst, depth+1); err != nil {
@@ -751,4 +798,38 @@ func encodeErr(enc Name, err error) error {
 		return e
 	}
 	return &EncodeError{Encoding: enc, Reason: err.Error()}
+}
+
+// appendQuotedUTF8 appends valid UTF-8 text as a JSON string in the same
+// canonical form as jsonrpc.AppendQuoted, copying runs that need no escape in
+// one go.
+func appendQuotedUTF8(dst, s []byte) []byte {
+	const hex = "0123456789abcdef"
+	dst = append(dst, '"')
+	last := 0
+	for i, c := range s {
+		if c >= 0x20 && c != '"' && c != '\\' {
+			continue
+		}
+		dst = append(dst, s[last:i]...)
+		switch c {
+		case '"', '\\':
+			dst = append(dst, '\\', c)
+		case '\n':
+			dst = append(dst, '\\', 'n')
+		case '\r':
+			dst = append(dst, '\\', 'r')
+		case '\t':
+			dst = append(dst, '\\', 't')
+		case '\b':
+			dst = append(dst, '\\', 'b')
+		case '\f':
+			dst = append(dst, '\\', 'f')
+		default:
+			dst = append(dst, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
+		}
+		last = i + 1
+	}
+	dst = append(dst, s[last:]...)
+	return append(dst, '"')
 }

@@ -417,3 +417,11 @@ func TestValues(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendQuotedUTF8MatchesJSONRPC(t *testing.T) {
+	for _, s := range []string{"", "plain", "日本語 🎉", "q\"b\\s/", "\x00\x01\x1f\n\r\t\b\f", "mixed \u2028 end"} {
+		if got, want := string(appendQuotedUTF8(nil, []byte(s))), string(jsonrpc.AppendQuoted(nil, s)); got != want {
+			t.Errorf("%q: %s, want %s", s, got, want)
+		}
+	}
+}

@@ -114,6 +114,9 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 // marshalParams marshals params, adding _meta.progressToken when c asks for
 // progress.
 func marshalParams(params any, c *call) (json.RawMessage, error) {
+	if params == nil && c.onProgress == nil {
+		return nil, nil
+	}
 	req, err := jsonrpc.NewRequest(jsonrpc.ID{}, "", params)
 	if err != nil {
 		return nil, err
@@ -174,9 +177,11 @@ func (s *Session) forget(c *call) {
 func (s *Session) settleCall(c *call, refs []StreamRef) {
 	s.mu.Lock()
 	c.answered = true
-	c.refs = map[uint32]bool{}
-	for _, r := range refs {
-		c.refs[r.StreamTag] = true
+	if len(refs) > 0 {
+		c.refs = make(map[uint32]bool, len(refs))
+		for _, r := range refs {
+			c.refs[r.StreamTag] = true
+		}
 	}
 	var refuse []*inStream
 	for tag, st := range c.streams {

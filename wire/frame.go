@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bufio"
 	"encoding/binary"
 	"errors"
 	"io"
@@ -37,12 +38,13 @@ type FrameReader struct {
 }
 
 // NewFrameReader returns a reader of frames from r that rejects frames longer
-// than max bytes (max 0 means DefaultMaxFrameSize).
+// than max bytes (max 0 means DefaultMaxFrameSize). It reads r through a
+// 4 KiB buffer, so that a small frame costs one read of r, not two.
 func NewFrameReader(r io.Reader, max uint32) *FrameReader {
 	if max == 0 {
 		max = DefaultMaxFrameSize
 	}
-	return &FrameReader{r: r, max: max}
+	return &FrameReader{r: bufio.NewReaderSize(r, 4096), max: max}
 }
 
 // MaxFrameSize returns the limit in force.
