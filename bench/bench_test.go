@@ -19,7 +19,7 @@ import (
 )
 
 // full reports whether the full mode was asked for (MCP_FLOW_BENCH_FULL=1):
-// 1 GiB results and 1,000 idle sessions; short mode keeps `make bench` under
+// 1 GiB results besides 16 and 256 MiB; short mode keeps `make bench` under
 // ten minutes on a 2-core machine.
 var full = os.Getenv("MCP_FLOW_BENCH_FULL") == "1"
 
@@ -353,25 +353,24 @@ func BenchmarkSetup(b *testing.B) {
 			l.report(b, "")
 		})
 	}
-	b.Run("sdk-stdio", func(b *testing.B) {
-		var l latencies
-		for b.Loop() {
-			t0 := time.Now()
-			t := dialSDKStdio(b)
-			l = append(l, time.Since(t0))
-			t.Close()
-		}
-		l.report(b, "")
-	})
+	for name, dial := range map[string]func(testing.TB) *sdkTarget{"sdk-stdio": dialSDKStdio, "sdk-http": dialSDKHTTP} {
+		b.Run(name, func(b *testing.B) {
+			var l latencies
+			for b.Loop() {
+				t0 := time.Now()
+				t := dial(b)
+				l = append(l, time.Since(t0))
+				t.Close()
+			}
+			l.report(b, "")
+		})
+	}
 }
 
 // BenchmarkIdleSessions: heap per idle MCP-Flow session, client and server
 // both in this process (scenario 5).
 func BenchmarkIdleSessions(b *testing.B) {
-	n := 200
-	if full {
-		n = 1000
-	}
+	const n = 1000
 	srv := flowServer(b)
 	for b.Loop() {
 		runtime.GC()

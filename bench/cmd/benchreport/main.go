@@ -176,7 +176,7 @@ type chart struct {
 var charts = []chart{
 	{"ping-p50.svg", "Idle ping, p50", "BenchmarkPing/", "p50-µs"},
 	{"echo-c16.svg", "Echo tools/call, concurrency 16", "BenchmarkEcho/", "calls/s"},
-	{"large-256.svg", "256 MiB result, end to end", "BenchmarkLarge/", "MB/s"},
+	{"large.svg", "Large result, end to end (16 and 256 MiB)", "BenchmarkLarge/", "MB/s"},
 	{"hol-p99.svg", "Ping p99 while 256 MiB is in flight", "BenchmarkHeadOfLine/", "busy-p99-µs"},
 	{"streams.svg", "Parallel streams, aggregate", "BenchmarkParallelStreams/", "MB/s"},
 	{"setup.svg", "Connect + initialize, p50", "BenchmarkSetup/", "p50-µs"},
@@ -216,9 +216,15 @@ func main() {
 			fmt.Fprintf(&md, "| %s | not measured | %s %g | — |\n", r.what, r.cmp, r.threshold)
 			continue
 		}
-		fmt.Fprintf(&md, "| %s | %.3g | %s %g | %s |\n", r.what, r.value, r.cmp, r.threshold, map[bool]string{true: "yes", false: "**no**"}[r.ok])
+		fmt.Fprintf(&md, "| %s | %.6g | %s %g | %s |\n", r.what, r.value, r.cmp, r.threshold, map[bool]string{true: "yes", false: "**no**"}[r.ok])
 	}
 	md.WriteString("\n")
+	// The analysis of missed goals is written by people, from profiles; it is
+	// kept next to the charts and included as it is.
+	if a, err := os.ReadFile(filepath.Join(*out, "bench", "analysis.md")); err == nil {
+		md.Write(a)
+		md.WriteString("\n")
+	}
 	for _, c := range charts {
 		labels, values := rep.group(c.prefix, c.unit)
 		if len(labels) == 0 {
@@ -255,7 +261,7 @@ func (r ratio) line() string {
 	if !r.found {
 		return fmt.Sprintf("%-70s not measured", r.what)
 	}
-	return fmt.Sprintf("%-70s %8.3g  (goal %s %g: %s)", r.what, r.value, r.cmp, r.threshold, map[bool]string{true: "met", false: "MISSED"}[r.ok])
+	return fmt.Sprintf("%-70s %10.6g  (goal %s %g: %s)", r.what, r.value, r.cmp, r.threshold, map[bool]string{true: "met", false: "MISSED"}[r.ok])
 }
 
 // versions reads the versions of the peers from go.mod.
@@ -266,7 +272,7 @@ func versions() string {
 	}
 	var out []string
 	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
 		for _, mod := range []string{"github.com/quic-go/quic-go", "github.com/quic-go/webtransport-go", "github.com/modelcontextprotocol/go-sdk", "github.com/fxamacker/cbor/v2", "google.golang.org/protobuf"} {
 			if len(f) >= 2 && f[0] == mod {
 				out = append(out, mod+" "+f[1])
