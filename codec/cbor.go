@@ -607,7 +607,7 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		dst = append(dst, '{')
 		// Duplicate keys make the JSON object ambiguous. Small maps compare
 		// keys in place; larger ones use a set.
-		var small [16][]byte
+		var small [32][]byte
 		var seen map[string]struct{}
 		for i := range n {
 			if i > 0 {
@@ -688,6 +688,15 @@ func (r *cborReader) container(start, depth int, n uint64) error {
 	return nil
 }
 
+// smallInt reports whether the integer item at r.pos fits int64 once its sign
+// is applied.
+func (r *cborReader) smallInt() bool {
+	p := r.pos
+	_, v := r.head()
+	r.pos = p
+	return v <= math.MaxInt64
+}
+
 func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, error) {
 	inner := r.peekMajor()
 	switch tag {
@@ -696,8 +705,21 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 			return dst, r.fail("bignum tag without a byte string")
 		}
 		_, n := r.head()
-		v := new(big.Int).SetBytes(r.data[r.pos : r.pos+int(n)])
+		mag := r.data[r.pos : r.pos+int(n)]
 		r.pos += int(n)
+		if len(mag) <= 8 {
+			var u uint64
+			for _, b := range mag {
+				u = u<<8 | uint64(b)
+			}
+			if tag == 2 {
+				return strconv.AppendUint(dst, u, 10), nil
+			}
+			if u < math.MaxInt64 {
+				return strconv.AppendInt(dst, -1-int64(u), 10), nil
+			}
+		}
+		v := new(big.Int).SetBytes(mag)
 		if tag == 3 {
 			v.Add(v, big.NewInt(1)).Neg(v)
 		}
@@ -720,6 +742,19 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		}
 		mant := new(big.Int)
 		switch mm := r.peekMajor(); {
+		case (mm == 0 || mm == 1) && r.smallInt():
+			// The common case: a mantissa that fits int64, no big.Int.
+			_, mv := r.head()
+			m := int64(mv)
+			if mm == 1 {
+				m = -1 - m
+			}
+			dst = strconv.AppendInt(dst, m, 10)
+			if exp != 0 {
+				dst = append(dst, 'e')
+				dst = strconv.AppendInt(dst, exp, 10)
+			}
+			return dst, nil
 		case mm == 0 || mm == 1:
 			_, mv := r.head()
 			mant.SetUint64(mv)

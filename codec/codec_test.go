@@ -425,3 +425,37 @@ func TestAppendQuotedUTF8MatchesJSONRPC(t *testing.T) {
 		}
 	}
 }
+
+// TestForeignCBOR decodes forms that other CBOR encoders produce and ours
+// does not: small bignums, half and single floats, untagged byte strings,
+// tags 21 and 23, self-described CBOR, and decimal fractions with bignum
+// mantissas.
+func TestForeignCBOR(t *testing.T) {
+	for _, tc := range []struct{ hex, json string }{
+		{"c24105", `5`},
+		{"c34105", `-6`},
+		{"c2480102030405060708", `72623859790382856`},
+		{"c349010000000000000000", `-18446744073709551617`},
+		{"f93e00", `1.5`},
+		{"fa3fc00000", `1.5`},
+		{"f98000", `-0`},
+		{"43010203", `"AQID"`},
+		{"d54301fffe", `"Af_-"`},
+		{"d74301fffe", `"01fffe"`},
+		{"d9d9f7a0", `{}`},
+		{"c48220c249010000000000000000", `18446744073709551616e-1`},
+		{"c4821bffffffffffffffff01", ``}, // exponent beyond int64: refused
+	} {
+		b, _ := hex.DecodeString(tc.hex)
+		got, err := Default(CBOR).DecodeValue(b)
+		if tc.json == "" {
+			if err == nil {
+				t.Errorf("%s: accepted as %s", tc.hex, got)
+			}
+			continue
+		}
+		if err != nil || string(got) != tc.json {
+			t.Errorf("%s: %s, %v; want %s", tc.hex, got, err, tc.json)
+		}
+	}
+}
