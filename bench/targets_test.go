@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,8 +22,8 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
-	"github.com/mcp-flow/mcp-flow/tools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -41,15 +40,9 @@ type mcpTarget interface {
 	Close()
 }
 
-var quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+var quiet = flowtest.Quiet
 
-var benchCert = func() *certs.Cert {
-	c, err := certs.GenerateDev(certs.DevOptions{})
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var benchCert = flowtest.Cert
 
 func pinnedTLS() *tls.Config {
 	c, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{benchCert.Hash()}})
@@ -58,25 +51,7 @@ func pinnedTLS() *tls.Config {
 
 // flowServer runs mcp-flow-server's tools in process on loopback.
 func flowServer(b testing.TB) *flow.Server {
-	reg, err := tools.New(testtools.New(testtools.Config{})...)
-	if err != nil {
-		b.Fatal(err)
-	}
-	mux := flow.Mux{}
-	reg.Register(mux)
-	srv, err := flow.NewServer(flow.ServerConfig{
-		Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(benchCert), Handler: mux,
-		Logger: quiet, Limits: flow.Limits{MaxSessions: 4096, MaxRequestsInFlight: 1024},
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		b.Fatal(err)
-	}
-	go srv.Serve()
-	b.Cleanup(func() { srv.Close() })
-	return srv
+	return flowtest.Serve(b, flow.ServerConfig{Logger: quiet, Limits: flow.Limits{MaxSessions: 4096, MaxRequestsInFlight: 1024}})
 }
 
 type flowTarget struct{ s *flow.Session }

@@ -8,21 +8,18 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
-	"github.com/mcp-flow/mcp-flow/tools"
 )
 
 // need fails the test under CI=true and skips it elsewhere, saying what is
@@ -115,10 +112,6 @@ func TestBrowserPeer(t *testing.T) {
 	chromium := ensureChromium(t)
 	ensureBundle(t)
 
-	cert, err := certs.GenerateDev(certs.DevOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// The page, served over plain HTTP on 127.0.0.1 (a secure context).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -128,29 +121,8 @@ func TestBrowserPeer(t *testing.T) {
 	pages := &http.Server{Handler: http.FileServer(http.Dir("."))}
 	go pages.Serve(ln)
 	t.Cleanup(func() { pages.Close() })
-
-	reg, err := tools.New(testtools.New(testtools.Config{})...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := flow.Mux{}
-	reg.Register(mux)
-	srv, err := flow.NewServer(flow.ServerConfig{
-		Addr:           "127.0.0.1:0",
-		TLSConfig:      certs.ServerTLSConfig(cert),
-		Handler:        mux,
-		Capabilities:   reg.Capabilities(),
-		AllowedOrigins: []string{pageOrigin},
-		Logger:         slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
+	srv := flowtest.Serve(t, flow.ServerConfig{AllowedOrigins: []string{pageOrigin}})
+	cert := flowtest.Cert
 
 	const size = 3 << 20
 	pageURL := fmt.Sprintf("%s/index.html?url=%s&hash=%s&enc=cbor,json&size=%d", pageOrigin, url.QueryEscape(srv.URL()), cert.HashHex(), size)
@@ -213,5 +185,4 @@ func TestBrowserPeer(t *testing.T) {
 	if t.Failed() {
 		t.Logf("page steps: %s\nconsole: %s", out, strings.Join(res.Console, "\n"))
 	}
-	_ = filepath.Join
 }

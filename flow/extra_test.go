@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -17,20 +17,11 @@ import (
 // customServer runs a server with the given handler.
 func customServer(t *testing.T, h flow.Handler, mod func(*flow.ServerConfig)) *flow.Server {
 	t.Helper()
-	cfg := flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: h, Logger: testLogger(t)}
+	cfg := flow.ServerConfig{Handler: h}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := flow.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return flowtest.Serve(t, cfg)
 }
 
 // TestInvalidStreamRef: a result naming a stream that never comes, and a tag

@@ -7,34 +7,19 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
-	"github.com/mcp-flow/mcp-flow/tools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
 
-// testCert is one development certificate for the whole package.
-var testCert = func() *certs.Cert {
-	c, err := certs.GenerateDev(certs.DevOptions{})
-	if err != nil {
-		panic(err)
-	}
-	return c
-}()
+var testCert = flowtest.Cert
 
-func testLogger(t testing.TB) *slog.Logger {
-	level := slog.LevelWarn
-	if os.Getenv("MCP_FLOW_TEST_DEBUG") != "" {
-		level = slog.LevelDebug
-	}
-	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-}
+func testLogger(testing.TB) *slog.Logger { return flowtest.Logger() }
 
 // startServer runs a server with the test tools on 127.0.0.1 and closes it
 // with the test.
@@ -45,43 +30,15 @@ func startServer(t testing.TB, mod func(*flow.ServerConfig)) *flow.Server {
 
 func startServerTools(t testing.TB, tc testtools.Config, mod func(*flow.ServerConfig)) *flow.Server {
 	t.Helper()
-	reg, err := tools.New(testtools.New(tc)...)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mux := flow.Mux{}
-	reg.Register(mux)
-	cfg := flow.ServerConfig{
-		Addr:         "127.0.0.1:0",
-		TLSConfig:    certs.ServerTLSConfig(testCert),
-		Handler:      mux,
-		Info:         flow.Implementation{Name: "test-server", Version: "1"},
-		Capabilities: reg.Capabilities(),
-		Logger:       testLogger(t),
-	}
+	mux, caps := flowtest.ToolsMux(t, tc)
+	cfg := flow.ServerConfig{Handler: mux, Capabilities: caps, Info: flow.Implementation{Name: "test-server", Version: "1"}}
 	if mod != nil {
 		mod(&cfg)
 	}
-	srv, err := flow.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return flowtest.Serve(t, cfg)
 }
 
-func clientTLS(t testing.TB) *tls.Config {
-	t.Helper()
-	c, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{testCert.Hash()}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+func clientTLS(t testing.TB) *tls.Config { return flowtest.ClientTLS(t) }
 
 func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Session {
 	t.Helper()

@@ -291,11 +291,11 @@ func (s *Session) watchIdle() {
 	}
 }
 
-// Shutdown stops taking sessions, sends $/shutdown on every session, waits
-// until they have drained (or ctx ends, when what is left is cut off) and
-// closes the server.
-func (s *Server) Shutdown(ctx context.Context) error {
+// stopAccepting marks the server closing, so that new CONNECTs get 503, and
+// returns the sessions open (not those still upgrading).
+func (s *Server) stopAccepting() []*Session {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.closing = true
 	sessions := make([]*Session, 0, len(s.sessions))
 	for sess := range s.sessions {
@@ -303,7 +303,14 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			sessions = append(sessions, sess)
 		}
 	}
-	s.mu.Unlock()
+	return sessions
+}
+
+// Shutdown stops taking sessions, sends $/shutdown on every session, waits
+// until they have drained (or ctx ends, when what is left is cut off) and
+// closes the server.
+func (s *Server) Shutdown(ctx context.Context) error {
+	sessions := s.stopAccepting()
 	var wg sync.WaitGroup
 	errs := make([]error, len(sessions))
 	for i, sess := range sessions {
@@ -319,15 +326,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 
 // Close closes every session at once and the server.
 func (s *Server) Close() error {
-	s.mu.Lock()
-	s.closing = true
-	sessions := make([]*Session, 0, len(s.sessions))
-	for sess := range s.sessions {
-		if sess.wt != nil {
-			sessions = append(sessions, sess)
-		}
-	}
-	s.mu.Unlock()
+	sessions := s.stopAccepting()
 	for _, sess := range sessions {
 		_ = sess.Close()
 	}

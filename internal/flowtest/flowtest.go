@@ -1,0 +1,89 @@
+// Package flowtest starts MCP-Flow servers on loopback for the tests, the
+// benchmarks and the conformance runner's own tests.
+package flowtest
+
+import (
+	"crypto/tls"
+	"io"
+	"log/slog"
+	"os"
+	"testing"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/tools"
+)
+
+// Cert is one development certificate for the whole test binary.
+var Cert = func() *certs.Cert {
+	c, err := certs.GenerateDev(certs.DevOptions{})
+	if err != nil {
+		panic(err)
+	}
+	return c
+}()
+
+// Logger logs warnings to stderr, or everything with MCP_FLOW_TEST_DEBUG set.
+func Logger() *slog.Logger {
+	level := slog.LevelWarn
+	if os.Getenv("MCP_FLOW_TEST_DEBUG") != "" {
+		level = slog.LevelDebug
+	}
+	return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+}
+
+// Quiet discards logs.
+var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+// ToolsMux returns a mux with mcp-flow-server's test tools, and their
+// capabilities for the initialize result.
+func ToolsMux(t testing.TB, cfg testtools.Config) (flow.Mux, []byte) {
+	t.Helper()
+	reg, err := tools.New(testtools.New(cfg)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := flow.Mux{}
+	reg.Register(mux)
+	return mux, reg.Capabilities()
+}
+
+// Serve starts a server with cfg on 127.0.0.1 and closes it with the test.
+// Empty fields get: a free port, Cert, the test tools, Logger().
+func Serve(t testing.TB, cfg flow.ServerConfig) *flow.Server {
+	t.Helper()
+	if cfg.Addr == "" {
+		cfg.Addr = "127.0.0.1:0"
+	}
+	if cfg.TLSConfig == nil {
+		cfg.TLSConfig = certs.ServerTLSConfig(Cert)
+	}
+	if cfg.Handler == nil {
+		mux, caps := ToolsMux(t, testtools.Config{Root: t.TempDir()})
+		cfg.Handler, cfg.Capabilities = mux, caps
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = Logger()
+	}
+	srv, err := flow.NewServer(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// ClientTLS pins Cert.
+func ClientTLS(t testing.TB) *tls.Config {
+	t.Helper()
+	c, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{Cert.Hash()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
