@@ -1,0 +1,118 @@
+// Command mcp-flow-conformance judges an MCP-Flow server against
+// docs/spec.md, acting as its client (server mode).
+//
+//	mcp-flow-conformance -url https://127.0.0.1:4433/mcp-flow -cert-hash HEX
+//
+// It prints a table (or JSON, or JUnit XML with -format) and exits 1 when a
+// MUST check fails (checks listed in -baseline excepted), 2 on usage errors.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/conformance"
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("mcp-flow-conformance", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	url := fs.String("url", "", "URL of the MCP-Flow server under test (required)")
+	hash := fs.String("cert-hash", "", "pin the server certificate's SHA-256 (hex or base64)")
+	ca := fs.String("ca", "", "PEM file of CA certificates")
+	insecure := fs.Bool("insecure", false, "accept any server certificate (development only)")
+	format := fs.String("format", "table", "output: table, json or junit")
+	out := fs.String("o", "", "write the report to this file instead of stdout")
+	baseline := fs.String("baseline", "", "file of check ids expected to fail, one a line")
+	only := fs.String("only", "", "comma-separated check ids to run")
+	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each check")
+	list := fs.Bool("list", false, "list the checks and exit")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if *list {
+		for _, c := range conformance.ServerChecks() {
+			fmt.Fprintf(stdout, "%-30s %-6s §%-8s %s\n", c.ID, c.Level, c.Section, c.Title)
+		}
+		return 0
+	}
+	if *url == "" {
+		fmt.Fprintln(stderr, "mcp-flow-conformance: -url is required")
+		fs.Usage()
+		return 2
+	}
+	opts := certs.ClientOptions{Insecure: *insecure}
+	if *hash != "" {
+		h, err := certs.ParseHash(*hash)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-flow-conformance: -cert-hash:", err)
+			return 2
+		}
+		opts.PinnedHashes = [][32]byte{h}
+	}
+	if *ca != "" {
+		pool, err := certs.LoadCAFile(*ca)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-flow-conformance: -ca:", err)
+			return 2
+		}
+		opts.RootCAs = pool
+	}
+	tlsConf, err := certs.ClientTLSConfig(opts)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
+		return 2
+	}
+	o := conformance.Options{CheckTimeout: *timeout}
+	if *baseline != "" {
+		if o.Expected, err = conformance.LoadBaseline(*baseline); err != nil {
+			fmt.Fprintln(stderr, "mcp-flow-conformance: -baseline:", err)
+			return 2
+		}
+	}
+	if *only != "" {
+		o.Only = map[string]bool{}
+		for _, id := range strings.Split(*only, ",") {
+			o.Only[strings.TrimSpace(id)] = true
+		}
+	}
+	rs := conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf}, conformance.ServerChecks(), o)
+	w := stdout
+	if *out != "" {
+		f, err := os.Create(*out)
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
+			return 2
+		}
+		defer f.Close()
+		w = f
+	}
+	switch *format {
+	case "json":
+		err = conformance.WriteJSON(w, rs)
+	case "junit":
+		err = conformance.WriteJUnit(w, *url, rs)
+	default:
+		err = conformance.WriteTable(w, rs)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
+		return 2
+	}
+	if conformance.Failed(rs) {
+		return 1
+	}
+	return 0
+}

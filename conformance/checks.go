@@ -1,0 +1,633 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/webtransport-go"
+)
+
+// Level is how binding a rule is (RFC 2119).
+type Level string
+
+// The levels.
+const (
+	MUST   Level = "MUST"
+	SHOULD Level = "SHOULD"
+)
+
+// Check is one rule of docs/spec.md, tested against a server.
+type Check struct {
+	ID      string // stable, e.g. "negotiate.cbor"
+	Level   Level
+	Section string // of docs/spec.md
+	Title   string
+	run     func(ctx context.Context, t Target) outcome
+}
+
+type outcome struct {
+	status Status
+	seen   string
+}
+
+func pass(format string, a ...any) outcome { return outcome{Pass, fmt.Sprintf(format, a...)} }
+func fail(format string, a ...any) outcome { return outcome{Fail, fmt.Sprintf(format, a...)} }
+func skip(format string, a ...any) outcome { return outcome{Skip, fmt.Sprintf(format, a...)} }
+
+// expectCode checks that r is an error with code and, unless id is absent,
+// that id.
+func expectCode(r *jsonrpc.Response, err error, code jsonrpc.Code) outcome {
+	switch {
+	case err != nil:
+		return fail("no answer: %v", err)
+	case r.Error == nil:
+		return fail("answered with a result %s, want error %d", clip(string(r.Result)), code)
+	case r.Error.Code != code:
+		return fail("error %d %q, want %d", r.Error.Code, r.Error.Message, code)
+	}
+	return pass("error %d %q", r.Error.Code, r.Error.Message)
+}
+
+func clip(s string) string {
+	if len(s) > 120 {
+		return s[:120] + "…"
+	}
+	return s
+}
+
+// withProbe runs f on a READY session with the given encodings.
+func withProbe(ctx context.Context, t Target, encodings []string, datagrams bool, f func(*probe) outcome) outcome {
+	p, err := ready(ctx, t, encodings, datagrams)
+	if err != nil {
+		return fail("%v", err)
+	}
+	defer p.close()
+	return f(p)
+}
+
+// alive checks that the session still answers ping after something bad.
+func alive(p *probe, o outcome) outcome {
+	if o.status != Pass {
+		return o
+	}
+	r, _, err := p.call("ping", nil, nil)
+	if err != nil || r.Error != nil {
+		return fail("%s; then the session stopped answering ping (%v)", o.seen, err)
+	}
+	return pass("%s; session carries on", o.seen)
+}
+
+// ServerChecks returns every check of server mode, in order.
+func ServerChecks() []Check {
+	return []Check{
+		{"init.json", MUST, "4.1", "initialize is answered in JSON with the transport capabilities", checkInitJSON},
+		{"negotiate.none", MUST, "4.1", "a client naming no encodings gets json", checkNegotiateNone},
+		{"negotiate.cbor", MUST, "4.2", "after choosing cbor both sides speak CBOR", negotiate(codec.CBOR)},
+		{"negotiate.protobuf", SHOULD, "4.2", "after choosing protobuf both sides speak protobuf", negotiate(codec.Protobuf)},
+		{"negotiate.unknown-type", MUST, "4.1", "an unknown transport type is -32600", checkUnknownType},
+		{"state.before-initialize", MUST, "2", "a request before initialize is answered -32600", checkBeforeInit},
+		{"state.ping-before-initialize", SHOULD, "2", "ping before initialize is answered", checkPingBeforeInit},
+		{"frame.zero-length", MUST, "3.1", "a zero-length frame is -32600 and the session carries on", checkZeroLength},
+		{"frame.too-large", MUST, "3.1", "a 4 GiB length is refused without hanging (-32600 or a closed session)", checkTooLarge},
+		{"frame.parse-error", MUST, "4.3", "an undecodable frame is -32700 with a null id", checkParseError},
+		{"encoding.mismatch", MUST, "4.3", "a frame in another encoding is -32003", checkMismatch},
+		{"batch.empty", SHOULD, "1", "an empty batch gets one -32600", checkEmptyBatch},
+		{"stream.header", MUST, "3.2/5.1", "an execution stream starts with the request id and tag, big-endian, and carries the payload", checkStreamHeader},
+		{"stream.multiple", SHOULD, "5.2", "one result can name several streams with distinct tags", checkStreamMultiple},
+		{"stream.error", MUST, "5.4", "a failing stream is reset and reported with $/streamError", checkStreamError},
+		{"stream.injection", MUST, "5.3", "a stream naming no request in flight is -32002 and the session carries on", checkInjection},
+		{"datagram.progress", SHOULD, "6", "progress arrives as datagrams with channel 1, flags 0 and the request id", checkProgressDatagram},
+		{"datagram.fallback", MUST, "6", "without datagrams, progress arrives as notifications/progress", checkProgressFallback},
+		{"datagram.unsupported", MUST, "6", "a datagram on a session without datagrams is -32004", checkDatagramUnsupported},
+		{"cancel", MUST, "7.1", "$/cancel is answered -32800", checkCancel},
+		{"cancel.late", MUST, "7.1", "a $/cancel for a finished request is ignored", checkLateCancel},
+		{"shutdown.drain", MUST, "7.2", "$/shutdown lets the request in flight finish, then the server finishes the control stream", checkShutdown},
+		{"origin", MUST, "9", "a CONNECT from a disallowed Origin gets HTTP 403", checkOrigin},
+	}
+}
+
+func checkInitJSON(ctx context.Context, t Target) outcome {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return fail("dial: %v", err)
+	}
+	defer p.close()
+	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"json"}})
+	if err != nil {
+		return fail("%v", err)
+	}
+	if r.Error != nil {
+		return fail("initialize failed: %d %s", r.Error.Code, r.Error.Message)
+	}
+	tr := p.init.Transport
+	var missing []string
+	if tr.Type != "mcp-flow" {
+		missing = append(missing, fmt.Sprintf("type %q", tr.Type))
+	}
+	if tr.Encoding != codec.JSON {
+		missing = append(missing, fmt.Sprintf("encoding %q", tr.Encoding))
+	}
+	if tr.MaxConcurrentStreams <= 0 {
+		missing = append(missing, "maxConcurrentStreams")
+	}
+	if tr.MaxFrameSize == 0 {
+		missing = append(missing, "maxFrameSize")
+	}
+	if tr.DatagramsSupported == nil {
+		missing = append(missing, "datagramsSupported")
+	}
+	if len(missing) > 0 {
+		return fail("transport object lacks or has wrong: %s", strings.Join(missing, ", "))
+	}
+	return pass("transport %+v", tr)
+}
+
+func checkNegotiateNone(ctx context.Context, t Target) outcome {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return fail("dial: %v", err)
+	}
+	defer p.close()
+	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1"})
+	if err != nil || r.Error != nil {
+		return fail("initialize: %v %v", err, r)
+	}
+	if p.init.Transport.Encoding != codec.JSON {
+		return fail("encoding %q", p.init.Transport.Encoding)
+	}
+	return alive(p, pass("encoding json"))
+}
+
+func negotiate(enc codec.Name) func(context.Context, Target) outcome {
+	return func(ctx context.Context, t Target) outcome {
+		return withProbe(ctx, t, []string{string(enc), "json"}, false, func(p *probe) outcome {
+			if got := p.init.Transport.Encoding; got != enc {
+				return skip("server chose %q (it may not support %s)", got, enc)
+			}
+			r, _, err := p.call("ping", nil, nil)
+			if err != nil {
+				return fail("ping in %s: %v", enc, err)
+			}
+			if r.Error != nil {
+				return fail("ping in %s answered %d %s", enc, r.Error.Code, r.Error.Message)
+			}
+			return pass("ping answered in %s", enc)
+		})
+	}
+}
+
+func checkUnknownType(ctx context.Context, t Target) outcome {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return fail("dial: %v", err)
+	}
+	defer p.close()
+	r, err := p.initialize(map[string]any{"type": "websocket"})
+	return expectCode(r, err, jsonrpc.CodeInvalidRequest)
+}
+
+func checkBeforeInit(ctx context.Context, t Target) outcome {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return fail("dial: %v", err)
+	}
+	defer p.close()
+	r, _, err := p.call("tools/list", nil, nil)
+	return expectCode(r, err, jsonrpc.CodeInvalidRequest)
+}
+
+func checkPingBeforeInit(ctx context.Context, t Target) outcome {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return fail("dial: %v", err)
+	}
+	defer p.close()
+	r, _, err := p.call("ping", nil, nil)
+	if err != nil || r.Error != nil {
+		return fail("ping: %v %v", err, r)
+	}
+	return pass("ping answered %s", r.Result)
+}
+
+func checkZeroLength(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		_ = p.writeRaw([]byte{0, 0, 0, 0})
+		e, err := p.nullError()
+		if err != nil {
+			return fail("no null-id error: %v", err)
+		}
+		if e.Code != jsonrpc.CodeInvalidRequest {
+			return fail("error %d %q, want -32600", e.Code, e.Message)
+		}
+		return alive(p, pass("error %d", e.Code))
+	})
+}
+
+func checkTooLarge(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		_ = p.writeRaw([]byte{0xFF, 0xFF, 0xFF, 0xFF, '{'})
+		e, err := p.nullError()
+		switch {
+		case err == nil && e.Code == jsonrpc.CodeInvalidRequest:
+			return pass("error %d %q", e.Code, e.Message)
+		case err == nil:
+			return fail("error %d %q, want -32600", e.Code, e.Message)
+		case errors.Is(err, io.EOF) || isClosed(err):
+			return pass("session closed: %v", err)
+		}
+		return fail("neither an error nor a close: %v", err)
+	})
+}
+
+func isClosed(err error) bool {
+	var se *webtransport.SessionError
+	var st *webtransport.StreamError
+	return errors.As(err, &se) || errors.As(err, &st) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "closed")
+}
+
+func checkParseError(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		_ = p.sendJSON(`{"jsonrpc":"2.0","id":5,"method":`)
+		e, err := p.nullError()
+		if err != nil {
+			return fail("no null-id error: %v", err)
+		}
+		if e.Code != jsonrpc.CodeParseError {
+			return fail("error %d, want -32700", e.Code)
+		}
+		return alive(p, pass("error %d", e.Code))
+	})
+}
+
+func checkMismatch(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		b, _ := codec.Default(codec.CBOR).Append(nil, &jsonrpc.Request{ID: jsonrpc.Int64ID(77), Method: "ping"})
+		_ = p.writeRaw(wire.AppendFrame(nil, b))
+		for {
+			msgs, _, err := p.read()
+			if err != nil {
+				return fail("no answer: %v", err)
+			}
+			for _, m := range msgs {
+				if r, ok := m.(*jsonrpc.Response); ok && r.Error != nil {
+					if r.Error.Code != jsonrpc.CodeEncodingMismatch {
+						return fail("error %d %q, want -32003", r.Error.Code, r.Error.Message)
+					}
+					return alive(p, pass("error %d with id %s", r.Error.Code, r.ID))
+				} else if ok {
+					return fail("a CBOR ping was answered with a result on a JSON session")
+				}
+			}
+		}
+	})
+}
+
+func checkEmptyBatch(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		_ = p.sendJSON(`[]`)
+		_, raw, err := p.read()
+		if err != nil {
+			return fail("no answer: %v", err)
+		}
+		var one struct {
+			ID    json.RawMessage
+			Error *jsonrpc.Error
+		}
+		if json.Unmarshal(raw, &one) != nil || one.Error == nil || one.Error.Code != jsonrpc.CodeInvalidRequest {
+			return fail("answered %s, want one -32600 response (not an array)", clip(string(raw)))
+		}
+		return pass("one -32600 response")
+	})
+}
+
+// toolCall calls a tool of mcp-flow-server's test set; skip when the server
+// does not offer it.
+func toolCall(p *probe, name string, args any, note func(*jsonrpc.Request)) (*jsonrpc.Response, uint32, *outcome) {
+	if !p.hasTool(name) {
+		o := skip("the server offers no %q tool (the checks use mcp-flow-server's test tools)", name)
+		return nil, 0, &o
+	}
+	r, id, err := p.call("tools/call", map[string]any{"name": name, "arguments": args}, note)
+	if err != nil {
+		o := fail("tools/call %s: %v", name, err)
+		return nil, 0, &o
+	}
+	n, _ := id.Uint32()
+	return r, n, nil
+}
+
+type refBlock struct {
+	Type      string `json:"type"`
+	StreamTag uint32 `json:"streamTag"`
+	MimeType  string `json:"mimeType"`
+}
+
+func refs(r *jsonrpc.Response) []refBlock {
+	var res struct{ Content []refBlock }
+	_ = json.Unmarshal(r.Result, &res)
+	var out []refBlock
+	for _, c := range res.Content {
+		if c.Type == "ref/stream" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+func checkStreamHeader(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		const n = 100_000
+		r, id, o := toolCall(p, "generate", map[string]any{"bytes": n}, nil)
+		if o != nil {
+			return *o
+		}
+		rf := refs(r)
+		if r.Error != nil || len(rf) != 1 {
+			return fail("result %s: want one ref/stream block", clip(string(r.Result)))
+		}
+		rs, h, err := p.acceptStream()
+		if err != nil {
+			return fail("no execution stream: %v", err)
+		}
+		if h.RequestID != id || h.StreamTag != rf[0].StreamTag {
+			return fail("header names request %d tag %d, want request %d tag %d", h.RequestID, h.StreamTag, id, rf[0].StreamTag)
+		}
+		got, err := io.Copy(io.Discard, rs)
+		if err != nil || got != n {
+			return fail("payload %d of %d bytes: %v", got, n, err)
+		}
+		return pass("header (%d, %d), %d bytes", h.RequestID, h.StreamTag, got)
+	})
+}
+
+func checkStreamMultiple(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		r, id, o := toolCall(p, "generate", map[string]any{"bytes": 1000, "streams": 3}, nil)
+		if o != nil {
+			return *o
+		}
+		rf := refs(r)
+		tags := map[uint32]bool{}
+		for _, x := range rf {
+			tags[x.StreamTag] = true
+		}
+		if len(rf) != 3 || len(tags) != 3 {
+			return fail("%d refs with %d distinct tags, want 3", len(rf), len(tags))
+		}
+		for range 3 {
+			rs, h, err := p.acceptStream()
+			if err != nil || h.RequestID != id || !tags[h.StreamTag] {
+				return fail("stream header (%d, %d): %v", h.RequestID, h.StreamTag, err)
+			}
+			delete(tags, h.StreamTag)
+			_, _ = io.Copy(io.Discard, rs)
+		}
+		return pass("3 streams, distinct tags")
+	})
+}
+
+func checkStreamError(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		var note *jsonrpc.Request
+		r, _, o := toolCall(p, "fail_midstream", map[string]any{"bytes": 50_000}, func(n *jsonrpc.Request) {
+			if n.Method == "$/streamError" {
+				note = n
+			}
+		})
+		if o != nil {
+			return *o
+		}
+		if len(refs(r)) != 1 {
+			return fail("result %s: want one ref/stream block", clip(string(r.Result)))
+		}
+		rs, _, err := p.acceptStream()
+		if err != nil {
+			return fail("no execution stream: %v", err)
+		}
+		_, err = io.Copy(io.Discard, rs)
+		var se *webtransport.StreamError
+		if !errors.As(err, &se) {
+			return fail("the stream ended with %v, not a reset: a truncated payload looks complete", err)
+		}
+		for note == nil {
+			msgs, _, err := p.read()
+			if err != nil {
+				return fail("stream reset (code %d) but no $/streamError: %v", se.ErrorCode, err)
+			}
+			for _, m := range msgs {
+				if n, ok := m.(*jsonrpc.Request); ok && n.Method == "$/streamError" {
+					note = n
+				}
+			}
+		}
+		var sp struct {
+			RequestID *uint32 `json:"requestId"`
+			StreamTag *uint32 `json:"streamTag"`
+			Error     string  `json:"error"`
+		}
+		if json.Unmarshal(note.Params, &sp) != nil || sp.RequestID == nil || sp.StreamTag == nil {
+			return fail("$/streamError params %s lack requestId or streamTag", note.Params)
+		}
+		return pass("reset code %d, $/streamError %q", se.ErrorCode, sp.Error)
+	})
+}
+
+func checkInjection(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		st, err := p.sess.OpenUniStreamSync(ctx)
+		if err != nil {
+			return fail("open stream: %v", err)
+		}
+		_, _ = st.Write(append(wire.StreamHeader{RequestID: 4242, StreamTag: 1}.Append(nil), "injected"...))
+		_ = st.Close()
+		e, err := p.nullError()
+		if err != nil {
+			return fail("no null-id error: %v", err)
+		}
+		if e.Code != jsonrpc.CodeStreamInjection {
+			return fail("error %d, want -32002", e.Code)
+		}
+		return alive(p, pass("error %d", e.Code))
+	})
+}
+
+func checkProgressDatagram(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, true, func(p *probe) outcome {
+		if ds := p.init.Transport.DatagramsSupported; ds == nil || !*ds {
+			return skip("the server does not support datagrams")
+		}
+		got := make(chan wire.DatagramHeader, 64)
+		go func() {
+			for {
+				b, err := p.sess.ReceiveDatagram(ctx)
+				if err != nil {
+					return
+				}
+				if h, _, err := wire.ParseDatagram(b); err == nil {
+					got <- h
+				} else if len(b) >= 6 {
+					got <- wire.DatagramHeader{Channel: wire.Channel(b[0]), Flags: b[1]}
+				}
+			}
+		}()
+		if !p.hasTool("slow") {
+			return skip("the server offers no \"slow\" tool")
+		}
+		id := jsonrpc.Int64ID(int64(p.nextID))
+		p.nextID++
+		req, _ := jsonrpc.NewRequest(id, "tools/call", map[string]any{"name": "slow", "arguments": map[string]int{"steps": 5, "delayMs": 10},
+			"_meta": map[string]any{"progressToken": 7}})
+		if err := p.send(req); err != nil {
+			return fail("%v", err)
+		}
+		if _, err := p.response(id, nil); err != nil {
+			return fail("%v", err)
+		}
+		select {
+		case h := <-got:
+			want, _ := id.Uint32()
+			if h.Channel != wire.ChannelProgress || h.Flags != 0 || h.RequestID != want {
+				return fail("datagram header %+v, want channel 1, flags 0, request %d", h, want)
+			}
+			return pass("progress datagram %+v", h)
+		case <-time.After(time.Second):
+			return fail("no progress datagram")
+		}
+	})
+}
+
+func checkProgressFallback(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		if !p.hasTool("slow") {
+			return skip("the server offers no \"slow\" tool")
+		}
+		n := 0
+		_, _, err := p.call("tools/call", map[string]any{"name": "slow", "arguments": map[string]int{"steps": 3, "delayMs": 5},
+			"_meta": map[string]any{"progressToken": "p"}}, func(r *jsonrpc.Request) {
+			if r.Method == "notifications/progress" {
+				n++
+			}
+		})
+		if err != nil {
+			return fail("%v", err)
+		}
+		if n != 3 {
+			return fail("%d progress notifications, want 3", n)
+		}
+		return pass("3 notifications/progress")
+	})
+}
+
+func checkDatagramUnsupported(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		d := append(wire.DatagramHeader{Channel: wire.ChannelProgress, RequestID: 1}.Append(nil), `{"progress":1}`...)
+		if err := p.sess.SendDatagram(d); err != nil {
+			return fail("send: %v", err)
+		}
+		e, err := p.nullError()
+		if err != nil {
+			return fail("no null-id error: %v", err)
+		}
+		if e.Code != jsonrpc.CodeDatagramsNotSupported {
+			return fail("error %d, want -32004", e.Code)
+		}
+		return pass("error %d", e.Code)
+	})
+}
+
+func slowRequest(p *probe, steps int) (jsonrpc.ID, error) {
+	id := jsonrpc.Int64ID(int64(p.nextID))
+	p.nextID++
+	req, _ := jsonrpc.NewRequest(id, "tools/call", map[string]any{"name": "slow", "arguments": map[string]int{"steps": steps, "delayMs": 10}})
+	return id, p.send(req)
+}
+
+func checkCancel(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		if !p.hasTool("slow") {
+			return skip("the server offers no \"slow\" tool")
+		}
+		id, err := slowRequest(p, 1000)
+		if err != nil {
+			return fail("%v", err)
+		}
+		time.Sleep(30 * time.Millisecond)
+		c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/cancel", map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "conformance"})
+		_ = p.send(c)
+		r, err := p.response(id, nil)
+		return expectCode(r, err, jsonrpc.CodeRequestCancelled)
+	})
+}
+
+func checkLateCancel(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		r, id, err := p.call("ping", nil, nil)
+		if err != nil || r.Error != nil {
+			return fail("ping: %v", err)
+		}
+		c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/cancel", map[string]any{"requestId": json.RawMessage(id.Raw())})
+		_ = p.send(c)
+		r, _, err = p.call("ping", nil, nil)
+		if err != nil || r.Error != nil {
+			return fail("after a late cancel: %v %v", err, r)
+		}
+		return pass("ignored")
+	})
+}
+
+func checkShutdown(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		if !p.hasTool("slow") {
+			return skip("the server offers no \"slow\" tool")
+		}
+		id, err := slowRequest(p, 5)
+		if err != nil {
+			return fail("%v", err)
+		}
+		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+		_ = p.send(s)
+		r, err := p.response(id, nil)
+		if err != nil {
+			return fail("the request in flight was lost: %v", err)
+		}
+		if r.Error != nil {
+			return fail("the request in flight failed: %d %s", r.Error.Code, r.Error.Message)
+		}
+		// Nothing is left in flight: the server finishes its side.
+		for {
+			_, _, err := p.read()
+			if errors.Is(err, io.EOF) {
+				_ = p.ctrl.Close()
+				return pass("result delivered, then the control stream finished")
+			}
+			if err != nil {
+				return fail("control stream did not finish cleanly: %v", err)
+			}
+		}
+	})
+}
+
+func checkOrigin(ctx context.Context, t Target) outcome {
+	p, resp, err := dial(ctx, t, http.Header{"Origin": {"https://evil.example"}})
+	if err == nil {
+		p.close()
+		return fail("a CONNECT from https://evil.example was accepted")
+	}
+	if resp == nil || resp.StatusCode != http.StatusForbidden {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return fail("refused with HTTP %d (%v), want 403", code, err)
+	}
+	return pass("HTTP 403")
+}

@@ -1,0 +1,170 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"encoding/xml"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+)
+
+func TestOurServerPassesEveryCheck(t *testing.T) {
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	rs := RunServer(context.Background(), Target{URL: srv.URL(), TLS: flowtest.ClientTLS(t)}, ServerChecks(), Options{CheckTimeout: 10 * time.Second})
+	if len(rs) != len(ServerChecks()) {
+		t.Fatalf("%d results for %d checks", len(rs), len(ServerChecks()))
+	}
+	for _, r := range rs {
+		if r.Status != Pass {
+			t.Errorf("%s (%s §%s): %s: %s", r.ID, r.Level, r.Section, r.Status, r.Seen)
+		}
+	}
+	var table bytes.Buffer
+	WriteTable(&table, rs)
+	if !strings.Contains(table.String(), "23 passed, 0 failed") {
+		t.Errorf("table:\n%s", table.String())
+	}
+}
+
+// controlOnlyServer is a third-party MCP-Flow server of the kind the
+// published v0.1 examples are: the control stream in JSON and nothing else
+// (no encodings, no execution streams, no datagrams, no error codes).
+func controlOnlyServer(t *testing.T) string {
+	tlsConf := certs.ServerTLSConfig(flowtest.Cert)
+	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(tlsConf), QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
+	webtransport.ConfigureHTTP3Server(h3)
+	ws := &webtransport.Server{H3: h3, CheckOrigin: func(*http.Request) bool { return true }}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		s, err := ws.Upgrade(w, r)
+		if err != nil {
+			return
+		}
+		st, err := s.AcceptStream(context.Background())
+		if err != nil {
+			return
+		}
+		for {
+			var hdr [4]byte
+			if _, err := io.ReadFull(st, hdr[:]); err != nil {
+				return
+			}
+			n := binary.BigEndian.Uint32(hdr[:])
+			if n > 1<<20 {
+				return // a simple server: gives up on the stream
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(st, body); err != nil {
+				return
+			}
+			var req struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if json.Unmarshal(body, &req) != nil || req.ID == nil {
+				continue // ignores what it does not understand
+			}
+			var result string
+			switch req.Method {
+			case "initialize":
+				result = `{"protocolVersion":"2024-11-05","capabilities":{"tools":{}},"serverInfo":{"name":"v0.1-example","version":"0.1"},"transport":{"type":"mcp-flow","version":"0.1","encoding":"json"}}`
+			case "tools/list":
+				result = `{"tools":[{"name":"echo","inputSchema":{"type":"object"}}]}`
+			default:
+				result = `{}`
+			}
+			msg := `{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`
+			out := binary.BigEndian.AppendUint32(nil, uint32(len(msg)))
+			st.Write(append(out, msg...))
+		}
+	})
+	h3.Handler = mux
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ws.Serve(pc)
+	t.Cleanup(func() { ws.Close(); pc.Close() })
+	return "https://" + pc.LocalAddr().String() + "/mcp"
+}
+
+// TestControlStreamOnlyServer: against a server that implements only the
+// control stream in JSON, the runner finishes in bounded time, does not
+// crash, and says precisely what is missing.
+func TestControlStreamOnlyServer(t *testing.T) {
+	url := controlOnlyServer(t)
+	start := time.Now()
+	rs := RunServer(context.Background(), Target{URL: url, TLS: flowtest.ClientTLS(t)}, ServerChecks(), Options{CheckTimeout: 2 * time.Second})
+	if d := time.Since(start); d > 90*time.Second {
+		t.Fatalf("the run took %v", d)
+	}
+	byID := map[string]Result{}
+	for _, r := range rs {
+		byID[r.ID] = r
+	}
+	want := map[string]Status{
+		"negotiate.none":          Pass,
+		"negotiate.cbor":          Skip, // it chose json: allowed
+		"init.json":               Fail, // no maxConcurrentStreams, maxFrameSize, datagramsSupported
+		"negotiate.unknown-type":  Fail,
+		"state.before-initialize": Fail,
+		"frame.zero-length":       Fail,
+		"encoding.mismatch":       Fail,
+		"stream.header":           Skip, // no generate tool
+		"stream.injection":        Fail,
+		"datagram.unsupported":    Fail,
+		"origin":                  Fail,
+	}
+	for id, st := range want {
+		if got := byID[id]; got.Status != st {
+			t.Errorf("%s: %s (%s), want %s", id, got.Status, got.Seen, st)
+		}
+	}
+	if !strings.Contains(byID["init.json"].Seen, "maxConcurrentStreams") {
+		t.Errorf("init.json does not say what is missing: %s", byID["init.json"].Seen)
+	}
+	if !Failed(rs) {
+		t.Error("a server failing MUST checks did not fail the run")
+	}
+	// The expected-failures baseline turns known failures into xfail.
+	expected := map[string]bool{}
+	for _, r := range rs {
+		if r.Status == Fail {
+			expected[r.ID] = true
+		}
+	}
+	again := RunServer(context.Background(), Target{URL: url, TLS: flowtest.ClientTLS(t)}, ServerChecks(), Options{CheckTimeout: 2 * time.Second, Expected: expected, Only: map[string]bool{"init.json": true, "negotiate.none": true}})
+	if len(again) != 2 || again[0].Status != XFail || Failed(again) {
+		t.Errorf("with a baseline: %+v", again)
+	}
+	var junit bytes.Buffer
+	if err := WriteJUnit(&junit, "control-only", rs); err != nil {
+		t.Fatal(err)
+	}
+	var parsed struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+	}
+	if err := xml.Unmarshal(junit.Bytes(), &parsed); err != nil || parsed.Tests != len(rs) || parsed.Failures == 0 {
+		t.Errorf("JUnit: %v %+v", err, parsed)
+	}
+	var js []Result
+	var jb bytes.Buffer
+	WriteJSON(&jb, rs)
+	if err := json.Unmarshal(jb.Bytes(), &js); err != nil || len(js) != len(rs) {
+		t.Errorf("JSON: %v", err)
+	}
+}

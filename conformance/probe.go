@@ -1,0 +1,236 @@
+// Package conformance judges MCP-Flow peers against docs/spec.md. In server
+// mode the runner is the client: it opens raw WebTransport sessions and
+// speaks MCP-Flow by hand, so that it can also break the rules on purpose
+// and see how the server answers. Every check is bounded in time: a peer
+// that hangs fails that check, it does not hang the run.
+package conformance
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
+)
+
+// Target is the server under test.
+type Target struct {
+	URL string
+	TLS *tls.Config
+}
+
+// probe is one raw session with the server.
+type probe struct {
+	ctx    context.Context
+	tr     *webtransport.Transport
+	sess   *webtransport.Session
+	ctrl   *webtransport.Stream
+	fr     *wire.FrameReader
+	enc    codec.Codec
+	init   *initResult
+	nextID int
+}
+
+type initResult struct {
+	Transport struct {
+		Type                 string     `json:"type"`
+		Version              string     `json:"version"`
+		Encoding             codec.Name `json:"encoding"`
+		MaxConcurrentStreams int        `json:"maxConcurrentStreams"`
+		DatagramsSupported   *bool      `json:"datagramsSupported"`
+		MaxFrameSize         uint32     `json:"maxFrameSize"`
+	} `json:"transport"`
+	Capabilities json.RawMessage `json:"capabilities"`
+}
+
+// dial opens a session and its control stream. h is sent with the CONNECT.
+func dial(ctx context.Context, t Target, h http.Header) (*probe, *http.Response, error) {
+	tr := &webtransport.Transport{
+		TLSClientConfig: t.TLS.Clone(),
+		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: 10 * time.Second},
+	}
+	resp, sess, err := tr.Dial(ctx, t.URL, h)
+	if err != nil {
+		tr.Close()
+		return nil, resp, err
+	}
+	ctrl, err := sess.OpenStreamSync(ctx)
+	if err != nil {
+		tr.Close()
+		return nil, resp, err
+	}
+	return &probe{ctx: ctx, tr: tr, sess: sess, ctrl: ctrl, fr: wire.NewFrameReader(ctrl, 64<<20), enc: codec.Default(codec.JSON), nextID: 1}, resp, nil
+}
+
+func (p *probe) close() {
+	_ = p.sess.CloseWithError(0, "")
+	_ = p.tr.Close()
+}
+
+// writeRaw writes bytes to the control stream as they are.
+func (p *probe) writeRaw(b []byte) error {
+	_, err := p.ctrl.Write(b)
+	return err
+}
+
+// sendJSON frames a JSON text as it is.
+func (p *probe) sendJSON(s string) error { return p.writeRaw(wire.AppendFrame(nil, []byte(s))) }
+
+// send encodes m in the probe's encoding.
+func (p *probe) send(m jsonrpc.Message) error {
+	b, err := p.enc.Append(nil, m)
+	if err != nil {
+		return err
+	}
+	return p.writeRaw(wire.AppendFrame(nil, b))
+}
+
+// read reads one frame and decodes it in the probe's encoding. It fails
+// when nothing arrives before the context's deadline.
+func (p *probe) read() ([]jsonrpc.Message, []byte, error) {
+	if dl, ok := p.ctx.Deadline(); ok {
+		_ = p.ctrl.SetReadDeadline(dl)
+	}
+	f, err := p.fr.ReadFrame()
+	if err != nil {
+		return nil, nil, err
+	}
+	raw := append([]byte(nil), f...)
+	pl, err := p.enc.Decode(raw)
+	if err != nil {
+		return nil, raw, fmt.Errorf("frame does not decode as %s: %w", p.enc.Name(), err)
+	}
+	msgs, _ := jsonrpc.Validate(pl)
+	return msgs, raw, nil
+}
+
+// response reads until the response with id arrives, passing notifications
+// to note (when set).
+func (p *probe) response(id jsonrpc.ID, note func(*jsonrpc.Request)) (*jsonrpc.Response, error) {
+	for {
+		msgs, _, err := p.read()
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range msgs {
+			switch m := m.(type) {
+			case *jsonrpc.Response:
+				if m.ID == id {
+					return m, nil
+				}
+			case *jsonrpc.Request:
+				if note != nil {
+					note(m)
+				}
+			}
+		}
+	}
+}
+
+// nullError reads until an error response with a null id arrives.
+func (p *probe) nullError() (*jsonrpc.Error, error) {
+	r, err := p.response(jsonrpc.NullID, nil)
+	if err != nil {
+		return nil, err
+	}
+	if r.Error == nil {
+		return nil, errors.New("a null-id response without an error")
+	}
+	return r.Error, nil
+}
+
+// initialize runs the handshake in JSON with the given transport object
+// (nil: none) and switches to the chosen encoding.
+func (p *probe) initialize(transport map[string]any) (*jsonrpc.Response, error) {
+	params := map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "mcp-flow-conformance", "version": "0.1"}}
+	if transport != nil {
+		params["transport"] = transport
+	}
+	id := jsonrpc.Int64ID(int64(p.nextID))
+	p.nextID++
+	req, _ := jsonrpc.NewRequest(id, "initialize", params)
+	if err := p.send(req); err != nil {
+		return nil, err
+	}
+	r, err := p.response(id, nil)
+	if err != nil || r.Error != nil {
+		return r, err
+	}
+	var res initResult
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return r, fmt.Errorf("initialize result: %w", err)
+	}
+	p.init = &res
+	if c := codec.Default(res.Transport.Encoding); c != nil {
+		p.enc = c
+	}
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/initialized", nil)
+	return r, p.send(n)
+}
+
+// ready dials and initializes with the given encodings and datagram wish.
+func ready(ctx context.Context, t Target, encodings []string, datagrams bool) (*probe, error) {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	tr := map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": encodings, "datagrams": datagrams}
+	r, err := p.initialize(tr)
+	if err == nil && r.Error != nil {
+		err = r.Error
+	}
+	if err != nil {
+		p.close()
+		return nil, fmt.Errorf("initialize: %w", err)
+	}
+	return p, nil
+}
+
+// call sends a request in the session's encoding and waits for its answer.
+func (p *probe) call(method string, params any, note func(*jsonrpc.Request)) (*jsonrpc.Response, jsonrpc.ID, error) {
+	id := jsonrpc.Int64ID(int64(p.nextID))
+	p.nextID++
+	req, err := jsonrpc.NewRequest(id, method, params)
+	if err != nil {
+		return nil, id, err
+	}
+	if err := p.send(req); err != nil {
+		return nil, id, err
+	}
+	r, err := p.response(id, note)
+	return r, id, err
+}
+
+// hasTool reports whether tools/list names the tool.
+func (p *probe) hasTool(name string) bool {
+	r, _, err := p.call("tools/list", nil, nil)
+	if err != nil || r.Error != nil {
+		return false
+	}
+	return strings.Contains(string(r.Result), `"`+name+`"`)
+}
+
+// acceptStream takes the next unidirectional stream and its header.
+func (p *probe) acceptStream() (*webtransport.ReceiveStream, wire.StreamHeader, error) {
+	rs, err := p.sess.AcceptUniStream(p.ctx)
+	if err != nil {
+		return nil, wire.StreamHeader{}, err
+	}
+	if dl, ok := p.ctx.Deadline(); ok {
+		_ = rs.SetReadDeadline(dl)
+	}
+	h, err := wire.ReadStreamHeader(rs)
+	return rs, h, err
+}
+
+var _ = io.EOF

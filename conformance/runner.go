@@ -1,0 +1,209 @@
+package conformance
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"encoding/xml"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// Status is a check's verdict.
+type Status string
+
+// The verdicts. XFail is a failure listed in the expected-failures
+// baseline; XPass a listed check that passed (the baseline is stale).
+const (
+	Pass  Status = "pass"
+	Fail  Status = "fail"
+	Skip  Status = "skip"
+	XFail Status = "xfail"
+	XPass Status = "xpass"
+)
+
+// Result is the outcome of one check.
+type Result struct {
+	ID       string        `json:"id"`
+	Level    Level         `json:"level"`
+	Section  string        `json:"section"`
+	Title    string        `json:"title"`
+	Status   Status        `json:"status"`
+	Seen     string        `json:"seen"`
+	Duration time.Duration `json:"durationNs"`
+}
+
+// Options configure a run.
+type Options struct {
+	// CheckTimeout bounds each check (default 10 s).
+	CheckTimeout time.Duration
+	// Expected lists the ids of checks expected to fail (a baseline).
+	Expected map[string]bool
+	// Only, if set, runs only the checks with these ids.
+	Only map[string]bool
+}
+
+// RunServer runs the checks against the server t, one at a time, each on its
+// own session and within its own deadline.
+func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Result {
+	if o.CheckTimeout <= 0 {
+		o.CheckTimeout = 10 * time.Second
+	}
+	var out []Result
+	for _, c := range checks {
+		if o.Only != nil && !o.Only[c.ID] {
+			continue
+		}
+		out = append(out, runOne(ctx, t, c, o))
+	}
+	return out
+}
+
+func runOne(ctx context.Context, t Target, c Check, o Options) (r Result) {
+	r = Result{ID: c.ID, Level: c.Level, Section: c.Section, Title: c.Title}
+	cctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
+	defer cancel()
+	start := time.Now()
+	done := make(chan outcome, 1)
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- fail("the check panicked: %v", p)
+			}
+		}()
+		done <- c.run(cctx, t)
+	}()
+	var oc outcome
+	select {
+	case oc = <-done:
+	case <-cctx.Done():
+		// The check's own reads carry the deadline; this is the last resort
+		// for a peer that hangs something else.
+		select {
+		case oc = <-done:
+		case <-time.After(2 * time.Second):
+			oc = fail("no verdict within %v: the peer hangs", o.CheckTimeout)
+		}
+	}
+	r.Duration = time.Since(start)
+	r.Status, r.Seen = oc.status, oc.seen
+	if o.Expected[c.ID] {
+		switch r.Status {
+		case Fail:
+			r.Status = XFail
+		case Pass:
+			r.Status = XPass
+		}
+	}
+	return r
+}
+
+// Failed reports whether any MUST check failed (expected failures aside):
+// the runner's exit status.
+func Failed(rs []Result) bool {
+	for _, r := range rs {
+		if r.Level == MUST && r.Status == Fail {
+			return true
+		}
+	}
+	return false
+}
+
+// Counts sums the results by status.
+func Counts(rs []Result) map[Status]int {
+	m := map[Status]int{}
+	for _, r := range rs {
+		m[r.Status]++
+	}
+	return m
+}
+
+// WriteTable writes the results for people.
+func WriteTable(w io.Writer, rs []Result) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "STATUS\tLEVEL\tCHECK\t§\tSEEN")
+	for _, r := range rs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(r.Status)), r.Level, r.ID, r.Section, clip(r.Seen))
+	}
+	c := Counts(rs)
+	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped, %d expected failures, %d unexpected passes\n", c[Pass], c[Fail], c[Skip], c[XFail], c[XPass])
+	return tw.Flush()
+}
+
+// WriteJSON writes the results as a JSON array.
+func WriteJSON(w io.Writer, rs []Result) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(rs)
+}
+
+// WriteJUnit writes the results as JUnit XML, one test case per check.
+func WriteJUnit(w io.Writer, suite string, rs []Result) error {
+	type failure struct {
+		Message string `xml:"message,attr"`
+		Text    string `xml:",chardata"`
+	}
+	type skipped struct {
+		Message string `xml:"message,attr"`
+	}
+	type testcase struct {
+		Name      string   `xml:"name,attr"`
+		Classname string   `xml:"classname,attr"`
+		Time      float64  `xml:"time,attr"`
+		Failure   *failure `xml:"failure,omitempty"`
+		Skipped   *skipped `xml:"skipped,omitempty"`
+	}
+	type testsuite struct {
+		XMLName  xml.Name   `xml:"testsuite"`
+		Name     string     `xml:"name,attr"`
+		Tests    int        `xml:"tests,attr"`
+		Failures int        `xml:"failures,attr"`
+		Skipped  int        `xml:"skipped,attr"`
+		Cases    []testcase `xml:"testcase"`
+	}
+	ts := testsuite{Name: suite, Tests: len(rs)}
+	for _, r := range rs {
+		tc := testcase{Name: r.ID, Classname: string(r.Level) + " §" + r.Section, Time: r.Duration.Seconds()}
+		switch r.Status {
+		case Fail:
+			tc.Failure = &failure{Message: r.Title, Text: r.Seen}
+			ts.Failures++
+		case Skip, XFail:
+			tc.Skipped = &skipped{Message: string(r.Status) + ": " + r.Seen}
+			ts.Skipped++
+		}
+		ts.Cases = append(ts.Cases, tc)
+	}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	e := xml.NewEncoder(w)
+	e.Indent("", "  ")
+	return e.Encode(ts)
+}
+
+// LoadBaseline reads an expected-failures file: one check id a line, # for
+// comments.
+func LoadBaseline(path string) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	m := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if line != "" {
+			m[line] = true
+		}
+	}
+	return m, sc.Err()
+}
