@@ -149,6 +149,8 @@ type ServerConfig struct {
 	Logger *slog.Logger
 	// OnSession, if set, is called with each session once it is READY.
 	OnSession func(*Session)
+	// Faults break rules on purpose, for testing conformance runners only.
+	Faults Faults
 }
 
 // ClientConfig configures Dial. It is copied; later changes have no effect.

@@ -82,7 +82,9 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
 	answer(resp)
-	s.enc.Store(&codecBox{s.codecs[enc]})
+	if !s.faults().NoEncodingSwitch {
+		s.enc.Store(&codecBox{s.codecs[enc]})
+	}
 	s.setState(StateReady)
 	s.log.Debug("session ready", "encoding", enc, "datagrams", s.datagrams, "client", p.ClientInfo.Name)
 	if cfg.OnSession != nil {

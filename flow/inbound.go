@@ -159,7 +159,11 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		w.reset(jsonrpc.CodeRequestCancelled, "", false)
 	}
 	if answer {
-		s.respond(in, jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeRequestCancelled, "Request cancelled: "+reason)))
+		code := jsonrpc.CodeRequestCancelled
+		if s.faults().CancelCode32000 {
+			code = jsonrpc.CodeStreamLimitExceeded
+		}
+		s.respond(in, jsonrpc.NewErrorResponse(id, jsonrpc.NewError(code, "Request cancelled: "+reason)))
 	} else {
 		// MCP: no response after notifications/cancelled.
 		s.mu.Lock()

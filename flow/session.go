@@ -45,7 +45,7 @@ type Session struct {
 	wt      *webtransport.Session
 	ctrl    *webtransport.Stream
 	server  bool
-	srv     serverSide
+	srv     serverSide // zero on a client
 	lim     Limits
 	hooks   Hooks
 	handler Handler
@@ -576,6 +576,10 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			s.noteStreamError(p)
 		}
 	case MethodShutdown:
+		if s.faults().NoDrainOnShutdown {
+			s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "fault: no drain"})
+			return
+		}
 		s.startShutdown(false, "")
 	case MethodProgress:
 		var p Progress

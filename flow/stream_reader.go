@@ -50,6 +50,11 @@ func (s *Session) takeStream(rs *webtransport.ReceiveStream) {
 	c := s.streamCalls[h.RequestID]
 	if s.server {
 		c = nil // clients open no execution streams in MCP-Flow 0.1
+		if s.faults().NoInjectionCheck {
+			s.mu.Unlock()
+			_, _ = io.Copy(io.Discard, rs)
+			return
+		}
 	}
 	var st *inStream
 	if c != nil {

@@ -54,7 +54,7 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 	st, err := s.wt.OpenUniStreamSync(s.ctx)
 	if err == nil {
 		w.st = st
-		_, err = st.Write(wire.StreamHeader{RequestID: id, StreamTag: w.tag}.Append(nil))
+		_, err = st.Write(s.streamHeader(wire.StreamHeader{RequestID: id, StreamTag: w.tag}))
 	}
 	s.mu.Lock()
 	if err == nil && r.in.cancelled {
@@ -134,6 +134,10 @@ func (w *StreamWriter) Close() error {
 // Fail resets the stream with -32603 and sends $/streamError with cause's
 // text (spec §5.4).
 func (w *StreamWriter) Fail(cause error) {
+	if w.s.faults().TruncateWithoutStreamError {
+		_ = w.Close()
+		return
+	}
 	msg := "stream failed"
 	if cause != nil {
 		msg = cause.Error()
