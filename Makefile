@@ -5,7 +5,7 @@ PKGS    := ./...
 CORE    := ./wire/... ./jsonrpc/... ./codec/... ./certs/... ./flow/...
 FUZZTIME ?= 60s
 
-.PHONY: all build test vet race fuzz bench bench-codec generate run clean
+.PHONY: all build test vet race fuzz bench bench-codec generate interop run clean
 
 all: build
 
@@ -54,3 +54,8 @@ run:
 
 clean:
 	rm -rf bin
+
+# interop: the conformance runner against every peer at hand; writes
+# docs/INTEROP.md.
+interop:
+	$(GO) run ./conformance/internal/interop -out docs/INTEROP.md

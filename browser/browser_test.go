@@ -153,11 +153,25 @@ func TestBrowserPeer(t *testing.T) {
 	for _, s := range res.Steps {
 		steps[s.Name] = s
 	}
+	verdicts := map[string]string{}
 	check := func(name string, ok bool, format string, args ...any) {
 		t.Helper()
+		if _, seen := verdicts[name]; !seen {
+			verdicts[name] = "pass"
+		}
 		if !ok {
+			verdicts[name] = "fail: " + fmt.Sprintf(format, args...)
 			t.Errorf("%s: "+format, append([]any{name}, args...)...)
 		}
+	}
+	// The interop matrix (make interop) reads the verdicts from here.
+	if path := os.Getenv("MCP_FLOW_INTEROP_OUT"); path != "" {
+		defer func() {
+			b, _ := json.Marshal(map[string]any{"userAgent": res.UserAgent, "verdicts": verdicts})
+			if err := os.WriteFile(path, b, 0o644); err != nil {
+				t.Error(err)
+			}
+		}()
 	}
 	in := steps["initialize"]
 	check("initialize", in.Transport.Encoding == "cbor" && in.Transport.Type == "mcp-flow", "transport %+v", in.Transport)

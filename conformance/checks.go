@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -112,6 +113,9 @@ func ServerChecks() []Check {
 		{"cancel.late", MUST, "7.1", "a $/cancel for a finished request is ignored", checkLateCancel},
 		{"shutdown.drain", MUST, "7.2", "$/shutdown lets the request in flight finish, then the server finishes the control stream", checkShutdown},
 		{"origin", MUST, "9", "a CONNECT from a disallowed Origin gets HTTP 403", checkOrigin},
+		{"tls.13", MUST, "9", "the server refuses TLS 1.2", checkTLS13},
+		{"method.unknown", MUST, "8.1", "an unknown method is -32601", checkUnknownMethod},
+		{"limit.streams", MUST, "5.3", "more execution streams than maxConcurrentStreams is -32000", checkStreamLimit},
 	}
 }
 
@@ -636,4 +640,38 @@ func checkOrigin(ctx context.Context, t Target) outcome {
 		return fail("refused with HTTP %d (%v), want 403", code, err)
 	}
 	return pass("HTTP 403")
+}
+
+func checkTLS13(ctx context.Context, t Target) outcome {
+	old := t.TLS.Clone()
+	old.MinVersion, old.MaxVersion = tls.VersionTLS12, tls.VersionTLS12
+	p, _, err := dial(ctx, Target{URL: t.URL, TLS: old}, nil)
+	if err == nil {
+		p.close()
+		return fail("a TLS 1.2 client connected")
+	}
+	return pass("refused: %v", clip(err.Error()))
+}
+
+func checkUnknownMethod(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		r, _, err := p.call("conformance/no-such-method", nil, nil)
+		return expectCode(r, err, jsonrpc.CodeMethodNotFound)
+	})
+}
+
+func checkStreamLimit(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		max := p.init.Transport.MaxConcurrentStreams
+		if max <= 0 || max > 255 {
+			return skip("maxConcurrentStreams %d: too many streams to cross here", max)
+		}
+		// The streams are never read, so flow control keeps every one open
+		// while the server opens the next.
+		r, _, o := toolCall(p, "generate", map[string]any{"bytes": 4 << 20, "streams": max + 1}, nil)
+		if o != nil {
+			return *o
+		}
+		return expectCode(r, nil, jsonrpc.CodeStreamLimitExceeded)
+	})
 }

@@ -43,7 +43,7 @@ func New(cfg Config) []tools.Tool {
 		{
 			Name:        "generate",
 			Description: "Streams N deterministic bytes (see testtools.Generate) on an execution stream; with sha256 set, also reports their SHA-256.",
-			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sha256":{"type":"boolean"},"streams":{"type":"integer","minimum":1,"maximum":64}},"required":["bytes"]}`),
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sha256":{"type":"boolean"},"streams":{"type":"integer","minimum":1,"maximum":256}},"required":["bytes"]}`),
 			Func:        generate,
 		},
 		{
@@ -161,8 +161,8 @@ func generate(_ context.Context, req *flow.Request, args json.RawMessage) (*tool
 	if a.Streams < 1 {
 		a.Streams = 1
 	}
-	if a.Streams > 64 {
-		return nil, bad("generate: at most 64 streams")
+	if a.Streams > 256 {
+		return nil, bad("generate: at most 256 streams")
 	}
 	res := &tools.Result{}
 	for range a.Streams {

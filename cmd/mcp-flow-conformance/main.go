@@ -1,7 +1,14 @@
-// Command mcp-flow-conformance judges an MCP-Flow server against
-// docs/spec.md, acting as its client (server mode).
+// Command mcp-flow-conformance judges MCP-Flow peers against docs/spec.md.
+//
+// Server mode: it acts as the client of the server at -url.
 //
 //	mcp-flow-conformance -url https://127.0.0.1:4433/mcp-flow -cert-hash HEX
+//
+// Client mode: it serves each scenario and runs the client command against
+// it as `CMD... call scenario`, with MCP_FLOW_URL and MCP_FLOW_CERT_HASH in
+// the environment (see package conformance for the contract).
+//
+//	mcp-flow-conformance -client 'mcp-flow'
 //
 // It prints a table (or JSON, or JUnit XML with -format) and exits 1 when a
 // MUST check fails (checks listed in -baseline excepted), 2 on usage errors.
@@ -26,7 +33,8 @@ func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-flow-conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	url := fs.String("url", "", "URL of the MCP-Flow server under test (required)")
+	url := fs.String("url", "", "URL of the MCP-Flow server under test (server mode)")
+	client := fs.String("client", "", "command of the MCP-Flow client under test, split at spaces (client mode)")
 	hash := fs.String("cert-hash", "", "pin the server certificate's SHA-256 (hex or base64)")
 	ca := fs.String("ca", "", "PEM file of CA certificates")
 	insecure := fs.Bool("insecure", false, "accept any server certificate (development only)")
@@ -43,13 +51,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if *list {
-		for _, c := range conformance.ServerChecks() {
+		for _, c := range append(conformance.ServerChecks(), conformance.ClientChecks()...) {
 			fmt.Fprintf(stdout, "%-30s %-6s §%-8s %s\n", c.ID, c.Level, c.Section, c.Title)
 		}
 		return 0
 	}
-	if *url == "" {
-		fmt.Fprintln(stderr, "mcp-flow-conformance: -url is required")
+	if (*url == "") == (*client == "") {
+		fmt.Fprintln(stderr, "mcp-flow-conformance: give -url (server mode) or -client (client mode)")
 		fs.Usage()
 		return 2
 	}
@@ -88,7 +96,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 			o.Only[strings.TrimSpace(id)] = true
 		}
 	}
-	rs := conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf}, conformance.ServerChecks(), o)
+	var rs []conformance.Result
+	if *client != "" {
+		cert, err := certs.GenerateDev(certs.DevOptions{})
+		if err != nil {
+			fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
+			return 2
+		}
+		if o.CheckTimeout == 10*time.Second {
+			o.CheckTimeout = 30 * time.Second // a client is a process to start
+		}
+		rs = conformance.RunClient(context.Background(), conformance.ClientTarget{
+			Command: strings.Fields(*client), TLS: certs.ServerTLSConfig(cert), CertHash: cert.HashHex()}, o)
+	} else {
+		rs = conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf}, conformance.ServerChecks(), o)
+	}
 	w := stdout
 	if *out != "" {
 		f, err := os.Create(*out)
@@ -103,7 +125,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	case "json":
 		err = conformance.WriteJSON(w, rs)
 	case "junit":
-		err = conformance.WriteJUnit(w, *url, rs)
+		err = conformance.WriteJUnit(w, *url+*client, rs)
 	default:
 		err = conformance.WriteTable(w, rs)
 	}

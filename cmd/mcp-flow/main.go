@@ -57,7 +57,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	var o options
 	fs.StringVar(&o.url, "url", envOr("MCP_FLOW_URL", defaultURL), "server URL (or $MCP_FLOW_URL)")
-	fs.StringVar(&o.encoding, "encoding", "cbor", "preferred encodings, comma-separated: cbor, protobuf, json")
+	fs.StringVar(&o.encoding, "encoding", "cbor,json", "encodings in order of preference, comma-separated: cbor, protobuf, json")
 	fs.StringVar(&o.certHash, "cert-hash", os.Getenv("MCP_FLOW_CERT_HASH"), "pin the server certificate's SHA-256 (hex or base64; or $MCP_FLOW_CERT_HASH)")
 	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")

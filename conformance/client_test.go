@@ -1,0 +1,80 @@
+package conformance
+
+import (
+	"context"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+)
+
+func buildCmd(t *testing.T, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	}
+	return out
+}
+
+func clientTarget(bin string, env ...string) ClientTarget {
+	return ClientTarget{Command: []string{bin}, TLS: certs.ServerTLSConfig(flowtest.Cert), CertHash: flowtest.Cert.HashHex(), Env: env}
+}
+
+func failedIDs(rs []Result) []string {
+	var out []string
+	for _, r := range rs {
+		if r.Status == Fail {
+			out = append(out, r.ID)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestOurClientPassesEveryCheck runs the mcp-flow CLI in client mode.
+func TestOurClientPassesEveryCheck(t *testing.T) {
+	cli := buildCmd(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	rs := RunClient(context.Background(), clientTarget(cli), Options{CheckTimeout: 20 * time.Second})
+	if len(rs) != len(ClientChecks()) {
+		t.Fatalf("%d results", len(rs))
+	}
+	for _, r := range rs {
+		if r.Status != Pass {
+			t.Errorf("%s: %s: %s", r.ID, r.Status, r.Seen)
+		}
+	}
+}
+
+// TestEachClientFaultIsCaught: a hand-written client passes every check as
+// it is, and with each fault exactly the checks meant for it fail.
+func TestEachClientFaultIsCaught(t *testing.T) {
+	bin := buildCmd(t, "github.com/mcp-flow/mcp-flow/conformance/internal/faultyclient")
+	for _, tc := range []struct {
+		fault string
+		want  []string
+	}{
+		{"", nil},
+		{"string-ids", []string{"client.ids", "client.stream"}}, // streams need 32-bit ids
+		{"no-switch", []string{"client.cbor"}},
+		{"accept-truncated", []string{"client.stream-error"}},
+		{"skip-stream", []string{"client.stream", "client.stream-error"}},
+		{"no-ping", []string{"client.ping"}},
+		{"no-fin", []string{"client.shutdown"}},
+	} {
+		t.Run("fault="+tc.fault, func(t *testing.T) {
+			rs := RunClient(context.Background(), clientTarget(bin, "MCP_FLOW_FAULT="+tc.fault), Options{CheckTimeout: 20 * time.Second})
+			if got := failedIDs(rs); !slices.Equal(got, tc.want) {
+				for _, r := range rs {
+					t.Logf("%s: %s: %s", r.ID, r.Status, r.Seen)
+				}
+				t.Fatalf("failed %v, want exactly %v", got, tc.want)
+			}
+		})
+	}
+}
