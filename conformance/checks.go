@@ -112,6 +112,7 @@ func ServerChecks() []Check {
 		{"cancel", MUST, "7.1", "$/cancel is answered -32800", checkCancel},
 		{"cancel.late", MUST, "7.1", "a $/cancel for a finished request is ignored", checkLateCancel},
 		{"shutdown.drain", MUST, "7.2", "$/shutdown lets the request in flight finish, then the server finishes the control stream", checkShutdown},
+		{"shutdown.refuse-new", MUST, "7.2", "after $/shutdown a new request is refused with an error", checkShutdownRefuses},
 		{"origin", MUST, "9", "a CONNECT from a disallowed Origin gets HTTP 403", checkOrigin},
 		{"tls.13", MUST, "9", "the server refuses TLS 1.2", checkTLS13},
 		{"method.unknown", MUST, "8.1", "an unknown method is -32601", checkUnknownMethod},
@@ -666,12 +667,43 @@ func checkStreamLimit(ctx context.Context, t Target) outcome {
 		if max <= 0 || max > 255 {
 			return skip("maxConcurrentStreams %d: too many streams to cross here", max)
 		}
-		// The streams are never read, so flow control keeps every one open
-		// while the server opens the next.
+		// The streams are read (so flow control never stalls the server),
+		// but each is large enough to be still open when the server tries
+		// to open one more than the limit.
+		go func() {
+			for {
+				rs, err := p.sess.AcceptUniStream(ctx)
+				if err != nil {
+					return
+				}
+				go io.Copy(io.Discard, rs)
+			}
+		}()
 		r, _, o := toolCall(p, "generate", map[string]any{"bytes": 4 << 20, "streams": max + 1}, nil)
 		if o != nil {
 			return *o
 		}
 		return expectCode(r, nil, jsonrpc.CodeStreamLimitExceeded)
+	})
+}
+
+func checkShutdownRefuses(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		if !p.hasTool("slow") {
+			return skip("the server offers no \"slow\" tool")
+		}
+		if _, err := slowRequest(p, 5); err != nil { // keeps the session draining
+			return fail("%v", err)
+		}
+		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+		_ = p.send(s)
+		r, _, err := p.call("tools/list", nil, nil)
+		switch {
+		case err != nil:
+			return fail("no answer: %v", err)
+		case r.Error == nil:
+			return fail("a request after $/shutdown was served")
+		}
+		return pass("refused with %d %q", r.Error.Code, r.Error.Message)
 	})
 }

@@ -145,6 +145,17 @@ func clientScenarios() []scenario {
 				}
 				return pass("client exited %d", exit)
 			}},
+		{Check: Check{ID: "client.invalid-ref", Level: MUST, Section: "5.3", Title: "a ref/stream naming no stream fails the call (-32001) instead of hanging"},
+			encodings: []codec.Name{codec.JSON},
+			tool: func(_ context.Context, _ *flow.Request, _ func(string, ...any)) (any, error) {
+				return map[string]any{"content": []any{flow.StreamRef{Type: flow.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
+			},
+			judge: func(exit int, _ []string, _ *flow.Session) outcome {
+				if exit == 0 {
+					return fail("the client exited 0 although the stream never came")
+				}
+				return pass("client exited %d", exit)
+			}},
 		{Check: Check{ID: "client.ping", Level: MUST, Section: "2", Title: "the client answers the server's ping"},
 			encodings: []codec.Name{codec.JSON},
 			tool: func(ctx context.Context, req *flow.Request, note func(string, ...any)) (any, error) {

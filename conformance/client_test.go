@@ -63,7 +63,7 @@ func TestEachClientFaultIsCaught(t *testing.T) {
 		{"string-ids", []string{"client.ids", "client.stream"}}, // streams need 32-bit ids
 		{"no-switch", []string{"client.cbor"}},
 		{"accept-truncated", []string{"client.stream-error"}},
-		{"skip-stream", []string{"client.stream", "client.stream-error"}},
+		{"skip-stream", []string{"client.invalid-ref", "client.stream", "client.stream-error"}},
 		{"no-ping", []string{"client.ping"}},
 		{"no-fin", []string{"client.shutdown"}},
 	} {

@@ -25,7 +25,7 @@ func TestEachFaultIsCaught(t *testing.T) {
 		{"cancel answered -32000", flow.Faults{CancelCode32000: true}, []string{"cancel"}},
 		{"no Origin check", flow.Faults{NoOriginCheck: true}, []string{"origin"}},
 		{"truncated stream without $/streamError", flow.Faults{TruncateWithoutStreamError: true}, []string{"stream.error"}},
-		{"no drain on shutdown", flow.Faults{NoDrainOnShutdown: true}, []string{"shutdown.drain"}},
+		{"no drain on shutdown", flow.Faults{NoDrainOnShutdown: true}, []string{"shutdown.drain", "shutdown.refuse-new"}},
 		{"no injection check", flow.Faults{NoInjectionCheck: true}, []string{"stream.injection"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

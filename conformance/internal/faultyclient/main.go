@@ -177,8 +177,8 @@ func run() error {
 		var rs *webtransport.ReceiveStream
 		select {
 		case rs = <-streams:
-		case <-ctx.Done():
-			return ctx.Err()
+		case <-time.After(3 * time.Second):
+			return fmt.Errorf("no execution stream arrived for a ref/stream (-32001)")
 		}
 		if _, err := wire.ReadStreamHeader(rs); err != nil {
 			return err
