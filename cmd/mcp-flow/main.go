@@ -4,6 +4,12 @@
 //	mcp-flow [flags] tools
 //	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
 //	mcp-flow [flags] ping
+//	mcp-flow [flags] bridge stdio
+//
+// bridge stdio makes the CLI a stdio MCP server for an MCP host (NDJSON or
+// Content-Length framing, detected from the host) that reaches the MCP-Flow
+// server at -url; execution streams are inlined for the host (see package
+// bridge).
 //
 // Results go to stdout: text content as text, execution streams as their raw
 // bytes (or into files with -out). Progress and logs go to stderr.
@@ -28,6 +34,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -41,7 +48,7 @@ const (
 	exitConnect  = 3
 	exitStream   = 4
 	defaultURL   = "https://127.0.0.1:4433" + flow.DefaultPath
-	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping`
+	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio`
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -50,6 +57,7 @@ type options struct {
 	url, encoding, certHash, caFile, out string
 	insecure, raw, debug                 bool
 	timeout                              time.Duration
+	inlineLimit                          int64
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -64,7 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
-	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr")
+	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
+	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -92,6 +101,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, o.timeout)
 		defer cancel()
+	}
+	if rest[0] == "bridge" {
+		if len(rest) != 2 || rest[1] != "stdio" {
+			return usage(stderr, "bridge takes one argument: stdio")
+		}
+		tlsConf, err := clientTLS(o)
+		if err != nil {
+			return usage(stderr, err.Error())
+		}
+		b := bridge.NewStdio(bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
+			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log}})
+		if err := b.Run(ctx, os.Stdin, stdout); err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
+			return exitConnect
+		}
+		return exitOK
 	}
 	var call func(*flow.Session) int
 	switch cmd := rest[0]; cmd {
@@ -129,15 +154,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usage(stderr, err.Error())
 	}
-	var encs []codec.Name
-	for _, e := range strings.Split(o.encoding, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			encs = append(encs, codec.Name(e))
-		}
-	}
 	s, err := flow.Dial(ctx, o.url, flow.ClientConfig{
 		TLSConfig: tlsConf,
-		Encodings: encs,
+		Encodings: encodings(o.encoding),
 		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: flow.Version},
 		Logger:    log,
 	})
@@ -153,6 +172,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	_ = s.Shutdown(sctx, "")
 	return code
+}
+
+func encodings(list string) []codec.Name {
+	var encs []codec.Name
+	for _, e := range strings.Split(list, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			encs = append(encs, codec.Name(e))
+		}
+	}
+	return encs
 }
 
 func envOr(k, def string) string {

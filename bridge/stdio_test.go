@@ -1,0 +1,173 @@
+package bridge_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func buildCLI(t *testing.T) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "mcp-flow")
+	if b, err := exec.Command("go", "build", "-o", out, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	return out
+}
+
+func bridgeCmd(cli string, srv *flow.Server, extra ...string) *exec.Cmd {
+	args := append([]string{"-url", srv.URL(), "-cert-hash", flowtest.Cert.HashHex()}, extra...)
+	cmd := exec.Command(cli, append(args, "bridge", "stdio")...)
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+// TestGoSDKClientThroughStdioFront: the official Go SDK's client spawns the
+// bridge as a stdio server and uses a remote MCP-Flow server through it.
+func TestGoSDKClientThroughStdioFront(t *testing.T) {
+	cli := buildCLI(t)
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	var progress atomic.Int32
+	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-host", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	dir := t.TempDir()
+	cmd := bridgeCmd(cli, srv, "-inline-limit", strconv.Itoa(4<<20))
+	cmd.Env = append(os.Environ(), "TMPDIR="+dir)
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) < 5 {
+		t.Fatalf("tools/list: %v, %d tools", err, len(tools.Tools))
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "こんにちは"}})
+	if err != nil || r.Content[0].(*mcp.TextContent).Text != "こんにちは" {
+		t.Fatalf("echo: %v %+v", err, r)
+	}
+	// A 3 MiB execution stream arrives inline, byte for byte.
+	const n = 3 << 20
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	er, ok := r.Content[0].(*mcp.EmbeddedResource)
+	if !ok {
+		t.Fatalf("generate returned %T", r.Content[0])
+	}
+	sum := sha256.Sum256(er.Resource.Blob)
+	if len(er.Resource.Blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("inline blob of %d bytes, sha mismatch", len(er.Resource.Blob))
+	}
+	// Past the inline limit: a resource_link to a complete file.
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": 5 << 20}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rl, ok := r.Content[0].(*mcp.ResourceLink)
+	if !ok || rl.Size == nil || *rl.Size != 5<<20 {
+		t.Fatalf("large result: %T %+v", r.Content[0], r.Content[0])
+	}
+	b, err := os.ReadFile(strings.TrimPrefix(rl.URI, "file://"))
+	if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(5<<20) {
+		t.Fatalf("linked file: %v", err)
+	}
+	// A stream that fails midway fails the call: never a truncated payload.
+	if _, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "fail_midstream", Arguments: map[string]any{"bytes": 100000}}); err == nil {
+		t.Fatal("a failed stream was passed on as a result")
+	}
+	// Progress crosses as MCP notifications.
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]int{"steps": 4, "delayMs": 5}}
+	params.SetProgressToken("host-token")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	// The SDK hands notifications to the handler on its own goroutine: give
+	// the last one a moment.
+	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 4 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if got := progress.Load(); got != 4 {
+		t.Fatalf("%d progress notifications, want 4", got)
+	}
+	t0 := time.Now()
+	defer func() { t.Logf("close took %v", time.Since(t0)) }()
+	if err := cs.Close(); err != nil {
+		t.Fatalf("close (the bridge must exit 0 on EOF): %v", err)
+	}
+}
+
+// TestContentLengthFraming: a host speaking Content-Length framing gets its
+// answers in the same framing, lengths in UTF-8 bytes; EOF ends the bridge
+// with exit 0.
+func TestContentLengthFraming(t *testing.T) {
+	cli := buildCLI(t)
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	cmd := bridgeCmd(cli, srv)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	frame := func(s string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(s), s) }
+	io.WriteString(stdin, frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"クライアント","version":"1"}}}`))
+	io.WriteString(stdin, frame(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	io.WriteString(stdin, frame(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"日本語のテキスト"}}}`))
+	br := bufio.NewReader(stdout)
+	read := func() string {
+		line, err := br.ReadString('\n')
+		if err != nil || !strings.HasPrefix(line, "Content-Length: ") {
+			t.Fatalf("header %q, %v", line, err)
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(strings.TrimPrefix(line, "Content-Length: ")))
+		if blank, _ := br.ReadString('\n'); blank != "\r\n" {
+			t.Fatalf("no blank line after the header: %q", blank)
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(br, body); err != nil {
+			t.Fatal(err)
+		}
+		return string(body)
+	}
+	if init := read(); !strings.Contains(init, `"serverInfo"`) || strings.Contains(init, `"transport"`) {
+		t.Fatalf("initialize result %s", init)
+	}
+	if echo := read(); !strings.Contains(echo, `"text":"日本語のテキスト"`) || !strings.Contains(echo, `"id":2`) {
+		t.Fatalf("echo %s", echo)
+	}
+	stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("bridge exit after EOF: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("bridge did not exit after EOF")
+	}
+	if rest, _ := io.ReadAll(br); len(bytes.TrimSpace(rest)) != 0 {
+		t.Fatalf("stdout after the replies: %q", rest)
+	}
+}
