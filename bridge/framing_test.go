@@ -37,9 +37,9 @@ func TestFramingRoundTrip(t *testing.T) {
 func TestFramingErrorsDoNotWedge(t *testing.T) {
 	ok := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
 	for name, bad := range map[string]string{
-		"BOM":            "\xef\xbb\xbf" + ok + "\n",
-		"broken header":  "Content-Length: 12\r\nno colon here\r\n\r\n",
-		"bad length":     "Content-Length: -5\r\n\r\n",
+		"BOM":           "\xef\xbb\xbf" + ok + "\n",
+		"broken header": "Content-Length: 12\r\nno colon here\r\n\r\n",
+		"bad length":    "Content-Length: -5\r\n\r\n",
 	} {
 		r := NewReader(bytes.NewReader([]byte(bad + ok + "\n")))
 		var fe *FramingError
