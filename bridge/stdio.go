@@ -322,7 +322,7 @@ func (b *Stdio) inline(ctx context.Context, resp *flow.Response) (json.RawMessag
 		if json.Unmarshal(c, &ref) != nil || ref.Type != flow.ContentTypeRef {
 			continue
 		}
-		block, err := b.inlineStream(ctx, resp, ref)
+		block, err := b.inlineStream(ctx, resp, ref, c)
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +335,7 @@ func (b *Stdio) inline(ctx context.Context, resp *flow.Response) (json.RawMessag
 	return json.Marshal(res)
 }
 
-func (b *Stdio) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef) (json.RawMessage, error) {
+func (b *Stdio) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef, refBlock json.RawMessage) (json.RawMessage, error) {
 	sr, err := resp.Stream(ctx, ref.StreamTag)
 	if err != nil {
 		return nil, fmt.Errorf("execution stream %d: %w", ref.StreamTag, err)
@@ -346,6 +346,13 @@ func (b *Stdio) inlineStream(ctx context.Context, resp *flow.Response, ref flow.
 	}
 	mime := ref.MimeType
 	if int64(len(head)) <= b.cfg.InlineLimit {
+		if orig, field, ok := original(refBlock); ok {
+			// An upstream bridge moved this block's payload: put it back.
+			if err := drain(sr); err != nil {
+				return nil, err
+			}
+			return restore(orig, field, head)
+		}
 		if isText(mime) && utf8.Valid(head) {
 			return json.Marshal(map[string]any{"type": "text", "text": string(head)})
 		}
@@ -404,4 +411,26 @@ func withoutProgressToken(params json.RawMessage) json.RawMessage {
 	}
 	out, _ := json.Marshal(m)
 	return out
+}
+
+// original returns the block an upstream bridge replaced with this ref.
+func original(refBlock json.RawMessage) (map[string]json.RawMessage, string, bool) {
+	var r struct {
+		Meta map[string]struct {
+			Block map[string]json.RawMessage `json:"block"`
+			Field string                     `json:"field"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(refBlock, &r) != nil {
+		return nil, "", false
+	}
+	o, ok := r.Meta[OriginalKey]
+	return o.Block, o.Field, ok && o.Block != nil && o.Field != ""
+}
+
+// drain reads what is left of a stream (nothing, when the inline limit was
+// not reached) so that it ends cleanly.
+func drain(r io.Reader) error {
+	_, err := io.Copy(io.Discard, r)
+	return err
 }

@@ -147,6 +147,11 @@ type ServerConfig struct {
 	Hooks          Hooks
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// OnInitialize, if set, answers initialize in place of Info,
+	// Capabilities and Instructions (a bridge asks its upstream server). It
+	// runs on the session's reading goroutine; the session adds the
+	// transport object. A *jsonrpc.Error goes to the client as it is.
+	OnInitialize func(ctx context.Context, s *Session, params json.RawMessage) (*InitializeResult, error)
 	// OnSession, if set, is called with each session once it is READY.
 	OnSession func(*Session)
 	// Faults break rules on purpose, for testing conformance runners only.

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -61,14 +62,27 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		Capabilities:    caps,
 		ServerInfo:      cfg.Info,
 		Instructions:    cfg.Instructions,
-		Transport: ServerTransport{
-			Type:                 TransportType,
-			Version:              Version,
-			Encoding:             enc,
-			MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
-			DatagramsSupported:   !cfg.DisableDatagrams,
-			MaxFrameSize:         s.lim.MaxFrameSize,
-		},
+	}
+	if cfg.OnInitialize != nil {
+		s.initParams = &p
+		up, err := cfg.OnInitialize(s.ctx, s, m.Params)
+		if err != nil {
+			var je *jsonrpc.Error
+			if !errors.As(err, &je) {
+				je = jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
+			}
+			answer(jsonrpc.NewErrorResponse(m.ID, je))
+			return
+		}
+		res = up
+	}
+	res.Transport = ServerTransport{
+		Type:                 TransportType,
+		Version:              Version,
+		Encoding:             enc,
+		MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
+		DatagramsSupported:   !cfg.DisableDatagrams,
+		MaxFrameSize:         s.lim.MaxFrameSize,
 	}
 	resp, err := jsonrpc.NewResult(m.ID, res)
 	if err != nil {

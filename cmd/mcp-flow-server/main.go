@@ -22,6 +22,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -47,6 +48,7 @@ func run(args []string) int {
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
+		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -106,7 +108,7 @@ func run(args []string) int {
 	if *origins != "" {
 		allowed = strings.Split(*origins, ",")
 	}
-	srv, err := flow.NewServer(flow.ServerConfig{
+	cfg := flow.ServerConfig{
 		Addr:             *addr,
 		Path:             *path,
 		TLSConfig:        certs.ServerTLSConfig(cert),
@@ -118,7 +120,16 @@ func run(args []string) int {
 		AllowedOrigins:   allowed,
 		Limits:           flow.Limits{DrainTimeout: *drain},
 		Logger:           log,
-	})
+	}
+	if *upstream != "" {
+		argv, ok := strings.CutPrefix(*upstream, "stdio:")
+		if !ok || len(strings.Fields(argv)) == 0 {
+			log.Error("-upstream takes 'stdio:CMD ARGS'")
+			return 2
+		}
+		bridge.NewStdioUpstream(strings.Fields(argv), 0, log).Configure(&cfg)
+	}
+	srv, err := flow.NewServer(cfg)
 	if err != nil {
 		log.Error("server", "err", err)
 		return 1

@@ -1,0 +1,402 @@
+package bridge
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// Upstream serves an existing stdio MCP server over MCP-Flow: each MCP-Flow
+// session gets its own subprocess, spoken to in NDJSON. Requests go up with
+// ids of the bridge's own; the upstream's own requests (sampling, roots,
+// elicitation) reach the MCP-Flow client; progress comes back through the
+// session (as datagrams when the client asked for them); $/cancel becomes
+// notifications/cancelled; large content leaves the control stream on
+// execution streams.
+type Upstream struct {
+	argv      []string
+	threshold int
+	log       *slog.Logger
+
+	mu    sync.Mutex
+	conns map[*flow.Session]*upConn
+}
+
+// NewStdioUpstream returns an upstream that spawns argv per session.
+// Content larger than threshold bytes (decoded) goes on execution streams
+// (0: 256 KiB).
+func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream {
+	if threshold <= 0 {
+		threshold = 256 << 10
+	}
+	if log == nil {
+		log = slog.Default()
+	}
+	return &Upstream{argv: argv, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+}
+
+// Configure sets the hooks of a server config that serves this upstream.
+func (u *Upstream) Configure(cfg *flow.ServerConfig) {
+	cfg.OnInitialize = u.initialize
+	cfg.Handler = flow.HandlerFunc(u.handle)
+	cfg.Hooks.Notification = func(s *flow.Session, n *jsonrpc.Request) {
+		if c := u.conn(s); c != nil {
+			_ = c.send(n)
+		}
+	}
+}
+
+type upConn struct {
+	u       *Upstream
+	s       *flow.Session
+	cmd     *exec.Cmd
+	stdin   io.WriteCloser
+	wmu     sync.Mutex
+	nextID  atomic.Int64
+	mu      sync.Mutex
+	pending map[string]chan *jsonrpc.Response
+	byToken map[string]*flow.Request // progress tokens of requests in flight
+}
+
+func (u *Upstream) conn(s *flow.Session) *upConn {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.conns[s]
+}
+
+func (c *upConn) send(m jsonrpc.Message) error {
+	b := jsonrpc.AppendJSON(nil, m)
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.stdin.Write(append(b, '\n'))
+	return err
+}
+
+// initialize spawns the upstream for a new session and passes the client's
+// initialize on (minus the transport object).
+func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.RawMessage) (*flow.InitializeResult, error) {
+	cmd := exec.Command(u.argv[0], u.argv[1:]...)
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("upstream %s: %w", u.argv[0], err)
+	}
+	c := &upConn{u: u, s: s, cmd: cmd, stdin: stdin, pending: map[string]chan *jsonrpc.Response{}, byToken: map[string]*flow.Request{}}
+	u.mu.Lock()
+	u.conns[s] = c
+	u.mu.Unlock()
+	go c.read(stdout)
+	go func() {
+		<-s.Done()
+		stdin.Close() // the upstream ends on EOF (seeds 000/002)
+		_ = cmd.Wait()
+		u.mu.Lock()
+		delete(u.conns, s)
+		u.mu.Unlock()
+	}()
+	var p map[string]json.RawMessage
+	if err := json.Unmarshal(params, &p); err != nil {
+		return nil, err
+	}
+	delete(p, "transport")
+	up, _ := json.Marshal(p)
+	resp, err := c.call(ctx, flow.MethodInitialize, up)
+	if err != nil {
+		return nil, err
+	}
+	var res flow.InitializeResult
+	if err := json.Unmarshal(resp, &res); err != nil {
+		return nil, fmt.Errorf("upstream initialize result: %w", err)
+	}
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodInitialized, nil)
+	return &res, c.send(n)
+}
+
+// call sends a request upstream and waits for its result.
+func (c *upConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
+	id := jsonrpc.Int64ID(c.nextID.Add(1))
+	ch := make(chan *jsonrpc.Response, 1)
+	c.mu.Lock()
+	c.pending[id.Raw()] = ch
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.pending, id.Raw())
+		c.mu.Unlock()
+	}()
+	if err := c.send(&jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
+		return nil, fmt.Errorf("upstream: %w", err)
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "cancelled by the MCP-Flow client"})
+		_ = c.send(n)
+		return nil, context.Cause(ctx)
+	}
+}
+
+// read takes the upstream's messages until its stdout ends.
+func (c *upConn) read(stdout io.Reader) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), MaxMessage)
+	for sc.Scan() {
+		p, err := codec.Default(codec.JSON).Decode(append([]byte(nil), sc.Bytes()...))
+		if err != nil {
+			c.u.log.Warn("upstream wrote a non-JSON line", "err", err)
+			continue
+		}
+		msgs, _ := jsonrpc.Validate(p)
+		for _, m := range msgs {
+			switch m := m.(type) {
+			case *jsonrpc.Response:
+				c.mu.Lock()
+				ch := c.pending[m.ID.Raw()]
+				c.mu.Unlock()
+				if ch != nil {
+					ch <- m
+				}
+			case *jsonrpc.Request:
+				if m.IsCall() {
+					go c.fromUpstream(m)
+				} else {
+					c.notification(m)
+				}
+			}
+		}
+	}
+}
+
+// fromUpstream passes the upstream's request to the MCP-Flow client.
+func (c *upConn) fromUpstream(m *jsonrpc.Request) {
+	resp, err := c.s.Call(c.s.Context(), m.Method, m.Params)
+	var je *jsonrpc.Error
+	switch {
+	case errors.As(err, &je):
+		_ = c.send(jsonrpc.NewErrorResponse(m.ID, je))
+	case err != nil:
+		_ = c.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())))
+	default:
+		_ = c.send(&jsonrpc.Response{ID: m.ID, Result: resp.Result})
+	}
+}
+
+func (c *upConn) notification(n *jsonrpc.Request) {
+	if n.Method == flow.MethodProgress {
+		var p flow.Progress
+		if json.Unmarshal(n.Params, &p) == nil {
+			c.mu.Lock()
+			req := c.byToken[string(p.ProgressToken)]
+			c.mu.Unlock()
+			if req != nil {
+				_ = req.Progress(p.Progress, p.Total, p.Message)
+				return
+			}
+		}
+	}
+	_ = c.s.Notify(n.Method, n.Params)
+}
+
+// handle forwards one request of the MCP-Flow client upstream.
+func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
+	c := u.conn(req.Session)
+	if c == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "no upstream for this session")
+	}
+	if tok := progressToken(req.Params); tok != nil {
+		c.mu.Lock()
+		c.byToken[string(tok)] = req
+		c.mu.Unlock()
+		defer func() {
+			c.mu.Lock()
+			delete(c.byToken, string(tok))
+			c.mu.Unlock()
+		}()
+	}
+	res, err := c.call(ctx, req.Method, req.Params)
+	if err != nil {
+		return nil, err
+	}
+	return u.offload(req, res)
+}
+
+// offload moves content larger than the threshold onto execution streams:
+// text, image and audio data, and embedded resource blobs and texts.
+func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawMessage, error) {
+	if len(result) < u.threshold {
+		return result, nil
+	}
+	var res map[string]json.RawMessage
+	if json.Unmarshal(result, &res) != nil || res["content"] == nil {
+		return result, nil
+	}
+	var content []map[string]json.RawMessage
+	if json.Unmarshal(res["content"], &content) != nil {
+		return result, nil
+	}
+	moved := false
+	for i, block := range content {
+		payload, mime, field, ok := u.bigPayload(block)
+		if !ok {
+			continue
+		}
+		w, err := req.OpenStream(mime)
+		if err != nil {
+			return result, nil // the limit is reached: inline is still correct
+		}
+		go func() {
+			if _, err := w.Write(payload); err != nil {
+				w.Fail(err)
+				return
+			}
+			_ = w.Close()
+		}()
+		// The original block, without its payload, rides along so that a
+		// bridge to plain MCP can put it back together exactly.
+		orig := stripPayload(block, field)
+		ref := w.Ref()
+		b, _ := json.Marshal(struct {
+			flow.StreamRef
+			Meta map[string]any `json:"_meta"`
+		}{ref, map[string]any{OriginalKey: map[string]any{"block": orig, "field": field}}})
+		content[i] = map[string]json.RawMessage{}
+		_ = json.Unmarshal(b, &content[i])
+		moved = true
+	}
+	if !moved {
+		return result, nil
+	}
+	var err error
+	if res["content"], err = json.Marshal(content); err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}
+
+// OriginalKey is the _meta key of a ref/stream block that carries the
+// content block it replaced (minus its payload) and the payload's field:
+// "text", "data", "resource.text" or "resource.blob".
+const OriginalKey = "io.mcp-flow/original"
+
+// bigPayload returns a content block's payload when it is over the
+// threshold (decoded bytes for base64 data and blobs, UTF-8 for text), with
+// its MIME type and the field it came from.
+func (u *Upstream) bigPayload(block map[string]json.RawMessage) ([]byte, string, string, bool) {
+	var typ, mime string
+	_ = json.Unmarshal(block["type"], &typ)
+	_ = json.Unmarshal(block["mimeType"], &mime)
+	str := func(raw json.RawMessage) (string, bool) {
+		var s string
+		return s, len(raw) >= u.threshold && json.Unmarshal(raw, &s) == nil
+	}
+	switch typ {
+	case "text":
+		if s, ok := str(block["text"]); ok {
+			return []byte(s), "text/plain; charset=utf-8", "text", true
+		}
+	case "image", "audio":
+		if s, ok := str(block["data"]); ok {
+			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
+				return b, orDefault(mime, "application/octet-stream"), "data", true
+			}
+		}
+	case "resource":
+		var r struct {
+			MimeType string  `json:"mimeType"`
+			Text     *string `json:"text"`
+			Blob     *string `json:"blob"`
+		}
+		if json.Unmarshal(block["resource"], &r) != nil {
+			return nil, "", "", false
+		}
+		if r.Blob != nil && len(*r.Blob) >= u.threshold {
+			if b, err := base64.StdEncoding.DecodeString(*r.Blob); err == nil {
+				return b, orDefault(r.MimeType, "application/octet-stream"), "resource.blob", true
+			}
+		}
+		if r.Text != nil && len(*r.Text) >= u.threshold {
+			return []byte(*r.Text), orDefault(r.MimeType, "text/plain; charset=utf-8"), "resource.text", true
+		}
+	}
+	return nil, "", "", false
+}
+
+// stripPayload returns a copy of block without the payload field.
+func stripPayload(block map[string]json.RawMessage, field string) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(block))
+	for k, v := range block {
+		out[k] = v
+	}
+	if sub, ok := strings.CutPrefix(field, "resource."); ok {
+		var r map[string]json.RawMessage
+		_ = json.Unmarshal(block["resource"], &r)
+		delete(r, sub)
+		out["resource"], _ = json.Marshal(r)
+	} else {
+		delete(out, field)
+	}
+	return out
+}
+
+// restore puts payload back into an original block at field.
+func restore(block map[string]json.RawMessage, field string, payload []byte) (json.RawMessage, error) {
+	val := func(binary bool) json.RawMessage {
+		if binary {
+			b, _ := json.Marshal(base64.StdEncoding.EncodeToString(payload))
+			return b
+		}
+		b, _ := json.Marshal(string(payload))
+		return b
+	}
+	switch field {
+	case "text":
+		block["text"] = val(false)
+	case "data":
+		block["data"] = val(true)
+	case "resource.text", "resource.blob":
+		var r map[string]json.RawMessage
+		if err := json.Unmarshal(block["resource"], &r); err != nil {
+			return nil, err
+		}
+		r[strings.TrimPrefix(field, "resource.")] = val(field == "resource.blob")
+		block["resource"], _ = json.Marshal(r)
+	default:
+		return nil, fmt.Errorf("unknown payload field %q", field)
+	}
+	return json.Marshal(block)
+}
+
+func orDefault(s, d string) string {
+	if s == "" {
+		return d
+	}
+	return s
+}
+
+var _ = strconv.Itoa

@@ -1,0 +1,106 @@
+package bridge_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// upstreamServer serves the go-sdk fixture (a stdio MCP server) over
+// MCP-Flow.
+func upstreamServer(t *testing.T) *flow.Server {
+	t.Helper()
+	fixture := filepath.Join(t.TempDir(), "sdk-fixture")
+	if b, err := exec.Command("go", "build", "-o", fixture, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, b)
+	}
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewStdioUpstream([]string{fixture}, 0, flowtest.Quiet).Configure(&cfg)
+	return flowtest.Serve(t, cfg)
+}
+
+// TestUpstreamOverMCPFlow: an MCP-Flow client uses a stdio go-sdk server;
+// its 1 MiB inline image leaves the control stream on an execution stream.
+func TestUpstreamOverMCPFlow(t *testing.T) {
+	srv := upstreamServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
+		t.Fatalf("serverInfo %q: initialize did not reach the upstream", got)
+	}
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "上流"}})
+	if err != nil || len(r.Refs) != 0 {
+		t.Fatalf("echo: %v %s", err, r.Result)
+	}
+	const n = 1 << 20
+	r, err = s.Call(ctx, "tools/call", map[string]any{"name": "blob", "arguments": map[string]int{"bytes": n}})
+	if err != nil || len(r.Refs) != 1 {
+		t.Fatalf("blob: %v, %d refs", err, len(r.Refs))
+	}
+	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(sr)
+	sum := sha256.Sum256(b)
+	if err != nil || len(b) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("stream: %d bytes, %v", len(b), err)
+	}
+	var res struct {
+		Content []map[string]json.RawMessage
+	}
+	json.Unmarshal(r.Result, &res)
+	if _, ok := res.Content[0]["_meta"]; !ok {
+		t.Fatalf("the ref does not carry the original block: %s", r.Result)
+	}
+}
+
+// TestChainGoSDKToGoSDK: go-sdk client → stdio front → MCP-Flow → upstream →
+// go-sdk stdio server. The image crosses MCP-Flow on an execution stream and
+// arrives as the same image content, byte for byte.
+func TestChainGoSDKToGoSDK(t *testing.T) {
+	cli := buildCLI(t)
+	srv := upstreamServer(t)
+	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: bridgeCmd(cli, srv)}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	const n = 3 << 20
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "blob", Arguments: map[string]int{"bytes": n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, ok := r.Content[0].(*mcp.ImageContent)
+	if !ok {
+		t.Fatalf("content %T, want the upstream's image", r.Content[0])
+	}
+	sum := sha256.Sum256(img.Data)
+	if len(img.Data) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) || img.MIMEType != "application/octet-stream" {
+		t.Fatalf("image: %d bytes, %s", len(img.Data), img.MIMEType)
+	}
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "往復"}})
+	if err != nil || r.Content[0].(*mcp.TextContent).Text != "往復" {
+		t.Fatalf("echo: %v", err)
+	}
+}
