@@ -29,7 +29,7 @@ import (
 // notifications/cancelled; large content leaves the control stream on
 // execution streams.
 type Upstream struct {
-	argv      []string
+	start     func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, wait func(), err error)
 	threshold int
 	log       *slog.Logger
 
@@ -47,7 +47,32 @@ func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream 
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Upstream{argv: argv, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+		cmd := exec.Command(argv[0], argv[1:]...)
+		cmd.Stderr = os.Stderr
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			return nil, nil, nil, fmt.Errorf("upstream %s: %w", argv[0], err)
+		}
+		return stdin, stdout, func() { _ = cmd.Wait() }, nil
+	}
+	return &Upstream{start: start, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+}
+
+// NewPipeUpstream returns an upstream that reaches, per session, whatever
+// start connects: newline-delimited JSON written to stdin and read from
+// stdout (an in-process go-sdk server, for instance; see ServeSDK).
+func NewPipeUpstream(start func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, wait func(), err error), threshold int, log *slog.Logger) *Upstream {
+	u := NewStdioUpstream([]string{"unused"}, threshold, log)
+	u.start = start
+	return u
 }
 
 // Configure sets the hooks of a server config that serves this upstream.
@@ -64,7 +89,6 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 type upConn struct {
 	u       *Upstream
 	s       *flow.Session
-	cmd     *exec.Cmd
 	stdin   io.WriteCloser
 	wmu     sync.Mutex
 	nextID  atomic.Int64
@@ -90,20 +114,11 @@ func (c *upConn) send(m jsonrpc.Message) error {
 // initialize spawns the upstream for a new session and passes the client's
 // initialize on (minus the transport object).
 func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.RawMessage) (*flow.InitializeResult, error) {
-	cmd := exec.Command(u.argv[0], u.argv[1:]...)
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	stdin, stdout, wait, err := u.start(ctx)
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("upstream %s: %w", u.argv[0], err)
-	}
-	c := &upConn{u: u, s: s, cmd: cmd, stdin: stdin, pending: map[string]chan *jsonrpc.Response{}, byToken: map[string]*flow.Request{}}
+	c := &upConn{u: u, s: s, stdin: stdin, pending: map[string]chan *jsonrpc.Response{}, byToken: map[string]*flow.Request{}}
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
@@ -111,7 +126,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	go func() {
 		<-s.Done()
 		stdin.Close() // the upstream ends on EOF (seeds 000/002)
-		_ = cmd.Wait()
+		wait()
 		u.mu.Lock()
 		delete(u.conns, s)
 		u.mu.Unlock()
