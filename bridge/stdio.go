@@ -46,6 +46,7 @@ type Stdio struct {
 	outMu   sync.Mutex
 	out     io.Writer
 	framing atomic.Int32
+	emit    func(jsonrpc.Message) // when set, replaces writing to out (the HTTP front)
 
 	mu       sync.Mutex
 	sess     *flow.Session
@@ -123,6 +124,10 @@ func (b *Stdio) finish() error {
 }
 
 func (b *Stdio) write(m jsonrpc.Message) {
+	if b.emit != nil {
+		b.emit(m)
+		return
+	}
 	body := jsonrpc.AppendJSON(nil, m)
 	b.outMu.Lock()
 	defer b.outMu.Unlock()

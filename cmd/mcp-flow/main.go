@@ -28,6 +28,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -48,7 +49,7 @@ const (
 	exitConnect  = 3
 	exitStream   = 4
 	defaultURL   = "https://127.0.0.1:4433" + flow.DefaultPath
-	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio`
+	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http`
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -58,6 +59,7 @@ type options struct {
 	insecure, raw, debug                 bool
 	timeout                              time.Duration
 	inlineLimit                          int64
+	listen, origins                      string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -74,6 +76,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
+	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -103,15 +107,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	if rest[0] == "bridge" {
-		if len(rest) != 2 || rest[1] != "stdio" {
-			return usage(stderr, "bridge takes one argument: stdio")
+		if len(rest) != 2 || (rest[1] != "stdio" && rest[1] != "http") {
+			return usage(stderr, "bridge takes one argument: stdio or http")
 		}
 		tlsConf, err := clientTLS(o)
 		if err != nil {
 			return usage(stderr, err.Error())
 		}
-		b := bridge.NewStdio(bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
-			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log}})
+		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
+			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log}}
+		if rest[1] == "http" {
+			var origins []string
+			if o.origins != "" {
+				origins = strings.Split(o.origins, ",")
+			}
+			h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN")})
+			mux := http.NewServeMux()
+			mux.Handle("/mcp", h)
+			fmt.Fprintf(stderr, "mcp-flow: Streamable HTTP endpoint http://%s/mcp -> %s\n", o.listen, o.url)
+			if err := http.ListenAndServe(o.listen, mux); err != nil {
+				fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
+				return exitConnect
+			}
+			return exitOK
+		}
+		b := bridge.NewStdio(sc)
 		if err := b.Run(ctx, os.Stdin, stdout); err != nil {
 			fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
 			return exitConnect

@@ -1,0 +1,120 @@
+package bridge_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+func httpFront(t *testing.T) *httptest.Server {
+	t.Helper()
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// TestGoSDKStreamableClientThroughHTTPFront: the go-sdk's Streamable HTTP
+// client uses a remote MCP-Flow server through the HTTP front.
+func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
+	ts := httpFront(t)
+	var progress atomic.Int32
+	c := mcp.NewClient(&mcp.Implementation{Name: "http-host", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools, err := cs.ListTools(ctx, nil)
+	if err != nil || len(tools.Tools) < 5 {
+		t.Fatalf("tools/list: %v", err)
+	}
+	const n = 2 << 20
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
+	sum := sha256.Sum256(blob)
+	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("blob of %d bytes", len(blob))
+	}
+	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]int{"steps": 3, "delayMs": 5}}
+	params.SetProgressToken(42)
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if progress.Load() != 3 {
+		t.Fatalf("%d progress notifications over SSE, want 3", progress.Load())
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestHTTPFrontStatusCodes(t *testing.T) {
+	ts := httpFront(t)
+	do := func(method, body string, hdr map[string]string) *http.Response {
+		req, _ := http.NewRequest(method, ts.URL, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return resp
+	}
+	ping := `{"jsonrpc":"2.0","id":1,"method":"ping"}`
+	if r := do("POST", ping, nil); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("no session id: %d, want 400", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"MCP-Session-Id": "nope"}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("unknown session: %d, want 404", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"Origin": "https://evil.example"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("bad origin: %d, want 403", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"MCP-Protocol-Version": "1999-01-01"}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("bad protocol version: %d, want 400", r.StatusCode)
+	}
+	init := do("POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil)
+	sid := init.Header.Get("MCP-Session-Id")
+	if init.StatusCode != http.StatusOK || len(sid) < 16 {
+		t.Fatalf("initialize: %d, session %q", init.StatusCode, sid)
+	}
+	if r := do("POST", `{"jsonrpc":"2.0","method":"notifications/initialized"}`, map[string]string{"MCP-Session-Id": sid}); r.StatusCode != http.StatusAccepted {
+		t.Errorf("notification: %d, want 202", r.StatusCode)
+	}
+	if r := do("DELETE", "", map[string]string{"MCP-Session-Id": sid}); r.StatusCode != http.StatusNoContent {
+		t.Errorf("delete: %d", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"MCP-Session-Id": sid}); r.StatusCode != http.StatusNotFound {
+		t.Errorf("after delete: %d, want 404", r.StatusCode)
+	}
+}
