@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -104,19 +105,19 @@ func newSessionID() string {
 }
 
 func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && !slices.Contains(h.cfg.AllowedOrigins, o) && !slices.Contains(h.cfg.AllowedOrigins, "*") {
+	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) && !slices.Contains(h.cfg.AllowedOrigins, o) && !slices.Contains(h.cfg.AllowedOrigins, "*") {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return false
 	}
 	// DNS rebinding: a loopback listener answers only loopback host names.
-	if host, _, err := net.SplitHostPort(r.Host); err == nil {
-		if ip := net.ParseIP(host); !(host == "localhost" || (ip != nil && ip.IsLoopback())) {
-			if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-				if tcp, ok := la.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-					http.Error(w, "host not allowed", http.StatusForbidden)
-					return false
-				}
-			}
+	host := r.Host
+	if hp, _, err := net.SplitHostPort(r.Host); err == nil {
+		host = hp
+	}
+	if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.IsLoopback() {
+			http.Error(w, "host not allowed", http.StatusForbidden)
+			return false
 		}
 	}
 	if h.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+h.cfg.Token {
@@ -330,4 +331,16 @@ func writeJSON(w http.ResponseWriter, status int, m jsonrpc.Message) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
 	_, _ = w.Write(jsonrpc.AppendJSON(nil, m))
+}
+
+// loopbackOrigin reports whether an Origin names this machine (a page served
+// from localhost may use a local server; DNS rebinding cannot forge it).
+func loopbackOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil {
+		return false
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }

@@ -81,6 +81,10 @@ func TestHTTPFrontStatusCodes(t *testing.T) {
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		req.Header.Set("Content-Type", "application/json")
 		for k, v := range hdr {
+			if k == "Host" {
+				req.Host = v
+				continue
+			}
 			req.Header.Set(k, v)
 		}
 		resp, err := http.DefaultClient.Do(req)
@@ -99,6 +103,12 @@ func TestHTTPFrontStatusCodes(t *testing.T) {
 	}
 	if r := do("POST", ping, map[string]string{"Origin": "https://evil.example"}); r.StatusCode != http.StatusForbidden {
 		t.Errorf("bad origin: %d, want 403", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"Host": "evil.example.com"}); r.StatusCode != http.StatusForbidden {
+		t.Errorf("rebinding Host: %d, want 403", r.StatusCode)
+	}
+	if r := do("POST", ping, map[string]string{"Origin": "http://127.0.0.1:1234"}); r.StatusCode != http.StatusBadRequest {
+		t.Errorf("loopback origin: %d, want 400 (accepted, then no session id)", r.StatusCode)
 	}
 	if r := do("POST", ping, map[string]string{"MCP-Protocol-Version": "1999-01-01"}); r.StatusCode != http.StatusBadRequest {
 		t.Errorf("bad protocol version: %d, want 400", r.StatusCode)
