@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -60,8 +61,72 @@ type httpSession struct {
 	// notifications.
 	byID    map[string]chan jsonrpc.Message
 	byToken map[string]chan jsonrpc.Message
-	get     chan jsonrpc.Message // the standalone SSE stream, if open
-	queue   []jsonrpc.Message    // for GET, while none is open
+	// SSE streams, kept for resumption with Last-Event-ID: stream 0 is the
+	// standalone GET stream, the others one per POST. Event ids are
+	// "<stream>.<seq>", unique within the session.
+	streams    map[int]*sseStream
+	nextStream int
+	getOpen    bool
+	delivered  int // events of stream 0 sent on some GET
+}
+
+// sseStream is the event log of one SSE stream. A writer follows it from a
+// position; appends wake the writers.
+type sseStream struct {
+	id     int
+	mu     sync.Mutex
+	events [][]byte
+	done   bool
+	wake   chan struct{}
+}
+
+// maxEvents bounds what a stream keeps for replay.
+const maxEvents = 4096
+
+func newSSEStream(id int) *sseStream { return &sseStream{id: id, wake: make(chan struct{})} }
+
+func (st *sseStream) append(m jsonrpc.Message) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if len(st.events) < maxEvents {
+		st.events = append(st.events, jsonrpc.AppendJSON(nil, m))
+	}
+	close(st.wake)
+	st.wake = make(chan struct{})
+}
+
+func (st *sseStream) finish() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.done = true
+	close(st.wake)
+	st.wake = make(chan struct{})
+}
+
+// follow writes the events after position from (0: all) until the stream is
+// done or ctx ends, and returns the position reached.
+func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) int {
+	fl, _ := w.(http.Flusher)
+	for {
+		st.mu.Lock()
+		evs, done, wake := st.events[min(from, len(st.events)):], st.done, st.wake
+		st.mu.Unlock()
+		for _, e := range evs {
+			from++
+			fmt.Fprintf(w, "id: %d.%d\ndata: %s\n\n", st.id, from, e)
+		}
+		if fl != nil && len(evs) > 0 {
+			fl.Flush()
+		}
+		if done {
+			return from
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return from
+		}
+	}
 }
 
 // route sends one message of the core to where the client waits for it.
@@ -86,16 +151,7 @@ func (s *httpSession) route(m jsonrpc.Message) {
 			}
 		}
 	}
-	if s.get != nil {
-		select {
-		case s.get <- m:
-			return
-		default:
-		}
-	}
-	if len(s.queue) < 1024 {
-		s.queue = append(s.queue, m)
-	}
+	s.streams[0].append(m)
 }
 
 func newSessionID() string {
@@ -195,7 +251,8 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	isInit := len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
 	if isInit {
-		s = &httpSession{id: newSessionID(), byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{}}
+		s = &httpSession{id: newSessionID(), byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
+			streams: map[int]*sseStream{0: newSSEStream(0)}}
 		s.core = NewStdio(h.cfg.Stdio)
 		s.core.emit = s.route
 	} else if s = h.session(w, r); s == nil {
@@ -214,8 +271,14 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 	}
+	var st *sseStream
+	if !isInit && len(ids) > 0 {
+		s.nextStream++
+		st = newSSEStream(s.nextStream)
+		s.streams[st.id] = st
+	}
 	s.mu.Unlock()
-	defer func() {
+	release := func() {
 		s.mu.Lock()
 		for _, id := range ids {
 			delete(s.byID, id)
@@ -226,16 +289,18 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 			}
 		}
 		s.mu.Unlock()
-	}()
+	}
 	for _, m := range msgs {
 		s.core.dispatch(context.WithoutCancel(r.Context()), m) // a disconnect is not a cancellation
 	}
 	if len(ids) == 0 {
+		release()
 		w.WriteHeader(http.StatusAccepted) // notifications and responses only
 		return
 	}
 	if isInit {
 		res := <-ch
+		release()
 		if resp, ok := res.(*jsonrpc.Response); ok && resp.Error == nil {
 			h.mu.Lock()
 			h.sessions[s.id] = s
@@ -245,27 +310,23 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
-	// An SSE stream: related notifications, then the responses.
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
-	seq := 0
-	for pending := len(ids); pending > 0; {
-		select {
-		case m := <-ch:
-			seq++
-			fmt.Fprintf(w, "id: %s-%d\ndata: %s\n\n", s.id, seq, jsonrpc.AppendJSON(nil, m))
-			if fl != nil {
-				fl.Flush()
-			}
+	// The stream's events are collected whether or not the client stays:
+	// it may come back with Last-Event-ID.
+	go func() {
+		defer release()
+		defer st.finish()
+		for pending := len(ids); pending > 0; {
+			m := <-ch
+			st.append(m)
 			if _, ok := m.(*jsonrpc.Response); ok {
 				pending--
 			}
-		case <-r.Context().Done():
-			return
 		}
-	}
+	}()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	st.follow(r.Context(), w, 0)
 }
 
 func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
@@ -277,49 +338,51 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
-	ch := make(chan jsonrpc.Message, 64)
+	// Resumption: Last-Event-ID "<stream>.<seq>" replays that stream only,
+	// from after that event.
+	if last := r.Header.Get("Last-Event-ID"); last != "" {
+		sid, seq, ok := parseEventID(last)
+		s.mu.Lock()
+		st := s.streams[sid]
+		s.mu.Unlock()
+		if !ok || st == nil {
+			http.Error(w, "unknown Last-Event-ID", http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		st.follow(r.Context(), w, seq)
+		return
+	}
 	s.mu.Lock()
-	if s.get != nil {
+	if s.getOpen {
 		s.mu.Unlock()
 		http.Error(w, "a stream is already open for this session", http.StatusConflict)
 		return
 	}
-	s.get = ch
-	queued := s.queue
-	s.queue = nil
+	s.getOpen = true
+	from := s.delivered
 	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.get = nil
-		s.mu.Unlock()
-	}()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	fl, _ := w.(http.Flusher)
 	fmt.Fprintf(w, "retry: 1000\n\n")
-	if fl != nil {
+	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	seq := 0
-	send := func(m jsonrpc.Message) {
-		seq++
-		fmt.Fprintf(w, "id: %s-get-%d\ndata: %s\n\n", s.id, seq, jsonrpc.AppendJSON(nil, m))
-		if fl != nil {
-			fl.Flush()
-		}
-	}
-	for _, m := range queued {
-		send(m)
-	}
-	for {
-		select {
-		case m := <-ch:
-			send(m)
-		case <-r.Context().Done():
-			return
-		}
-	}
+	reached := s.streams[0].follow(r.Context(), w, from)
+	s.mu.Lock()
+	s.getOpen = false
+	s.delivered = max(s.delivered, reached)
+	s.mu.Unlock()
+}
+
+// parseEventID splits "<stream>.<seq>".
+func parseEventID(id string) (int, int, bool) {
+	a, b, ok := strings.Cut(id, ".")
+	sid, err1 := strconv.Atoi(a)
+	seq, err2 := strconv.Atoi(b)
+	return sid, seq, ok && err1 == nil && err2 == nil && sid >= 0 && seq >= 0
 }
 
 func isRequest(m jsonrpc.Message, method string) bool {

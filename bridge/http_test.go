@@ -1,9 +1,11 @@
 package bridge_test
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -126,5 +128,55 @@ func TestHTTPFrontStatusCodes(t *testing.T) {
 	}
 	if r := do("POST", ping, map[string]string{"MCP-Session-Id": sid}); r.StatusCode != http.StatusNotFound {
 		t.Errorf("after delete: %d, want 404", r.StatusCode)
+	}
+}
+
+// TestHTTPFrontResumption: a client that loses a POST's SSE stream gets the
+// rest of that stream, and only that, with GET and Last-Event-ID.
+func TestHTTPFrontResumption(t *testing.T) {
+	ts := httpFront(t)
+	post := func(sid, body string) *http.Response {
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		if sid != "" {
+			req.Header.Set("MCP-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := post("", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	init.Body.Close()
+	sid := init.Header.Get("MCP-Session-Id")
+	// A call with progress; read its first event, then drop the connection.
+	resp := post(sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"slow","arguments":{"steps":3,"delayMs":50},"_meta":{"progressToken":"p"}}}`)
+	br := bufio.NewReader(resp.Body)
+	first, _ := br.ReadString('\n')
+	if !strings.HasPrefix(first, "id: 1.1") {
+		t.Fatalf("first event line %q, want id 1.1", first)
+	}
+	resp.Body.Close()
+	// Another stream meanwhile: its events must not be replayed below.
+	other := post(sid, `{"jsonrpc":"2.0","id":3,"method":"ping"}`)
+	ob, _ := io.ReadAll(other.Body)
+	if !strings.Contains(string(ob), "id: 2.1") {
+		t.Fatalf("second stream: %s", ob)
+	}
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("MCP-Session-Id", sid)
+	req.Header.Set("Last-Event-ID", "1.1")
+	g, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(g.Body)
+	g.Body.Close()
+	s := string(rest)
+	if !strings.Contains(s, "id: 1.2") || !strings.Contains(s, `"id":2,"result"`) || strings.Contains(s, "id: 1.1\n") || strings.Contains(s, `"id":3`) {
+		t.Fatalf("replay after 1.1:\n%s", s)
 	}
 }
