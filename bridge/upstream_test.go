@@ -6,11 +6,14 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"io"
+	"net/http"
+	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
@@ -102,5 +105,40 @@ func TestChainGoSDKToGoSDK(t *testing.T) {
 	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "往復"}})
 	if err != nil || r.Content[0].(*mcp.TextContent).Text != "往復" {
 		t.Fatalf("echo: %v", err)
+	}
+}
+
+// TestHTTPUpstream: an MCP-Flow client uses a Streamable HTTP go-sdk server
+// through the HTTP upstream.
+func TestHTTPUpstream(t *testing.T) {
+	sdk := sdkfixture.NewServer()
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, nil))
+	t.Cleanup(ts.Close)
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewHTTPUpstream(ts.URL, nil, 0, flowtest.Quiet).Configure(&cfg)
+	srv := flowtest.Serve(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
+		t.Fatalf("serverInfo %q", got)
+	}
+	const n = 1 << 20
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "blob", "arguments": map[string]int{"bytes": n}})
+	if err != nil || len(r.Refs) != 1 {
+		t.Fatalf("blob: %v", err)
+	}
+	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := io.ReadAll(sr)
+	sum := sha256.Sum256(b)
+	if err != nil || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("%d bytes, %v", len(b), err)
 	}
 }

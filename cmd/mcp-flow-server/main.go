@@ -48,7 +48,7 @@ func run(args []string) int {
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
-		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session)")
+		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -121,13 +121,15 @@ func run(args []string) int {
 		Limits:           flow.Limits{DrainTimeout: *drain},
 		Logger:           log,
 	}
-	if *upstream != "" {
-		argv, ok := strings.CutPrefix(*upstream, "stdio:")
-		if !ok || len(strings.Fields(argv)) == 0 {
-			log.Error("-upstream takes 'stdio:CMD ARGS'")
-			return 2
-		}
-		bridge.NewStdioUpstream(strings.Fields(argv), 0, log).Configure(&cfg)
+	switch up := *upstream; {
+	case up == "":
+	case strings.HasPrefix(up, "http://") || strings.HasPrefix(up, "https://"):
+		bridge.NewHTTPUpstream(up, nil, 0, log).Configure(&cfg)
+	case strings.HasPrefix(up, "stdio:") && len(strings.Fields(up[len("stdio:"):])) > 0:
+		bridge.NewStdioUpstream(strings.Fields(up[len("stdio:"):]), 0, log).Configure(&cfg)
+	default:
+		log.Error("-upstream takes 'stdio:CMD ARGS' or an http(s) URL")
+		return 2
 	}
 	srv, err := flow.NewServer(cfg)
 	if err != nil {
