@@ -64,7 +64,8 @@ type httpSession struct {
 	// SSE streams, kept for resumption with Last-Event-ID: stream 0 is the
 	// standalone GET stream, the others one per POST. Event ids are
 	// "<stream>.<seq>", unique within the session.
-	streams    map[int]*sseStream
+	streams    map[int]*sseStream // under mu
+	standalone *sseStream         // streams[0]; set once
 	nextStream int
 	getOpen    bool
 	delivered  int // events of stream 0 sent on some GET
@@ -151,7 +152,7 @@ func (s *httpSession) route(m jsonrpc.Message) {
 			}
 		}
 	}
-	s.streams[0].append(m)
+	s.standalone.append(m)
 }
 
 func newSessionID() string {
@@ -251,8 +252,9 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	isInit := len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
 	if isInit {
+		st0 := newSSEStream(0)
 		s = &httpSession{id: newSessionID(), byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
-			streams: map[int]*sseStream{0: newSSEStream(0)}}
+			streams: map[int]*sseStream{0: st0}, standalone: st0}
 		s.core = NewStdio(h.cfg.Stdio)
 		s.core.emit = s.route
 	} else if s = h.session(w, r); s == nil {
@@ -370,7 +372,7 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	reached := s.streams[0].follow(r.Context(), w, from)
+	reached := s.standalone.follow(r.Context(), w, from)
 	s.mu.Lock()
 	s.getOpen = false
 	s.delivered = max(s.delivered, reached)
