@@ -151,6 +151,15 @@ func (s *httpSession) route(m jsonrpc.Message) {
 				return
 			}
 		}
+		if m.IsCall() {
+			// A server request (sampling, elicitation) most likely serves a
+			// request in flight: send it on that request's stream, where
+			// the client is listening for sure (MCP 2025-11-25 transports).
+			for _, ch := range s.byID {
+				ch <- m
+				return
+			}
+		}
 	}
 	s.standalone.append(m)
 }
@@ -219,6 +228,7 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.mu.Lock()
 			delete(h.sessions, s.id)
 			h.mu.Unlock()
+			s.standalone.finish() // ends an open GET stream
 			go s.core.finish()
 			w.WriteHeader(http.StatusNoContent)
 		}
