@@ -51,7 +51,7 @@ type Stdio struct {
 	mu       sync.Mutex
 	sess     *flow.Session
 	pending  map[string]context.CancelFunc // the host's requests in flight, by id
-	hostWait map[string]chan *jsonrpc.Response
+	hostWait waiters                       // the host's answers to requests forwarded from the server
 	hostID   atomic.Uint64
 	wg       sync.WaitGroup
 }
@@ -67,7 +67,7 @@ func NewStdio(cfg StdioConfig) *Stdio {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Stdio{cfg: cfg, log: cfg.Logger, pending: map[string]context.CancelFunc{}, hostWait: map[string]chan *jsonrpc.Response{}}
+	return &Stdio{cfg: cfg, log: cfg.Logger, pending: map[string]context.CancelFunc{}}
 }
 
 // Run serves the host on in and out until in ends; then it lets the work in
@@ -139,12 +139,7 @@ func (b *Stdio) write(m jsonrpc.Message) {
 func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 	switch m := m.(type) {
 	case *jsonrpc.Response:
-		b.mu.Lock()
-		ch := b.hostWait[m.ID.Raw()]
-		b.mu.Unlock()
-		if ch != nil {
-			ch <- m
-		}
+		b.hostWait.deliver(m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
 			b.notification(m)
@@ -281,15 +276,8 @@ func (b *Stdio) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Res
 // to the host under an id of the bridge's own, and returns its answer.
 func (b *Stdio) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
 	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
-	ch := make(chan *jsonrpc.Response, 1)
-	b.mu.Lock()
-	b.hostWait[id.Raw()] = ch
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.hostWait, id.Raw())
-		b.mu.Unlock()
-	}()
+	ch, forget := b.hostWait.add(id)
+	defer forget()
 	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
 	select {
 	case r := <-ch:

@@ -93,7 +93,7 @@ type upConn struct {
 	wmu     sync.Mutex
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending map[string]chan *jsonrpc.Response
+	pending waiters
 	byToken map[string]*flow.Request // progress tokens of requests in flight
 }
 
@@ -118,7 +118,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	if err != nil {
 		return nil, err
 	}
-	c := &upConn{u: u, s: s, stdin: stdin, pending: map[string]chan *jsonrpc.Response{}, byToken: map[string]*flow.Request{}}
+	c := &upConn{u: u, s: s, stdin: stdin, byToken: map[string]*flow.Request{}}
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
@@ -152,15 +152,8 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 // call sends a request upstream and waits for its result.
 func (c *upConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := jsonrpc.Int64ID(c.nextID.Add(1))
-	ch := make(chan *jsonrpc.Response, 1)
-	c.mu.Lock()
-	c.pending[id.Raw()] = ch
-	c.mu.Unlock()
-	defer func() {
-		c.mu.Lock()
-		delete(c.pending, id.Raw())
-		c.mu.Unlock()
-	}()
+	ch, forget := c.pending.add(id)
+	defer forget()
 	if err := c.send(&jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
 		return nil, fmt.Errorf("upstream: %w", err)
 	}
@@ -191,12 +184,7 @@ func (c *upConn) read(stdout io.Reader) {
 		for _, m := range msgs {
 			switch m := m.(type) {
 			case *jsonrpc.Response:
-				c.mu.Lock()
-				ch := c.pending[m.ID.Raw()]
-				c.mu.Unlock()
-				if ch != nil {
-					ch <- m
-				}
+				c.pending.deliver(m)
 			case *jsonrpc.Request:
 				if m.IsCall() {
 					go c.fromUpstream(m)
