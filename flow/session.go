@@ -134,6 +134,12 @@ func newSession(wt *webtransport.Session, server bool, lim Limits, hooks Hooks, 
 					e.Reason += ": " + we.Message
 				}
 			}
+			// After our FIN the peer may close the session as soon as it has
+			// read it, a moment before our reader records the peer's FIN:
+			// give the reader that moment before judging.
+			for i := 0; i < 50 && s.sentFINLocked() && !s.drained(); i++ {
+				time.Sleep(10 * time.Millisecond)
+			}
 			if s.drained() {
 				// The peer closed after a complete drain: a clean end.
 				e.Code, e.Err = CloseOK, ErrClosed
