@@ -38,13 +38,7 @@ func upstreamServer(t *testing.T) *flow.Server {
 // its 1 MiB inline image leaves the control stream on an execution stream.
 func TestUpstreamOverMCPFlow(t *testing.T) {
 	srv := upstreamServer(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	ctx, s := dialUpstream(t, srv)
 	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
 		t.Fatalf("serverInfo %q: initialize did not reach the upstream", got)
 	}
@@ -52,20 +46,7 @@ func TestUpstreamOverMCPFlow(t *testing.T) {
 	if err != nil || len(r.Refs) != 0 {
 		t.Fatalf("echo: %v %s", err, r.Result)
 	}
-	const n = 1 << 20
-	r, err = s.Call(ctx, "tools/call", map[string]any{"name": "blob", "arguments": map[string]int{"bytes": n}})
-	if err != nil || len(r.Refs) != 1 {
-		t.Fatalf("blob: %v, %d refs", err, len(r.Refs))
-	}
-	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(sr)
-	sum := sha256.Sum256(b)
-	if err != nil || len(b) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
-		t.Fatalf("stream: %d bytes, %v", len(b), err)
-	}
+	r = fetchBlob(t, ctx, s, 1<<20)
 	var res struct {
 		Content []map[string]json.RawMessage
 	}
@@ -117,18 +98,31 @@ func TestHTTPUpstream(t *testing.T) {
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	bridge.NewHTTPUpstream(ts.URL, nil, 0, flowtest.Quiet).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
+	ctx, s := dialUpstream(t, srv)
+	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
+		t.Fatalf("serverInfo %q", got)
+	}
+	fetchBlob(t, ctx, s, 1<<20)
+}
+
+// dialUpstream connects an MCP-Flow client to srv for the test.
+func dialUpstream(t *testing.T, srv *flow.Server) (context.Context, *flow.Session) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s.Close()
-	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
-		t.Fatalf("serverInfo %q", got)
-	}
-	const n = 1 << 20
-	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "blob", "arguments": map[string]int{"bytes": n}})
+	t.Cleanup(func() { s.Close() })
+	return ctx, s
+}
+
+// fetchBlob calls the fixture's blob tool and checks that its n bytes come
+// on one execution stream, byte for byte.
+func fetchBlob(t *testing.T, ctx context.Context, s *flow.Session, n int64) *flow.Response {
+	t.Helper()
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "blob", "arguments": map[string]int64{"bytes": n}})
 	if err != nil || len(r.Refs) != 1 {
 		t.Fatalf("blob: %v", err)
 	}
@@ -138,7 +132,8 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 	b, err := io.ReadAll(sr)
 	sum := sha256.Sum256(b)
-	if err != nil || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
-		t.Fatalf("%d bytes, %v", len(b), err)
+	if err != nil || int64(len(b)) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("stream: %d of %d bytes, %v", len(b), n, err)
 	}
+	return r
 }
