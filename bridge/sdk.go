@@ -1,14 +1,11 @@
 package bridge
 
 import (
-	"bufio"
 	"context"
 	"io"
 	"log/slog"
-	"net/http"
 
 	"github.com/mcp-flow/mcp-flow/flow"
-	sdkjsonrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,57 +46,4 @@ func ServeSDK(cfg *flow.ServerConfig, srv *mcp.Server, log *slog.Logger) {
 		return bridgeW, bridgeR, func() { _ = ss.Close() }, nil
 	}
 	NewPipeUpstream(start, 0, log).Configure(cfg)
-}
-
-// NewHTTPUpstream returns an upstream that reaches, per session, the
-// Streamable HTTP MCP server at endpoint, with the go-sdk's client
-// transport (so HTTP, SSE and session ids are the SDK's business).
-func NewHTTPUpstream(endpoint string, hc *http.Client, threshold int, log *slog.Logger) *Upstream {
-	start := func(ctx context.Context) (io.WriteCloser, io.Reader, func(), error) {
-		conn, err := (&mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}).Connect(context.WithoutCancel(ctx))
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		return pumpConn(conn)
-	}
-	return NewPipeUpstream(start, threshold, log)
-}
-
-// pumpConn turns an SDK connection into NDJSON pipes.
-func pumpConn(conn mcp.Connection) (io.WriteCloser, io.Reader, func(), error) {
-	toUp, upIn := io.Pipe()    // bridge writes NDJSON to upIn; we read it
-	upOut, fromUp := io.Pipe() // we write the connection's messages; bridge reads
-	ctx := context.Background()
-	go func() { // bridge → upstream
-		sc := bufio.NewScanner(toUp)
-		sc.Buffer(make([]byte, 64<<10), MaxMessage)
-		for sc.Scan() {
-			m, err := sdkjsonrpc.DecodeMessage(sc.Bytes())
-			if err != nil {
-				continue
-			}
-			if err := conn.Write(ctx, m); err != nil {
-				toUp.CloseWithError(err)
-				return
-			}
-		}
-		conn.Close()
-	}()
-	go func() { // upstream → bridge
-		for {
-			m, err := conn.Read(ctx)
-			if err != nil {
-				fromUp.CloseWithError(err)
-				return
-			}
-			b, err := sdkjsonrpc.EncodeMessage(m)
-			if err != nil {
-				continue
-			}
-			if _, err := fromUp.Write(append(b, '\n')); err != nil {
-				return
-			}
-		}
-	}()
-	return upIn, upOut, func() { _ = conn.Close() }, nil
 }

@@ -278,6 +278,7 @@ func (b *Stdio) forwardToHost(ctx context.Context, req *flow.Request) (any, erro
 	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
 	ch, forget := b.hostWait.add(id)
 	defer forget()
+	b.log.Debug("server request to the host", "method", req.Method, "id", id.String())
 	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
 	select {
 	case r := <-ch:

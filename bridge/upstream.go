@@ -198,7 +198,9 @@ func (c *upConn) read(stdout io.Reader) {
 
 // fromUpstream passes the upstream's request to the MCP-Flow client.
 func (c *upConn) fromUpstream(m *jsonrpc.Request) {
+	c.u.log.Debug("upstream request", "method", m.Method, "id", m.ID.String())
 	resp, err := c.s.Call(c.s.Context(), m.Method, m.Params)
+	c.u.log.Debug("upstream request answered", "method", m.Method, "id", m.ID.String(), "err", err)
 	var je *jsonrpc.Error
 	switch {
 	case errors.As(err, &je):

@@ -96,7 +96,7 @@ func TestHTTPUpstream(t *testing.T) {
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, nil))
 	t.Cleanup(ts.Close)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(ts.URL, nil, 0, flowtest.Quiet).Configure(&cfg)
+	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
 	ctx, s := dialUpstream(t, srv)
 	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {

@@ -10,6 +10,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -49,6 +50,7 @@ func run(args []string) int {
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
+		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -124,7 +126,16 @@ func run(args []string) int {
 	switch up := *upstream; {
 	case up == "":
 	case strings.HasPrefix(up, "http://") || strings.HasPrefix(up, "https://"):
-		bridge.NewHTTPUpstream(up, nil, 0, log).Configure(&cfg)
+		hcfg := bridge.HTTPUpstreamConfig{Endpoint: up, Logger: log}
+		if *upToken != "" {
+			tok, err := os.ReadFile(*upToken)
+			if err != nil || len(bytes.TrimSpace(tok)) == 0 {
+				log.Error("-upstream-token-file: no token", "err", err)
+				return 2
+			}
+			hcfg.Header = http.Header{"Authorization": {"Bearer " + string(bytes.TrimSpace(tok))}}
+		}
+		bridge.NewHTTPUpstream(hcfg).Configure(&cfg)
 	case strings.HasPrefix(up, "stdio:") && len(strings.Fields(up[len("stdio:"):])) > 0:
 		bridge.NewStdioUpstream(strings.Fields(up[len("stdio:"):]), 0, log).Configure(&cfg)
 	default:

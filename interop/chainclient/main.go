@@ -29,15 +29,23 @@ func main() {
 		os.Exit(2)
 	}
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
-	if os.Getenv("MCP_FLOW_DEBUG") == "1" {
+	switch d := os.Getenv("MCP_FLOW_DEBUG"); d {
+	case "", "0":
+	case "1":
 		log = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	default: // a file to append the debug log to
+		f, err := os.OpenFile(d, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+		if err != nil {
+			fatal(err)
+		}
+		log = slog.New(slog.NewTextHandler(f, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	}
 	cert, err := certs.GenerateDev(certs.DevOptions{})
 	if err != nil {
 		fatal(err)
 	}
 	cfg := flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(cert), Logger: log}
-	bridge.NewHTTPUpstream(os.Args[1], nil, 0, log).Configure(&cfg)
+	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: os.Args[1], Logger: log}).Configure(&cfg)
 	srv, err := flow.NewServer(cfg)
 	if err != nil {
 		fatal(err)

@@ -1,0 +1,524 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptrace"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/auth"
+)
+
+// HTTPUpstreamConfig configures an upstream that is a Streamable HTTP MCP
+// server (transports spec 2025-11-25, "Streamable HTTP"). The bridge is that
+// server's MCP client: one HTTP session per MCP-Flow session.
+type HTTPUpstreamConfig struct {
+	// Endpoint is the server's MCP endpoint (http:// or https://).
+	Endpoint string
+	// HTTPClient sends the requests. Default: a client without an overall
+	// timeout (SSE streams live as long as their request).
+	HTTPClient *http.Client
+	// Header is sent with every request (a static Authorization, say).
+	Header http.Header
+	// OAuth, when set, authorizes the bridge itself against the upstream
+	// (the go-sdk's auth package: authorization code flow, dynamic or
+	// pre-registered clients). Tokens are the bridge's own: an MCP-Flow
+	// client's credentials are never passed through.
+	OAuth auth.OAuthHandler
+	// MaxRetries bounds the reconnections of one SSE stream that bring no
+	// new event (default 5).
+	MaxRetries int
+	// Threshold: content larger than this many bytes goes on execution
+	// streams (0: 256 KiB).
+	Threshold int
+	Logger    *slog.Logger
+}
+
+// NewHTTPUpstream returns an upstream that reaches, per MCP-Flow session, the
+// Streamable HTTP MCP server of cfg.
+func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	if cfg.MaxRetries <= 0 {
+		cfg.MaxRetries = 5
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+		return newHTTPConn(cfg).pipes()
+	}
+	return NewPipeUpstream(start, cfg.Threshold, cfg.Logger)
+}
+
+// httpConn is one Streamable HTTP client session. The upstream bridge
+// writes NDJSON messages to it and reads NDJSON messages from it.
+type httpConn struct {
+	cfg    HTTPUpstreamConfig
+	log    *slog.Logger
+	ctx    context.Context
+	cancel context.CancelFunc
+	out    *io.PipeWriter
+	outMu  sync.Mutex
+	wg     sync.WaitGroup
+
+	mu        sync.Mutex
+	sessionID string
+	version   string // negotiated protocol version, once known
+	initID    jsonrpc.ID
+	listening bool // the standalone GET stream is open (or was refused)
+}
+
+func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
+}
+
+// pipes starts the connection: what the bridge writes to stdin is sent, what
+// the server sends comes out of stdout, and wait ends the HTTP session.
+func (c *httpConn) pipes() (io.WriteCloser, io.Reader, func(), error) {
+	fromBridge, stdin := io.Pipe()
+	stdout, out := io.Pipe()
+	c.out = out
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(fromBridge)
+		sc.Buffer(make([]byte, 64<<10), MaxMessage)
+		for sc.Scan() {
+			line := bytes.Clone(sc.Bytes())
+			p, err := codec.Default(codec.JSON).Decode(bytes.Clone(line))
+			if err != nil {
+				continue
+			}
+			msgs, _ := jsonrpc.Validate(p)
+			for _, m := range msgs {
+				c.send(m, jsonrpc.AppendJSON(nil, m))
+			}
+		}
+		fromBridge.CloseWithError(io.EOF)
+		c.close()
+	}()
+	return stdin, stdout, func() { <-done }, nil
+}
+
+// send POSTs one message. It returns once the request is on the wire (so
+// that messages reach the server in the bridge's order), or, for
+// initialize, once the response headers (and the session id) are in; the
+// answer is read in the background.
+func (c *httpConn) send(m jsonrpc.Message, body []byte) {
+	var call jsonrpc.ID
+	initialize, initialized := false, false
+	if r, ok := m.(*jsonrpc.Request); ok {
+		call = r.ID
+		initialize = r.Method == flow.MethodInitialize
+		initialized = r.Method == flow.MethodInitialized
+		if initialize {
+			c.mu.Lock()
+			c.initID = r.ID
+			c.mu.Unlock()
+		}
+	}
+	wrote := make(chan struct{})
+	var once sync.Once
+	markWrote := func() { once.Do(func() { close(wrote) }) }
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		resp, err := c.do(c.ctx, http.MethodPost, body, markWrote, nil)
+		markWrote()
+		if err != nil {
+			c.failCall(call, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
+			return
+		}
+		c.answer(resp, call)
+		if initialized && resp.StatusCode/100 == 2 {
+			c.listen()
+		}
+	}()
+	<-wrote
+	if initialize {
+		// The session id comes with the initialize response's headers;
+		// nothing else may be sent before it is known.
+		c.wg.Wait()
+	}
+}
+
+// do sends one HTTP request with the session's headers, authorizing and
+// retrying once on 401/403 when OAuth is configured.
+func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote func(), extra http.Header) (*http.Response, error) {
+	build := func() (*http.Request, error) {
+		if wrote != nil {
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
+		}
+		var rd io.Reader
+		if body != nil {
+			rd = bytes.NewReader(body)
+		}
+		req, err := http.NewRequestWithContext(ctx, method, c.cfg.Endpoint, rd)
+		if err != nil {
+			return nil, err
+		}
+		for k, v := range c.cfg.Header {
+			req.Header[k] = v
+		}
+		for k, v := range extra {
+			req.Header[k] = v
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+		}
+		c.mu.Lock()
+		if c.sessionID != "" {
+			req.Header.Set("Mcp-Session-Id", c.sessionID)
+		}
+		if c.version != "" {
+			req.Header.Set("Mcp-Protocol-Version", c.version)
+		}
+		c.mu.Unlock()
+		if c.cfg.OAuth != nil {
+			ts, err := c.cfg.OAuth.TokenSource(ctx)
+			if err != nil {
+				return nil, err
+			}
+			if ts != nil {
+				if tok, err := ts.Token(); err == nil && tok != nil {
+					req.Header.Set("Authorization", "Bearer "+tok.AccessToken)
+				}
+			}
+		}
+		return req, nil
+	}
+	req, err := build()
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.cfg.HTTPClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if c.cfg.OAuth != nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		if err := c.cfg.OAuth.Authorize(ctx, req, resp); err != nil {
+			return nil, fmt.Errorf("authorization: %w", err)
+		}
+		if req, err = build(); err != nil {
+			return nil, err
+		}
+		return c.cfg.HTTPClient.Do(req)
+	}
+	return resp, nil
+}
+
+// answer reads the server's answer to a POST: 202 for notifications and
+// responses, a JSON body or an SSE stream for requests.
+func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
+	defer resp.Body.Close()
+	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
+		c.mu.Lock()
+		if c.sessionID == "" {
+			c.sessionID = sid
+		}
+		c.mu.Unlock()
+	}
+	switch {
+	case resp.StatusCode == http.StatusNotFound && c.session() != "":
+		c.failCall(call, "upstream session expired (HTTP 404)")
+		c.log.Warn("upstream session expired", "endpoint", c.cfg.Endpoint)
+		c.out.CloseWithError(errors.New("upstream session expired"))
+		return
+	case resp.StatusCode/100 != 2:
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if p, err := codec.Default(codec.JSON).Decode(b); err == nil {
+			if msgs, _ := jsonrpc.Validate(p); len(msgs) == 1 {
+				if r, ok := msgs[0].(*jsonrpc.Response); ok && r.Error != nil && call.IsValid() {
+					r.ID = call
+					c.deliver(r)
+					return
+				}
+			}
+		}
+		c.failCall(call, fmt.Sprintf("upstream answered HTTP %s: %s", resp.Status, strings.TrimSpace(string(b))))
+		return
+	case !call.IsValid():
+		return // 202 for a notification or a response
+	}
+	switch mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(mt)) {
+	case "application/json":
+		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessage+1))
+		if err != nil || len(b) > MaxMessage {
+			c.failCall(call, fmt.Sprintf("upstream JSON answer unreadable or over %d bytes: %v", MaxMessage, err))
+			return
+		}
+		if !c.deliverRaw(b, call) {
+			c.failCall(call, "upstream answered without a response to the request")
+		}
+	case "text/event-stream":
+		c.stream(resp, call)
+	default:
+		c.failCall(call, fmt.Sprintf("upstream answered %q, neither JSON nor SSE", resp.Header.Get("Content-Type")))
+	}
+}
+
+// listen opens the standalone GET stream once (2025-11-25 §Listening for
+// Messages from the Server); a 405 means the server offers none.
+func (c *httpConn) listen() {
+	c.mu.Lock()
+	if c.listening {
+		c.mu.Unlock()
+		return
+	}
+	c.listening = true
+	c.mu.Unlock()
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+		if err != nil {
+			c.log.Debug("upstream GET stream", "err", err)
+			return
+		}
+		if resp.StatusCode != http.StatusOK || !isEventStream(resp) {
+			resp.Body.Close()
+			return
+		}
+		c.stream(resp, jsonrpc.ID{})
+	}()
+}
+
+func isEventStream(resp *http.Response) bool {
+	mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";")
+	return strings.EqualFold(strings.TrimSpace(mt), "text/event-stream")
+}
+
+// stream reads an SSE stream until the response to call arrives (for a
+// POST's stream) or the session ends (the standalone stream). A stream cut
+// early is resumed with GET and Last-Event-ID after the server's retry delay
+// (2025-11-25 §Resumability and Redelivery).
+func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
+	var lastID string
+	var retry time.Duration
+	fruitless := 0
+	for {
+		got, last, r := c.events(resp.Body, call)
+		resp.Body.Close()
+		if got || c.ctx.Err() != nil {
+			return
+		}
+		if r > 0 {
+			retry = r
+		}
+		if last != "" && last != lastID {
+			lastID, fruitless = last, 0
+		} else {
+			fruitless++
+		}
+		if lastID == "" && call.IsValid() {
+			c.failCall(call, "upstream SSE stream ended without a response and cannot be resumed (no event id)")
+			return
+		}
+		if fruitless > c.cfg.MaxRetries {
+			c.failCall(call, fmt.Sprintf("upstream SSE stream: %d reconnections without a new event", c.cfg.MaxRetries))
+			return
+		}
+		delay := retry
+		if delay <= 0 {
+			delay = time.Duration(1<<min(fruitless, 5)) * 100 * time.Millisecond
+		}
+		select {
+		case <-time.After(delay):
+		case <-c.ctx.Done():
+			return
+		}
+		h := http.Header{"Accept": {"text/event-stream"}}
+		if lastID != "" {
+			h.Set("Last-Event-Id", lastID)
+		}
+		next, err := c.do(c.ctx, http.MethodGet, nil, nil, h)
+		if err != nil {
+			if c.ctx.Err() != nil {
+				return
+			}
+			c.log.Debug("upstream SSE reconnect", "err", err)
+			fruitless++
+			resp = &http.Response{Body: http.NoBody}
+			continue
+		}
+		if next.StatusCode == http.StatusMethodNotAllowed || next.StatusCode == http.StatusNotFound {
+			next.Body.Close()
+			c.failCall(call, fmt.Sprintf("upstream refused to resume the SSE stream: HTTP %s", next.Status))
+			return
+		}
+		if next.StatusCode != http.StatusOK || !isEventStream(next) {
+			next.Body.Close()
+			resp = &http.Response{Body: http.NoBody}
+			continue
+		}
+		resp = next
+	}
+}
+
+// events reads SSE events (WHATWG HTML §9.2 event stream interpretation)
+// and delivers their messages; it reports whether the response to call came,
+// the last event id and the last retry delay seen.
+func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration) {
+	br := bufio.NewReaderSize(body, 32<<10)
+	var data bytes.Buffer
+	event := ""
+	for {
+		line, err := readLine(br, MaxMessage)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && c.ctx.Err() == nil {
+				c.log.Debug("upstream SSE stream", "err", err)
+			}
+			return false, lastID, retry
+		}
+		if len(line) == 0 { // dispatch
+			if data.Len() > 0 && (event == "" || event == "message") {
+				if c.deliverRaw(data.Bytes(), call) {
+					return true, lastID, retry
+				}
+			}
+			data.Reset()
+			event = ""
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			if data.Len()+len(value) > MaxMessage {
+				c.log.Warn("upstream SSE event over the message limit", "limit", MaxMessage)
+				return false, lastID, retry
+			}
+			data.Write(value)
+		case "id":
+			if !bytes.ContainsRune(value, 0) {
+				lastID = string(value)
+			}
+		case "retry":
+			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+				retry = time.Duration(n) * time.Millisecond
+			}
+		case "event":
+			event = string(value)
+		}
+	}
+}
+
+// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	var line []byte
+	for {
+		b, err := br.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		switch b {
+		case '\n':
+			return line, nil
+		case '\r':
+			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
+				_, _ = br.ReadByte()
+			}
+			return line, nil
+		}
+		if len(line) >= limit {
+			return nil, fmt.Errorf("SSE line over %d bytes", limit)
+		}
+		line = append(line, b)
+	}
+}
+
+// deliverRaw passes the messages of one JSON text to the bridge and reports
+// whether the response to call was among them.
+func (c *httpConn) deliverRaw(b []byte, call jsonrpc.ID) bool {
+	p, err := codec.Default(codec.JSON).Decode(bytes.Clone(b))
+	if err != nil {
+		c.log.Warn("upstream sent unreadable JSON", "err", err)
+		return false
+	}
+	msgs, _ := jsonrpc.Validate(p)
+	got := false
+	for _, m := range msgs {
+		if r, ok := m.(*jsonrpc.Response); ok {
+			got = got || (call.IsValid() && r.ID == call)
+			c.noteInitialize(r)
+		}
+		c.deliver(m)
+	}
+	return got
+}
+
+// noteInitialize learns the negotiated protocol version, which every later
+// request carries in MCP-Protocol-Version.
+func (c *httpConn) noteInitialize(r *jsonrpc.Response) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.initID.IsValid() || r.ID != c.initID || r.Result == nil {
+		return
+	}
+	var res struct {
+		ProtocolVersion string `json:"protocolVersion"`
+	}
+	if json.Unmarshal(r.Result, &res) == nil {
+		c.version = res.ProtocolVersion
+	}
+}
+
+func (c *httpConn) deliver(m jsonrpc.Message) {
+	b := append(jsonrpc.AppendJSON(nil, m), '\n')
+	c.outMu.Lock()
+	defer c.outMu.Unlock()
+	_, _ = c.out.Write(b)
+}
+
+// failCall answers a request the upstream cannot answer with an internal
+// error that says why.
+func (c *httpConn) failCall(call jsonrpc.ID, msg string) {
+	c.log.Debug("upstream request failed", "id", call.String(), "why", msg)
+	if call.IsValid() {
+		c.deliver(jsonrpc.NewErrorResponse(call, jsonrpc.NewError(jsonrpc.CodeInternalError, msg)))
+	}
+}
+
+func (c *httpConn) session() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sessionID
+}
+
+// close ends the HTTP session: DELETE (2025-11-25 §Session Management),
+// then every request and stream of it.
+func (c *httpConn) close() {
+	if c.session() != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		if resp, err := c.do(ctx, http.MethodDelete, nil, nil, nil); err == nil {
+			resp.Body.Close()
+		}
+		cancel()
+	}
+	c.cancel()
+	c.wg.Wait()
+	c.out.Close()
+}
