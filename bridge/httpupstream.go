@@ -80,7 +80,6 @@ type httpConn struct {
 	sessionID string
 	version   string // negotiated protocol version, once known
 	initID    jsonrpc.ID
-	listening bool // the standalone GET stream is open (or was refused)
 }
 
 func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
@@ -122,11 +121,10 @@ func (c *httpConn) pipes() (io.WriteCloser, io.Reader, func(), error) {
 // answer is read in the background.
 func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 	var call jsonrpc.ID
-	initialize, initialized := false, false
+	initialize := false
 	if r, ok := m.(*jsonrpc.Request); ok {
 		call = r.ID
 		initialize = r.Method == flow.MethodInitialize
-		initialized = r.Method == flow.MethodInitialized
 		if initialize {
 			c.mu.Lock()
 			c.initID = r.ID
@@ -146,15 +144,20 @@ func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 			return
 		}
 		c.answer(resp, call)
-		if initialized && resp.StatusCode/100 == 2 {
-			c.listen()
-		}
 	}()
 	<-wrote
 	if initialize {
-		// The session id comes with the initialize response's headers;
-		// nothing else may be sent before it is known.
+		// The session id comes with the initialize response; nothing else
+		// may be sent before it is known. Then the standalone stream opens
+		// before anything else is sent (as the go-sdk's client does), so
+		// that no server request sent on it is lost to a race.
 		c.wg.Wait()
+		c.mu.Lock()
+		ok := c.version != ""
+		c.mu.Unlock()
+		if ok {
+			c.listen()
+		}
 	}
 }
 
@@ -274,20 +277,19 @@ func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
 	}
 }
 
-// listen opens the standalone GET stream once (2025-11-25 §Listening for
-// Messages from the Server); a 405 means the server offers none.
+// listenWait bounds how long listen waits for the GET stream's headers.
+const listenWait = 2 * time.Second
+
+// listen opens the standalone GET stream (2025-11-25 §Listening for
+// Messages from the Server; a 405 means the server offers none) and returns
+// once its response headers are in, or after listenWait.
 func (c *httpConn) listen() {
-	c.mu.Lock()
-	if c.listening {
-		c.mu.Unlock()
-		return
-	}
-	c.listening = true
-	c.mu.Unlock()
+	open := make(chan struct{})
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
 		resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+		close(open)
 		if err != nil {
 			c.log.Debug("upstream GET stream", "err", err)
 			return
@@ -298,6 +300,11 @@ func (c *httpConn) listen() {
 		}
 		c.stream(resp, jsonrpc.ID{})
 	}()
+	select {
+	case <-open:
+	case <-time.After(listenWait):
+		c.log.Debug("upstream GET stream: no headers yet; going on", "after", listenWait)
+	}
 }
 
 func isEventStream(resp *http.Response) bool {
