@@ -60,8 +60,11 @@ clean:
 interop:
 	$(GO) run ./conformance/internal/interop -out docs/INTEROP.md
 
-# interop-mcp: the official MCP conformance suite (npm, with Node 22 from npm)
-# against the go-sdk conformance server directly and through
-# HTTP front → MCP-Flow → stdio upstream; prints both totals.
+# interop-mcp: the official MCP conformance suite (npm, with Node 22 from npm).
+# Server mode: the go-sdk conformance server directly and through
+# HTTP front → MCP-Flow → stdio upstream. Client mode ('core'): the go-sdk
+# conformance client directly and through HTTP front → MCP-Flow → our HTTP
+# upstream → the suite's mock servers (in a private network namespace).
+# Prints the totals side by side.
 interop-mcp:
-	$(GO) test -count=1 -v -run 'TestOfficialConformanceSuite' ./interop/ | grep -E 'passed|^(ok|FAIL|---)'
+	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|^(ok|FAIL|---)'

@@ -136,10 +136,9 @@ func TestOfficialConformanceSuite(t *testing.T) {
 	t.Cleanup(front.Close)
 	cp, cf, cout := runSuite(t, node, suite, front.URL+"/mcp")
 
-	report := fmt.Sprintf("official MCP conformance suite 0.1.16, server mode:\n  %-58s %3d passed, %d failed\n  %-58s %3d passed, %d failed\n",
+	report := fmt.Sprintf("official MCP conformance suite 0.1.16, server mode:\n  %-62s %3d passed, %d failed\n  %-62s %3d passed, %d failed\n",
 		"go-sdk everything-server, direct (Streamable HTTP)", dp, df,
 		"same server via HTTP front → MCP-Flow → stdio upstream", cp, cf)
-	t.Log("\n" + report)
 	fmt.Print(report)
 	if df != 0 {
 		t.Errorf("the fixture itself fails %d checks:\n%s", df, tail(dout))
@@ -157,4 +156,81 @@ func waitTCP(t *testing.T, addr string) {
 		}
 	}
 	t.Fatalf("nothing listens on %s", addr)
+}
+
+var suiteTotalRE = regexp.MustCompile(`Total: (\d+) passed, (\d+) failed, (\d+) warnings`)
+var scenarioRE = regexp.MustCompile(`(?m)^([✓✗]) (\S+): `)
+
+// clientSuite is one run of the suite's client mode.
+type clientSuite struct {
+	passed, failed, warnings int
+	scenarios                map[string]bool // scenario → passed
+	out                      []byte
+}
+
+// runClientSuite runs the conformance suite's client mode ('core' suite)
+// with command as the client under test, inside a private network
+// namespace: the suite's mock servers listen on every interface, and there
+// they reach nothing beyond this process tree.
+func runClientSuite(t *testing.T, node, suite, command string, env ...string) clientSuite {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	script := `ip link set lo up && exec "$NODE" "$SUITE" client --suite core --command "$CLIENT"`
+	cmd := exec.CommandContext(ctx, "unshare", "-n", "sh", "-c", script)
+	cmd.Env = append(append(os.Environ(), "NODE="+node, "SUITE="+suite, "CLIENT="+command), env...)
+	out, err := cmd.CombinedOutput()
+	m := suiteTotalRE.FindSubmatch(out)
+	if m == nil {
+		need(t, "the conformance client suite in a private network namespace (unshare -n, as root)", err, out)
+	}
+	r := clientSuite{scenarios: map[string]bool{}, out: out}
+	r.passed, _ = strconv.Atoi(string(m[1]))
+	r.failed, _ = strconv.Atoi(string(m[2]))
+	r.warnings, _ = strconv.Atoi(string(m[3]))
+	for _, s := range scenarioRE.FindAllSubmatch(out, -1) {
+		r.scenarios[string(s[2])] = string(s[1]) == "✓"
+	}
+	return r
+}
+
+// TestOfficialConformanceClientSuite runs the client mode of
+// @modelcontextprotocol/conformance 0.1.16 ('core' suite: initialize,
+// tools_call, elicitation defaults, SSE retry and the OAuth scenarios) with
+// the go-sdk's conformance client directly, and with our Streamable HTTP
+// client side under test in the chain
+//
+//	go-sdk client → Streamable HTTP front → MCP-Flow → HTTP upstream → the suite's mock servers
+//
+// (interop/chainclient; in the auth scenarios the upstream authorizes with
+// the go-sdk's OAuth handler). Every scenario must pass both ways. The check
+// totals differ: the suite counts checks per HTTP request, and the go-sdk
+// client, talking to the mock directly, first tries server/discover.
+func TestOfficialConformanceClientSuite(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs the official suite twice")
+	}
+	node, suite := npmPeers(t)
+	client := goBuild(t, "github.com/modelcontextprotocol/go-sdk/conformance/everything-client")
+	chain := goBuild(t, "github.com/mcp-flow/mcp-flow/interop/chainclient")
+
+	direct := runClientSuite(t, node, suite, client)
+	chained := runClientSuite(t, node, suite, chain, "CHAIN_CLIENT="+client)
+
+	report := fmt.Sprintf("official MCP conformance suite 0.1.16, client mode ('core', %d scenarios):\n  %-62s %3d passed, %d failed, %d warnings\n  %-62s %3d passed, %d failed, %d warnings\n",
+		len(direct.scenarios),
+		"go-sdk everything-client → the suite's mock servers", direct.passed, direct.failed, direct.warnings,
+		"same client → HTTP front → MCP-Flow → HTTP upstream → mocks", chained.passed, chained.failed, chained.warnings)
+	fmt.Print(report)
+	if len(direct.scenarios) == 0 || direct.failed != 0 {
+		t.Errorf("the go-sdk client itself fails:\n%s", tail(direct.out))
+	}
+	for name, ok := range direct.scenarios {
+		if ok && !chained.scenarios[name] {
+			t.Errorf("scenario %s passes directly but not through the chain", name)
+		}
+	}
+	if chained.failed != 0 || chained.warnings != 0 || len(chained.scenarios) != len(direct.scenarios) {
+		t.Errorf("chain: %d failed, %d warnings, %d scenarios:\n%s", chained.failed, chained.warnings, len(chained.scenarios), tail(chained.out))
+	}
 }
