@@ -41,6 +41,10 @@ type HTTPUpstreamConfig struct {
 	// MaxRetries bounds the reconnections of one SSE stream that bring no
 	// new event (default 5).
 	MaxRetries int
+	// MaxMessage bounds one message (a JSON body, an SSE event) read from
+	// the upstream (default and ceiling: MaxMessage, 64 MiB). A larger one
+	// fails the request it belongs to.
+	MaxMessage int
 	// Threshold: content larger than this many bytes goes on execution
 	// streams (0: 256 KiB).
 	Threshold int
@@ -55,6 +59,9 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	}
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = 5
+	}
+	if cfg.MaxMessage <= 0 || cfg.MaxMessage > MaxMessage {
+		cfg.MaxMessage = MaxMessage
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -262,9 +269,13 @@ func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
 	}
 	switch mt, _, _ := strings.Cut(resp.Header.Get("Content-Type"), ";"); strings.TrimSpace(strings.ToLower(mt)) {
 	case "application/json":
-		b, err := io.ReadAll(io.LimitReader(resp.Body, MaxMessage+1))
-		if err != nil || len(b) > MaxMessage {
-			c.failCall(call, fmt.Sprintf("upstream JSON answer unreadable or over %d bytes: %v", MaxMessage, err))
+		b, err := io.ReadAll(io.LimitReader(resp.Body, int64(c.cfg.MaxMessage)+1))
+		switch {
+		case err != nil:
+			c.failCall(call, fmt.Sprintf("upstream JSON answer unreadable: %v", err))
+			return
+		case len(b) > c.cfg.MaxMessage:
+			c.failCall(call, fmt.Sprintf("upstream JSON answer over the %d-byte message limit", c.cfg.MaxMessage))
 			return
 		}
 		if !c.deliverRaw(b, call) {
@@ -321,9 +332,13 @@ func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
 	var retry time.Duration
 	fruitless := 0
 	for {
-		got, last, r := c.events(resp.Body, call)
+		got, last, r, err := c.events(resp.Body, call)
 		resp.Body.Close()
 		if got || c.ctx.Err() != nil {
+			return
+		}
+		if err != nil {
+			c.failCall(call, err.Error())
 			return
 		}
 		if r > 0 {
@@ -381,23 +396,28 @@ func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
 
 // events reads SSE events (WHATWG HTML §9.2 event stream interpretation)
 // and delivers their messages; it reports whether the response to call came,
-// the last event id and the last retry delay seen.
-func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration) {
+// the last event id and the last retry delay seen, and an error that rules
+// out resuming the stream (an event over the message limit).
+func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration, fatal error) {
 	br := bufio.NewReaderSize(body, 32<<10)
 	var data bytes.Buffer
 	event := ""
+	tooBig := fmt.Errorf("upstream SSE event over the %d-byte message limit", c.cfg.MaxMessage)
 	for {
-		line, err := readLine(br, MaxMessage)
-		if err != nil {
+		line, err := readLine(br, c.cfg.MaxMessage)
+		switch {
+		case errors.Is(err, errLineTooLong):
+			return false, lastID, retry, tooBig
+		case err != nil:
 			if !errors.Is(err, io.EOF) && c.ctx.Err() == nil {
 				c.log.Debug("upstream SSE stream", "err", err)
 			}
-			return false, lastID, retry
+			return false, lastID, retry, nil
 		}
 		if len(line) == 0 { // dispatch
 			if data.Len() > 0 && (event == "" || event == "message") {
 				if c.deliverRaw(data.Bytes(), call) {
-					return true, lastID, retry
+					return true, lastID, retry, nil
 				}
 			}
 			data.Reset()
@@ -414,9 +434,8 @@ func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID str
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
-			if data.Len()+len(value) > MaxMessage {
-				c.log.Warn("upstream SSE event over the message limit", "limit", MaxMessage)
-				return false, lastID, retry
+			if data.Len()+len(value) > c.cfg.MaxMessage {
+				return false, lastID, retry, tooBig
 			}
 			data.Write(value)
 		case "id":
@@ -432,6 +451,8 @@ func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID str
 		}
 	}
 }
+
+var errLineTooLong = errors.New("SSE line over the message limit")
 
 // readLine reads one line (LF, CR or CRLF ended) of at most limit bytes.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
@@ -451,7 +472,7 @@ func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 			return line, nil
 		}
 		if len(line) >= limit {
-			return nil, fmt.Errorf("SSE line over %d bytes", limit)
+			return nil, errLineTooLong
 		}
 		line = append(line, b)
 	}

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -95,6 +96,8 @@ type upConn struct {
 	mu      sync.Mutex
 	pending waiters
 	byToken map[string]*flow.Request // progress tokens of requests in flight
+	ended   chan struct{}            // closed when the upstream's output ends
+	endErr  error
 }
 
 func (u *Upstream) conn(s *flow.Session) *upConn {
@@ -118,7 +121,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	if err != nil {
 		return nil, err
 	}
-	c := &upConn{u: u, s: s, stdin: stdin, byToken: map[string]*flow.Request{}}
+	c := &upConn{u: u, s: s, stdin: stdin, byToken: map[string]*flow.Request{}, ended: make(chan struct{})}
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
@@ -163,6 +166,8 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 			return nil, r.Error
 		}
 		return r.Result, nil
+	case <-c.ended:
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream MCP server ended: "+c.endErr.Error())
 	case <-ctx.Done():
 		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "cancelled by the MCP-Flow client"})
 		_ = c.send(n)
@@ -170,10 +175,29 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 	}
 }
 
-// read takes the upstream's messages until its stdout ends.
+// read takes the upstream's messages until its stdout ends. Then the
+// requests waiting for it fail, and, unless the session is already ending,
+// the MCP-Flow session is shut down gracefully: without its upstream it
+// cannot serve anything (answers already on their way still go out).
 func (c *upConn) read(stdout io.Reader) {
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), MaxMessage)
+	defer func() {
+		c.endErr = sc.Err()
+		if c.endErr == nil {
+			c.endErr = io.EOF
+		}
+		close(c.ended)
+		select {
+		case <-c.s.Done():
+			return
+		default:
+		}
+		c.u.log.Warn("upstream ended; shutting the session down", "err", c.endErr)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = c.s.Shutdown(ctx, "upstream MCP server ended")
+	}()
 	for sc.Scan() {
 		p, err := codec.Default(codec.JSON).Decode(append([]byte(nil), sc.Bytes()...))
 		if err != nil {
