@@ -260,7 +260,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var s *httpSession
-	isInit := len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
+	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
 	if isInit {
 		st0 := newSSEStream(0)
 		s = &httpSession{id: newSessionID(), byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
@@ -268,6 +268,11 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		s.core = NewStdio(h.cfg.Stdio)
 		s.core.emit = s.route
 	} else if s = h.session(w, r); s == nil {
+		return
+	}
+	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
+		// 2025-03-26 allowed a batch in a POST; 2025-06-18 and later do not.
+		writeJSON(w, http.StatusBadRequest, batchError(v))
 		return
 	}
 	// The requests of this POST, and where their answers come.

@@ -180,3 +180,46 @@ func TestHTTPFrontResumption(t *testing.T) {
 		t.Fatalf("replay after 1.1:\n%s", s)
 	}
 }
+
+// TestHTTPFrontBatchesByVersion: a POSTed batch is answered in a 2025-03-26
+// session (its responses on the POST's SSE stream) and refused whole with
+// 400 and a -32600 error in a 2025-11-25 session.
+func TestHTTPFrontBatchesByVersion(t *testing.T) {
+	ts := httpFront(t)
+	post := func(sid, version, body string) (*http.Response, string) {
+		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		if sid != "" {
+			req.Header.Set("MCP-Session-Id", sid)
+			req.Header.Set("MCP-Protocol-Version", version)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	batch := `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"text":"一"}}},` +
+		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},` +
+		`{"jsonrpc":"2.0","id":"b","method":"ping"}]`
+	for _, v := range []string{"2025-03-26", "2025-11-25"} {
+		init, _ := post("", "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"`+v+`","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+		sid := init.Header.Get("MCP-Session-Id")
+		resp, body := post(sid, v, batch)
+		if v == "2025-03-26" {
+			if resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":"a","result"`) || !strings.Contains(body, "一") || !strings.Contains(body, `"id":"b","result":{}`) {
+				t.Errorf("%s: batch answer %d:\n%s", v, resp.StatusCode, body)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"code":-32600`) || !strings.Contains(body, v) {
+			t.Errorf("%s: batch answer %d: %s", v, resp.StatusCode, body)
+		}
+		if resp, body := post(sid, v, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); resp.StatusCode != http.StatusOK || !strings.Contains(body, `"id":7`) {
+			t.Errorf("%s: the session after a refused batch: %d %s", v, resp.StatusCode, body)
+		}
+	}
+}

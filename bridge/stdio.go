@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,12 +99,109 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			continue
 		}
 		msgs, replies := jsonrpc.Validate(p)
+		if p.Batch {
+			b.batch(ctx, msgs, replies)
+			continue
+		}
 		for _, rep := range replies {
 			b.write(rep)
 		}
 		for _, m := range msgs {
 			b.dispatch(ctx, m)
 		}
+	}
+}
+
+// BatchesAllowed reports whether MCP protocol version v has JSON-RPC
+// batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
+// 2025-06-18).
+func BatchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
+
+// batchError is the answer to a batch the session's protocol version does
+// not allow, or one sent before initialize (which 2025-03-26 forbids in a
+// batch).
+func batchError(version string) *jsonrpc.Response {
+	msg := "JSON-RPC batches are not part of MCP " + version + " (only 2025-03-26 has them)"
+	if version == "" {
+		msg = "a batch before initialize: initialize must be sent alone (MCP 2025-03-26 lifecycle)"
+	}
+	return jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
+}
+
+func alreadyInitialized(id jsonrpc.ID) *jsonrpc.Response {
+	return jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "already initialized"))
+}
+
+// version is the session's negotiated MCP protocol version ("" before
+// initialize).
+func (b *Stdio) version() string {
+	if s := b.session(); s != nil {
+		return s.InitializeResult().ProtocolVersion
+	}
+	return ""
+}
+
+// batch answers a batch (JSON-RPC 2.0 §6) where the protocol version allows
+// it: its requests run concurrently and their responses go out together in
+// one array, in any order, once all are in; a batch of notifications and
+// responses only gets no answer. Elsewhere the whole batch is refused with
+// one -32600 error and nothing in it is processed.
+func (b *Stdio) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
+	if v := b.version(); !BatchesAllowed(v) {
+		b.write(batchError(v))
+		return
+	}
+	var mu sync.Mutex
+	out := slices.Clone(replies)
+	var calls sync.WaitGroup
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			b.dispatch(ctx, m) // notifications and responses
+			continue
+		}
+		if req.Method == flow.MethodInitialize {
+			out = append(out, alreadyInitialized(req.ID))
+			continue
+		}
+		b.wg.Add(1)
+		calls.Add(1)
+		go func() {
+			defer b.wg.Done()
+			defer calls.Done()
+			if r := b.call(ctx, req); r != nil {
+				mu.Lock()
+				out = append(out, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		calls.Wait()
+		if len(out) > 0 {
+			b.writeBatch(out)
+		}
+	}()
+}
+
+func (b *Stdio) writeBatch(rs []*jsonrpc.Response) {
+	ms := make([]jsonrpc.Message, len(rs))
+	for i, r := range rs {
+		ms[i] = r
+	}
+	if b.emit != nil {
+		for _, m := range ms {
+			b.emit(m)
+		}
+		return
+	}
+	body := jsonrpc.AppendBatchJSON(nil, ms)
+	b.outMu.Lock()
+	defer b.outMu.Unlock()
+	if _, err := b.out.Write(AppendFramed(nil, Framing(b.framing.Load()), body)); err != nil {
+		b.log.Warn("stdout write failed", "err", err)
 	}
 }
 
@@ -146,6 +244,10 @@ func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 			return
 		}
 		if m.Method == flow.MethodInitialize {
+			if b.session() != nil {
+				b.write(alreadyInitialized(m.ID))
+				return
+			}
 			// On the reading goroutine: requests that follow wait for it.
 			b.write(b.initialize(ctx, m))
 			return
@@ -153,7 +255,9 @@ func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 		b.wg.Add(1)
 		go func() {
 			defer b.wg.Done()
-			b.call(ctx, m)
+			if r := b.call(ctx, m); r != nil {
+				b.write(r)
+			}
 		}()
 	}
 }
@@ -185,15 +289,15 @@ func (b *Stdio) notification(n *jsonrpc.Request) {
 	}
 }
 
-func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) {
+// call answers one request of the host through the MCP-Flow session; nil
+// when the host cancelled it (MCP sends no response then).
+func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
 	s := b.session()
 	if s == nil {
 		if m.Method == flow.MethodPing {
-			b.write(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
-			return
+			return &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
 		}
-		b.write(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized")))
-		return
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
 	}
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -218,23 +322,20 @@ func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) {
 	}
 	resp, err := s.Call(cctx, m.Method, params, opts...)
 	if cctx.Err() != nil && ctx.Err() == nil {
-		return // the host cancelled: MCP sends no response
+		return nil // the host cancelled: MCP sends no response
 	}
 	var je *jsonrpc.Error
 	switch {
 	case errors.As(err, &je):
-		b.write(jsonrpc.NewErrorResponse(m.ID, je))
-		return
+		return jsonrpc.NewErrorResponse(m.ID, je)
 	case err != nil:
-		b.write(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error())))
-		return
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))
 	}
 	result, err := b.inline(cctx, resp)
 	if err != nil {
-		b.write(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())))
-		return
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
 	}
-	b.write(&jsonrpc.Response{ID: m.ID, Result: result})
+	return &jsonrpc.Response{ID: m.ID, Result: result}
 }
 
 // initialize dials the MCP-Flow server with the host's initialize and

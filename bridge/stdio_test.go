@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/json"
 	"encoding/hex"
 	"fmt"
 	"io"
@@ -170,4 +171,131 @@ func TestContentLengthFraming(t *testing.T) {
 	if rest, _ := io.ReadAll(br); len(bytes.TrimSpace(rest)) != 0 {
 		t.Fatalf("stdout after the replies: %q", rest)
 	}
+}
+
+// ndjsonHost drives the stdio front as a host speaking NDJSON, writing every
+// message a few bytes at a time so that messages arrive split across reads.
+type ndjsonHost struct {
+	t   *testing.T
+	cmd *exec.Cmd
+	in  io.WriteCloser
+	out *bufio.Reader
+}
+
+func startNDJSONHost(t *testing.T, cli string, srv *flow.Server) *ndjsonHost {
+	cmd := bridgeCmd(cli, srv)
+	in, _ := cmd.StdinPipe()
+	out, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return &ndjsonHost{t: t, cmd: cmd, in: in, out: bufio.NewReader(out)}
+}
+
+func (h *ndjsonHost) send(msg string) {
+	b := []byte(msg + "\n")
+	for len(b) > 0 { // 7 bytes at a time: splits lines and UTF-8 sequences
+		n := min(7, len(b))
+		if _, err := h.in.Write(b[:n]); err != nil {
+			h.t.Fatal(err)
+		}
+		b = b[n:]
+		time.Sleep(100 * time.Microsecond)
+	}
+}
+
+func (h *ndjsonHost) read() string {
+	h.t.Helper()
+	line, err := h.out.ReadString('\n')
+	if err != nil {
+		h.t.Fatalf("read: %v", err)
+	}
+	return strings.TrimSuffix(line, "\n")
+}
+
+func (h *ndjsonHost) initialize(version string) {
+	h.t.Helper()
+	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"` + version + `","capabilities":{},"clientInfo":{"name":"ホスト","version":"1"}}}`)
+	if r := h.read(); !strings.Contains(r, `"protocolVersion":"`+version+`"`) {
+		h.t.Fatalf("initialize: %s", r)
+	}
+	h.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+}
+
+// exit closes the host's end and requires the bridge to exit 0 having
+// written nothing more.
+func (h *ndjsonHost) exit() {
+	h.t.Helper()
+	h.in.Close()
+	done := make(chan error, 1)
+	go func() { done <- h.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			h.t.Fatalf("bridge exit after EOF: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		h.t.Fatal("bridge did not exit after EOF")
+	}
+	if rest, _ := io.ReadAll(h.out); len(rest) != 0 {
+		h.t.Fatalf("stdout after the replies: %q", rest)
+	}
+}
+
+// TestStdioFrontBatchesByVersion: in an MCP 2025-03-26 session a batch gets
+// one array of responses (notifications unanswered); in a 2025-11-25
+// session, and before initialize, a batch is refused whole with one -32600
+// error, and the session goes on. Messages arrive split across reads, with
+// Japanese text; EOF ends the bridge with exit 0.
+func TestStdioFrontBatchesByVersion(t *testing.T) {
+	cli := buildCLI(t)
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	batch := `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"text":"一つ目"}}},` +
+		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},` +
+		`{"jsonrpc":"2.0","id":"b","method":"tools/call","params":{"name":"echo","arguments":{"text":"二つ目"}}},` +
+		`{"jsonrpc":"2.0","id":"c","method":"no/such/method"}]`
+
+	old := startNDJSONHost(t, cli, srv)
+	old.initialize("2025-03-26")
+	old.send(batch)
+	var got []struct {
+		ID     string          `json:"id"`
+		Result json.RawMessage `json:"result"`
+		Error  *struct {
+			Code int `json:"code"`
+		} `json:"error"`
+	}
+	line := old.read()
+	if err := json.Unmarshal([]byte(line), &got); err != nil || len(got) != 3 {
+		t.Fatalf("batch answer %s: %v", line, err)
+	}
+	byID := map[string]string{}
+	for _, r := range got {
+		if r.Error != nil {
+			byID[r.ID] = fmt.Sprint(r.Error.Code)
+		} else {
+			byID[r.ID] = string(r.Result)
+		}
+	}
+	if !strings.Contains(byID["a"], "一つ目") || !strings.Contains(byID["b"], "二つ目") || byID["c"] != "-32601" {
+		t.Fatalf("batch answers %v", byID)
+	}
+	old.exit()
+
+	cur := startNDJSONHost(t, cli, srv)
+	cur.send(batch) // before initialize
+	if r := cur.read(); !strings.Contains(r, `"id":null`) || !strings.Contains(r, `-32600`) || !strings.Contains(r, "before initialize") {
+		t.Fatalf("batch before initialize: %s", r)
+	}
+	cur.initialize("2025-11-25")
+	cur.send(batch)
+	if r := cur.read(); !strings.Contains(r, `"id":null`) || !strings.Contains(r, `-32600`) || !strings.Contains(r, "2025-11-25") {
+		t.Fatalf("batch in 2025-11-25: %s", r)
+	}
+	cur.send(`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"echo","arguments":{"text":"まだ大丈夫"}}}`)
+	if r := cur.read(); !strings.Contains(r, "まだ大丈夫") || !strings.Contains(r, `"id":9`) {
+		t.Fatalf("after the refused batch: %s", r)
+	}
+	cur.exit()
 }
