@@ -222,6 +222,7 @@ func (b *Stdio) finish() error {
 }
 
 func (b *Stdio) write(m jsonrpc.Message) {
+	b.logMessage("to host", m)
 	if b.emit != nil {
 		b.emit(m)
 		return
@@ -234,7 +235,22 @@ func (b *Stdio) write(m jsonrpc.Message) {
 	}
 }
 
+// logMessage logs one message at debug level (stderr, with -debug or
+// MCP_FLOW_DEBUG=1).
+func (b *Stdio) logMessage(dir string, m jsonrpc.Message) {
+	if !b.log.Enabled(context.Background(), slog.LevelDebug) {
+		return
+	}
+	switch m := m.(type) {
+	case *jsonrpc.Request:
+		b.log.Debug(dir, "method", m.Method, "id", m.ID.String())
+	case *jsonrpc.Response:
+		b.log.Debug(dir, "response", m.ID.String(), "error", m.Error != nil)
+	}
+}
+
 func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
+	b.logMessage("from host", m)
 	switch m := m.(type) {
 	case *jsonrpc.Response:
 		b.hostWait.deliver(m)

@@ -299,3 +299,42 @@ func TestStdioFrontBatchesByVersion(t *testing.T) {
 	}
 	cur.exit()
 }
+
+// TestStdioFrontDebugLogs: debug logs go to stderr with MCP_FLOW_DEBUG=1 or
+// -debug, the flag wins over the variable, and stdout carries protocol
+// messages only.
+func TestStdioFrontDebugLogs(t *testing.T) {
+	cli := buildCLI(t)
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	input := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n"
+	run := func(env string, flags ...string) (stdout, stderr string) {
+		args := append([]string{"-url", srv.URL(), "-cert-hash", flowtest.Cert.HashHex()}, flags...)
+		cmd := exec.Command(cli, append(args, "bridge", "stdio")...)
+		cmd.Env = append(os.Environ(), "MCP_FLOW_DEBUG="+env)
+		cmd.Stdin = strings.NewReader(input)
+		var o, e bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil {
+			t.Fatalf("bridge: %v\n%s", err, e.String())
+		}
+		for _, line := range strings.Split(strings.TrimSpace(o.String()), "\n") {
+			if !json.Valid([]byte(line)) {
+				t.Fatalf("stdout line is no JSON-RPC message: %q", line)
+			}
+		}
+		return o.String(), e.String()
+	}
+	if out, errs := run("1"); !strings.Contains(errs, `msg="from host" method=ping`) || strings.Count(out, "\n") != 2 {
+		t.Errorf("MCP_FLOW_DEBUG=1: stderr %q, stdout %q", errs, out)
+	}
+	if _, errs := run("1", "-debug=false"); errs != "" {
+		t.Errorf("-debug=false must win over MCP_FLOW_DEBUG=1: stderr %q", errs)
+	}
+	if _, errs := run("", "-debug"); !strings.Contains(errs, "level=DEBUG") {
+		t.Errorf("-debug: stderr %q", errs)
+	}
+	if _, errs := run(""); errs != "" {
+		t.Errorf("quiet by default: stderr %q", errs)
+	}
+}
