@@ -420,12 +420,18 @@ func checkStreamError(ctx context.Context, t Target) outcome {
 		if len(refs(r)) != 1 {
 			return fail("result %s: want one ref/stream block", clip(string(r.Result)))
 		}
-		rs, _, err := p.acceptStream()
-		if err != nil {
-			return fail("no execution stream: %v", err)
-		}
-		_, err = io.Copy(io.Discard, rs)
 		var se *webtransport.StreamError
+		rs, _, err := p.acceptStream()
+		switch {
+		case errors.As(err, &se):
+			// Reset before its header could be read: QUIC may discard
+			// the unread bytes of a reset stream (RFC 9000 §3.2), so
+			// this too is the reset the rule asks for.
+		case err != nil:
+			return fail("no execution stream: %v", err)
+		default:
+			_, err = io.Copy(io.Discard, rs)
+		}
 		if !errors.As(err, &se) {
 			return fail("the stream ended with %v, not a reset: a truncated payload looks complete", err)
 		}
