@@ -87,6 +87,7 @@ type httpConn struct {
 	sessionID string
 	version   string // negotiated protocol version, once known
 	initID    jsonrpc.ID
+	expired   bool // the server answered 404: the session is gone
 }
 
 func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
@@ -247,6 +248,9 @@ func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
 	}
 	switch {
 	case resp.StatusCode == http.StatusNotFound && c.session() != "":
+		c.mu.Lock()
+		c.expired = true
+		c.mu.Unlock()
 		c.failCall(call, "upstream session expired (HTTP 404)")
 		c.log.Warn("upstream session expired", "endpoint", c.cfg.Endpoint)
 		c.out.CloseWithError(errors.New("upstream session expired"))
@@ -536,10 +540,13 @@ func (c *httpConn) session() string {
 	return c.sessionID
 }
 
-// close ends the HTTP session: DELETE (2025-11-25 §Session Management),
-// then every request and stream of it.
+// close ends the HTTP session: DELETE (2025-11-25 §Session Management)
+// unless the server has ended it, then every request and stream of it.
 func (c *httpConn) close() {
-	if c.session() != "" {
+	c.mu.Lock()
+	live := c.sessionID != "" && !c.expired
+	c.mu.Unlock()
+	if live { // an expired session has nothing to delete
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		if resp, err := c.do(ctx, http.MethodDelete, nil, nil, nil); err == nil {
 			resp.Body.Close()
