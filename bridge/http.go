@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -15,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -30,6 +32,15 @@ type HTTPConfig struct {
 	AllowedOrigins []string
 	// Token, if set, is required as "Authorization: Bearer <token>" (401).
 	Token string
+	// MaxSessions bounds the sessions open at once; an initialize past it
+	// gets 503 (default 256). Each holds an MCP-Flow session.
+	MaxSessions int
+	// IdleTimeout ends a session with no request and no open stream for
+	// that long; its id then gets 404 (default 30 minutes).
+	IdleTimeout time.Duration
+	// MaxBody bounds a POST body; a larger one gets 413 (default and
+	// ceiling: MaxMessage, 64 MiB).
+	MaxBody int
 }
 
 // HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
@@ -47,6 +58,15 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if log == nil {
 		log = slog.Default()
 	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 256
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.MaxBody <= 0 || cfg.MaxBody > MaxMessage {
+		cfg.MaxBody = MaxMessage
+	}
 	return &HTTPFront{cfg: cfg, log: log, sessions: map[string]*httpSession{}}
 }
 
@@ -54,9 +74,10 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 type httpSession struct {
-	id   string
-	core *Stdio
-	mu   sync.Mutex
+	id    string
+	front *HTTPFront
+	core  *Stdio
+	mu    sync.Mutex
 	// waiting POSTs by request id, and by progress token for related
 	// notifications.
 	byID    map[string]chan jsonrpc.Message
@@ -67,30 +88,102 @@ type httpSession struct {
 	streams    map[int]*sseStream // under mu
 	standalone *sseStream         // streams[0]; set once
 	nextStream int
+	finished   []*sseStream // finished POST streams kept for resumption, oldest first
 	getOpen    bool
 	delivered  int // events of stream 0 sent on some GET
+	// Idleness: active counts requests and streams in progress; the timer
+	// ends the session once it has been idle for IdleTimeout.
+	active int
+	idle   *time.Timer
+}
+
+// enter marks activity on the session; the returned function ends it.
+func (s *httpSession) enter() func() {
+	s.mu.Lock()
+	s.active++
+	s.mu.Unlock()
+	return func() {
+		s.mu.Lock()
+		s.active--
+		s.mu.Unlock()
+		s.touch()
+	}
+}
+
+// touch restarts the idle timer.
+func (s *httpSession) touch() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.idle != nil {
+		s.idle.Reset(s.idleTimeout())
+	}
+}
+
+func (s *httpSession) idleTimeout() time.Duration { return s.front.cfg.IdleTimeout }
+
+// retire keeps a finished POST stream for resumption, within the session's
+// bounds; the oldest finished streams go first.
+func (s *httpSession) retire(st *sseStream) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished = append(s.finished, st)
+	total := 0
+	for _, f := range s.finished {
+		total += f.bytes()
+	}
+	for len(s.finished) > 1 && (len(s.finished) > keepFinished || total > keepFinishedBytes) {
+		old := s.finished[0]
+		total -= old.bytes()
+		delete(s.streams, old.id)
+		s.finished[0] = nil
+		s.finished = s.finished[1:]
+	}
 }
 
 // sseStream is the event log of one SSE stream. A writer follows it from a
-// position; appends wake the writers.
+// position; appends wake the writers. It keeps a window of the latest
+// events for resumption (replayEvents, replayBytes); a follower that falls
+// behind the window has lost events and is cut off.
 type sseStream struct {
 	id     int
 	mu     sync.Mutex
+	base   int // events before this sequence number are gone
 	events [][]byte
+	size   int
 	done   bool
 	wake   chan struct{}
 }
 
-// maxEvents bounds what a stream keeps for replay.
-const maxEvents = 4096
+// The replay window of one stream: the latest replayEvents events, within
+// replayBytes (the newest event is always kept, whatever its size).
+const (
+	replayEvents = 1024
+	replayBytes  = 16 << 20
+)
+
+// Finished POST streams are kept for resumption within these bounds per
+// session; the oldest go first.
+const (
+	keepFinished      = 64
+	keepFinishedBytes = 32 << 20
+)
+
+// errEventsLost: a follower asked for events that left the replay window.
+var errEventsLost = errors.New("events no longer available for replay")
 
 func newSSEStream(id int) *sseStream { return &sseStream{id: id, wake: make(chan struct{})} }
 
 func (st *sseStream) append(m jsonrpc.Message) {
 	st.mu.Lock()
 	defer st.mu.Unlock()
-	if len(st.events) < maxEvents {
-		st.events = append(st.events, jsonrpc.AppendJSON(nil, m))
+	e := jsonrpc.AppendJSON(nil, m)
+	st.events = append(st.events, e)
+	st.size += len(e)
+	for len(st.events) > 1 && (len(st.events) > replayEvents || st.size > replayBytes) {
+		st.size -= len(st.events[0])
+		st.events[0] = nil
+		st.events = st.events[1:]
+		st.base++
 	}
 	close(st.wake)
 	st.wake = make(chan struct{})
@@ -104,13 +197,40 @@ func (st *sseStream) finish() {
 	st.wake = make(chan struct{})
 }
 
+// bytes is what the stream holds for replay.
+func (st *sseStream) bytes() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.size
+}
+
+// first is the position of the oldest event held.
+func (st *sseStream) first() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.base
+}
+
+// available reports whether the events after position from are all still
+// held.
+func (st *sseStream) available(from int) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return from >= st.base && from <= st.base+len(st.events)
+}
+
 // follow writes the events after position from (0: all) until the stream is
-// done or ctx ends, and returns the position reached.
-func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) int {
+// done or ctx ends, and returns the position reached; errEventsLost when the
+// next event has left the replay window.
+func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) (int, error) {
 	fl, _ := w.(http.Flusher)
 	for {
 		st.mu.Lock()
-		evs, done, wake := st.events[min(from, len(st.events)):], st.done, st.wake
+		if from < st.base {
+			st.mu.Unlock()
+			return from, errEventsLost
+		}
+		evs, done, wake := st.events[min(from-st.base, len(st.events)):], st.done, st.wake
 		st.mu.Unlock()
 		for _, e := range evs {
 			from++
@@ -120,12 +240,12 @@ func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int
 			fl.Flush()
 		}
 		if done {
-			return from
+			return from, nil
 		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
-			return from
+			return from, nil
 		}
 	}
 }
@@ -225,11 +345,7 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		h.getStream(w, r)
 	case http.MethodDelete:
 		if s := h.session(w, r); s != nil {
-			h.mu.Lock()
-			delete(h.sessions, s.id)
-			h.mu.Unlock()
-			s.standalone.finish() // ends an open GET stream
-			go s.core.finish()
+			h.end(s, "deleted by the client")
 			w.WriteHeader(http.StatusNoContent)
 		}
 	default:
@@ -238,15 +354,69 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// end removes a session: its id gets 404 from now on, an open GET stream
+// ends, and its MCP-Flow session shuts down once its requests are done.
+func (h *HTTPFront) end(s *httpSession, why string) {
+	h.mu.Lock()
+	_, ok := h.sessions[s.id]
+	delete(h.sessions, s.id)
+	h.mu.Unlock()
+	if !ok {
+		return
+	}
+	h.log.Debug("HTTP session ended", "why", why)
+	s.mu.Lock()
+	if s.idle != nil {
+		s.idle.Stop()
+	}
+	s.mu.Unlock()
+	s.standalone.finish()
+	go s.core.finish()
+}
+
+// register adds an initialized session, unless MaxSessions are open.
+func (h *HTTPFront) register(s *httpSession) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.sessions) >= h.cfg.MaxSessions {
+		return false
+	}
+	h.sessions[s.id] = s
+	s.mu.Lock()
+	s.idle = time.AfterFunc(h.cfg.IdleTimeout, func() {
+		s.mu.Lock()
+		busy := s.active > 0
+		s.mu.Unlock()
+		if busy {
+			s.touch()
+			return
+		}
+		h.end(s, "idle")
+	})
+	s.mu.Unlock()
+	return true
+}
+
+// full reports whether MaxSessions are open.
+func (h *HTTPFront) full() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.sessions) >= h.cfg.MaxSessions
+}
+
 func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	accept := r.Header.Get("Accept")
 	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, MaxMessage+1))
-	if err != nil || len(body) > MaxMessage {
-		http.Error(w, "body too large or unreadable", http.StatusRequestEntityTooLarge)
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.cfg.MaxBody)+1))
+	switch {
+	case err != nil:
+		http.Error(w, "unreadable body: "+err.Error(), http.StatusBadRequest)
+		return
+	case len(body) > h.cfg.MaxBody:
+		http.Error(w, fmt.Sprintf("body over %d bytes", h.cfg.MaxBody), http.StatusRequestEntityTooLarge)
 		return
 	}
 	p, err := codec.Default(codec.JSON).Decode(body)
@@ -262,13 +432,20 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	var s *httpSession
 	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
 	if isInit {
+		if h.full() {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+			return
+		}
 		st0 := newSSEStream(0)
-		s = &httpSession{id: newSessionID(), byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
+		s = &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
 			streams: map[int]*sseStream{0: st0}, standalone: st0}
 		s.core = NewStdio(h.cfg.Stdio)
 		s.core.emit = s.route
 	} else if s = h.session(w, r); s == nil {
 		return
+	} else {
+		defer s.enter()()
 	}
 	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
 		// 2025-03-26 allowed a batch in a POST; 2025-06-18 and later do not.
@@ -319,17 +496,25 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		res := <-ch
 		release()
 		if resp, ok := res.(*jsonrpc.Response); ok && resp.Error == nil {
-			h.mu.Lock()
-			h.sessions[s.id] = s
-			h.mu.Unlock()
+			if !h.register(s) {
+				go s.core.finish()
+				w.Header().Set("Retry-After", "5")
+				http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+				return
+			}
 			w.Header().Set("MCP-Session-Id", s.id)
+		} else {
+			go s.core.finish()
 		}
 		writeJSON(w, http.StatusOK, res)
 		return
 	}
 	// The stream's events are collected whether or not the client stays:
 	// it may come back with Last-Event-ID.
+	done := s.enter() // the stream counts as activity until it is complete
 	go func() {
+		defer done()
+		defer s.retire(st)
 		defer release()
 		defer st.finish()
 		for pending := len(ids); pending > 0; {
@@ -343,7 +528,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	st.follow(r.Context(), w, 0)
+	_, _ = st.follow(r.Context(), w, 0)
 }
 
 func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
@@ -355,6 +540,7 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	if s == nil {
 		return
 	}
+	defer s.enter()()
 	// Resumption: Last-Event-ID "<stream>.<seq>" replays that stream only,
 	// from after that event.
 	if last := r.Header.Get("Last-Event-ID"); last != "" {
@@ -362,13 +548,13 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		st := s.streams[sid]
 		s.mu.Unlock()
-		if !ok || st == nil {
-			http.Error(w, "unknown Last-Event-ID", http.StatusBadRequest)
+		if !ok || st == nil || !st.available(seq) {
+			http.Error(w, "unknown Last-Event-ID, or its events are no longer held", http.StatusBadRequest)
 			return
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		st.follow(r.Context(), w, seq)
+		_, _ = st.follow(r.Context(), w, seq)
 		return
 	}
 	s.mu.Lock()
@@ -378,7 +564,10 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.getOpen = true
-	from := s.delivered
+	// From where the last GET stream stopped, or, if that has left the
+	// replay window (a client that fell behind was cut off), from the
+	// oldest event still held.
+	from := max(s.delivered, s.standalone.first())
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
@@ -387,7 +576,12 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	reached := s.standalone.follow(r.Context(), w, from)
+	reached, err := s.standalone.follow(r.Context(), w, from)
+	if err != nil {
+		// The client fell behind the replay window: what it missed is
+		// gone, so the stream ends rather than skip events silently.
+		h.log.Warn("standalone SSE stream cut", "err", err)
+	}
 	s.mu.Lock()
 	s.getOpen = false
 	s.delivered = max(s.delivered, reached)

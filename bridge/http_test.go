@@ -223,3 +223,70 @@ func TestHTTPFrontBatchesByVersion(t *testing.T) {
 		}
 	}
 }
+
+// TestHTTPFrontLimits crosses each of the front's limits: MaxSessions (503
+// with Retry-After, and room again after a DELETE), MaxBody (413), and
+// IdleTimeout (the idle session's id gets 404; a busy one lives on).
+func TestHTTPFrontLimits(t *testing.T) {
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet},
+		MaxSessions: 2, MaxBody: 4096, IdleTimeout: 400 * time.Millisecond})
+	ts := httptest.NewServer(h)
+	t.Cleanup(ts.Close)
+	do := func(method, sid, body string) (*http.Response, string) {
+		req, _ := http.NewRequest(method, ts.URL, strings.NewReader(body))
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Content-Type", "application/json")
+		if sid != "" {
+			req.Header.Set("MCP-Session-Id", sid)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return resp, string(b)
+	}
+	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
+	open := func() string {
+		r, body := do("POST", "", initialize)
+		if r.StatusCode != http.StatusOK {
+			t.Fatalf("initialize: %d %s", r.StatusCode, body)
+		}
+		return r.Header.Get("MCP-Session-Id")
+	}
+	a, b := open(), open()
+	if r, _ := do("POST", "", initialize); r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
+		t.Fatalf("third session: %d, Retry-After %q; want 503", r.StatusCode, r.Header.Get("Retry-After"))
+	}
+	if r, _ := do("DELETE", b, ""); r.StatusCode != http.StatusNoContent {
+		t.Fatalf("delete: %d", r.StatusCode)
+	}
+	c := open()
+
+	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 4096) + `"}}}`
+	if r, _ := do("POST", a, big); r.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a body over MaxBody: %d, want 413", r.StatusCode)
+	}
+
+	// c stays busy with a slow call longer than the idle timeout; a does
+	// nothing.
+	slow := make(chan string, 1)
+	go func() {
+		_, body := do("POST", c, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":8,"delayMs":100}}}`)
+		slow <- body
+	}()
+	time.Sleep(900 * time.Millisecond)
+	if r, _ := do("POST", a, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("idle session: %d, want 404", r.StatusCode)
+	}
+	if body := <-slow; !strings.Contains(body, `"id":3,"result"`) {
+		t.Fatalf("the busy session's call: %s", body)
+	}
+	if r, body := do("POST", c, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.StatusCode != http.StatusOK {
+		t.Fatalf("the busy session after its call: %d %s", r.StatusCode, body)
+	}
+}

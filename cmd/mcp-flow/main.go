@@ -60,6 +60,8 @@ type options struct {
 	timeout                              time.Duration
 	inlineLimit                          int64
 	listen, origins                      string
+	maxSessions                          int
+	idleTimeout                          time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -78,6 +80,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
 	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed")
+	fs.IntVar(&o.maxSessions, "max-sessions", 256, "bridge http: sessions open at once; more get 503")
+	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "bridge http: end a session idle this long (its id then gets 404)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -121,7 +125,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			if o.origins != "" {
 				origins = strings.Split(o.origins, ",")
 			}
-			h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN")})
+			h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
+				MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout})
 			mux := http.NewServeMux()
 			mux.Handle("/mcp", h)
 			fmt.Fprintf(stderr, "mcp-flow: Streamable HTTP endpoint http://%s/mcp -> %s\n", o.listen, o.url)
