@@ -93,8 +93,9 @@ type httpSession struct {
 	delivered  int // events of stream 0 sent on some GET
 	// Idleness: active counts requests and streams in progress; the timer
 	// ends the session once it has been idle for IdleTimeout.
-	active int
-	idle   *time.Timer
+	active     int
+	lastActive time.Time
+	idle       *time.Timer
 }
 
 // enter marks activity on the session; the returned function ends it.
@@ -105,21 +106,20 @@ func (s *httpSession) enter() func() {
 	return func() {
 		s.mu.Lock()
 		s.active--
+		s.lastActive = time.Now()
 		s.mu.Unlock()
-		s.touch()
 	}
 }
 
-// touch restarts the idle timer.
-func (s *httpSession) touch() {
+// idleFor is how long the session has been idle (0 while it is busy).
+func (s *httpSession) idleFor() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.idle != nil {
-		s.idle.Reset(s.idleTimeout())
+	if s.active > 0 {
+		return 0
 	}
+	return time.Since(s.lastActive)
 }
-
-func (s *httpSession) idleTimeout() time.Duration { return s.front.cfg.IdleTimeout }
 
 // retire keeps a finished POST stream for resumption, within the session's
 // bounds; the oldest finished streams go first.
@@ -383,16 +383,18 @@ func (h *HTTPFront) register(s *httpSession) bool {
 	}
 	h.sessions[s.id] = s
 	s.mu.Lock()
-	s.idle = time.AfterFunc(h.cfg.IdleTimeout, func() {
-		s.mu.Lock()
-		busy := s.active > 0
-		s.mu.Unlock()
-		if busy {
-			s.touch()
+	s.lastActive = time.Now()
+	var check func()
+	check = func() {
+		if d := s.idleFor(); d < h.cfg.IdleTimeout {
+			s.mu.Lock()
+			s.idle = time.AfterFunc(h.cfg.IdleTimeout-d, check)
+			s.mu.Unlock()
 			return
 		}
 		h.end(s, "idle")
-	})
+	}
+	s.idle = time.AfterFunc(h.cfg.IdleTimeout, check)
 	s.mu.Unlock()
 	return true
 }

@@ -187,20 +187,10 @@ func TestHTTPFrontResumption(t *testing.T) {
 func TestHTTPFrontBatchesByVersion(t *testing.T) {
 	ts := httpFront(t)
 	post := func(sid, version, body string) (*http.Response, string) {
-		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		if sid != "" {
-			req.Header.Set("MCP-Session-Id", sid)
-			req.Header.Set("MCP-Protocol-Version", version)
+		if sid == "" {
+			return send(t, ts.URL, "POST", body, nil)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
+		return send(t, ts.URL, "POST", body, map[string]string{"MCP-Session-Id": sid, "MCP-Protocol-Version": version})
 	}
 	batch := `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"text":"一"}}},` +
 		`{"jsonrpc":"2.0","method":"notifications/roots/list_changed"},` +
@@ -236,19 +226,10 @@ func TestHTTPFrontLimits(t *testing.T) {
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
 	do := func(method, sid, body string) (*http.Response, string) {
-		req, _ := http.NewRequest(method, ts.URL, strings.NewReader(body))
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		req.Header.Set("Content-Type", "application/json")
-		if sid != "" {
-			req.Header.Set("MCP-Session-Id", sid)
+		if sid == "" {
+			return send(t, ts.URL, method, body, nil)
 		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		return resp, string(b)
+		return send(t, ts.URL, method, body, map[string]string{"MCP-Session-Id": sid})
 	}
 	initialize := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
 	open := func() string {
@@ -289,4 +270,23 @@ func TestHTTPFrontLimits(t *testing.T) {
 	if r, body := do("POST", c, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.StatusCode != http.StatusOK {
 		t.Fatalf("the busy session after its call: %d %s", r.StatusCode, body)
 	}
+}
+
+// send makes one request of a Streamable HTTP client to url and returns the
+// response with its whole body.
+func send(t *testing.T, url, method, body string, hdr map[string]string) (*http.Response, string) {
+	t.Helper()
+	req, _ := http.NewRequest(method, url, strings.NewReader(body))
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Content-Type", "application/json")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	return resp, string(b)
 }

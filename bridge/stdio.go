@@ -197,7 +197,11 @@ func (b *Stdio) writeBatch(rs []*jsonrpc.Response) {
 		}
 		return
 	}
-	body := jsonrpc.AppendBatchJSON(nil, ms)
+	b.writeBody(jsonrpc.AppendBatchJSON(nil, ms))
+}
+
+// writeBody writes one message or batch to the host, in the host's framing.
+func (b *Stdio) writeBody(body []byte) {
 	b.outMu.Lock()
 	defer b.outMu.Unlock()
 	if _, err := b.out.Write(AppendFramed(nil, Framing(b.framing.Load()), body)); err != nil {
@@ -227,12 +231,7 @@ func (b *Stdio) write(m jsonrpc.Message) {
 		b.emit(m)
 		return
 	}
-	body := jsonrpc.AppendJSON(nil, m)
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	if _, err := b.out.Write(AppendFramed(nil, Framing(b.framing.Load()), body)); err != nil {
-		b.log.Warn("stdout write failed", "err", err)
-	}
+	b.writeBody(jsonrpc.AppendJSON(nil, m))
 }
 
 // logMessage logs one message at debug level (stderr, with -debug or
