@@ -87,12 +87,13 @@ type httpConn struct {
 	sessionID string
 	version   string // negotiated protocol version, once known
 	initID    jsonrpc.ID
-	expired   bool // the server answered 404: the session is gone
+	expired   bool                          // the server answered 404: the session is gone
+	calls     map[string]context.CancelFunc // requests in flight, by raw id
 }
 
 func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel}
+	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}}
 }
 
 // pipes starts the connection: what the bridge writes to stdin is sent, what
@@ -139,21 +140,51 @@ func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 			c.mu.Unlock()
 		}
 	}
+	// A request's POST and its stream end when the bridge cancels it.
+	ctx, cancel := context.WithCancel(c.ctx)
+	if call.IsValid() {
+		c.mu.Lock()
+		c.calls[call.Raw()] = cancel
+		c.mu.Unlock()
+	}
 	wrote := make(chan struct{})
 	var once sync.Once
 	markWrote := func() { once.Do(func() { close(wrote) }) }
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		resp, err := c.do(c.ctx, http.MethodPost, body, markWrote, nil)
+		defer func() {
+			c.mu.Lock()
+			delete(c.calls, call.Raw())
+			c.mu.Unlock()
+			cancel()
+		}()
+		resp, err := c.do(ctx, http.MethodPost, body, markWrote, nil)
 		markWrote()
 		if err != nil {
-			c.failCall(call, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
+			if ctx.Err() == nil {
+				c.failCall(call, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
+			}
 			return
 		}
-		c.answer(resp, call)
+		c.answer(ctx, resp, call)
 	}()
 	<-wrote
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == flow.MethodCancelled {
+		// The notification is on its way; the cancelled request's POST and
+		// SSE stream are of no more use (MCP sends no response to it).
+		var p struct {
+			RequestID jsonrpc.ID `json:"requestId"`
+		}
+		if json.Unmarshal(r.Params, &p) == nil && p.RequestID.IsValid() {
+			c.mu.Lock()
+			stop := c.calls[p.RequestID.Raw()]
+			c.mu.Unlock()
+			if stop != nil {
+				stop()
+			}
+		}
+	}
 	if initialize {
 		// The session id comes with the initialize response; nothing else
 		// may be sent before it is known. Then the standalone stream opens
@@ -237,7 +268,7 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote fun
 
 // answer reads the server's answer to a POST: 202 for notifications and
 // responses, a JSON body or an SSE stream for requests.
-func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
+func (c *httpConn) answer(ctx context.Context, resp *http.Response, call jsonrpc.ID) {
 	defer resp.Body.Close()
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		c.mu.Lock()
@@ -286,7 +317,7 @@ func (c *httpConn) answer(resp *http.Response, call jsonrpc.ID) {
 			c.failCall(call, "upstream answered without a response to the request")
 		}
 	case "text/event-stream":
-		c.stream(resp, call)
+		c.stream(ctx, resp, call)
 	default:
 		c.failCall(call, fmt.Sprintf("upstream answered %q, neither JSON nor SSE", resp.Header.Get("Content-Type")))
 	}
@@ -313,7 +344,7 @@ func (c *httpConn) listen() {
 			resp.Body.Close()
 			return
 		}
-		c.stream(resp, jsonrpc.ID{})
+		c.stream(c.ctx, resp, jsonrpc.ID{})
 	}()
 	select {
 	case <-open:
@@ -331,14 +362,14 @@ func isEventStream(resp *http.Response) bool {
 // POST's stream) or the session ends (the standalone stream). A stream cut
 // early is resumed with GET and Last-Event-ID after the server's retry delay
 // (2025-11-25 §Resumability and Redelivery).
-func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
+func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc.ID) {
 	var lastID string
 	var retry time.Duration
 	fruitless := 0
 	for {
-		got, last, r, err := c.events(resp.Body, call)
+		got, last, r, err := c.events(ctx, resp.Body, call)
 		resp.Body.Close()
-		if got || c.ctx.Err() != nil {
+		if got || ctx.Err() != nil {
 			return
 		}
 		if err != nil {
@@ -367,16 +398,16 @@ func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
 		}
 		select {
 		case <-time.After(delay):
-		case <-c.ctx.Done():
+		case <-ctx.Done():
 			return
 		}
 		h := http.Header{"Accept": {"text/event-stream"}}
 		if lastID != "" {
 			h.Set("Last-Event-Id", lastID)
 		}
-		next, err := c.do(c.ctx, http.MethodGet, nil, nil, h)
+		next, err := c.do(ctx, http.MethodGet, nil, nil, h)
 		if err != nil {
-			if c.ctx.Err() != nil {
+			if ctx.Err() != nil {
 				return
 			}
 			c.log.Debug("upstream SSE reconnect", "err", err)
@@ -402,7 +433,7 @@ func (c *httpConn) stream(resp *http.Response, call jsonrpc.ID) {
 // and delivers their messages; it reports whether the response to call came,
 // the last event id and the last retry delay seen, and an error that rules
 // out resuming the stream (an event over the message limit).
-func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration, fatal error) {
+func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration, fatal error) {
 	br := bufio.NewReaderSize(body, 32<<10)
 	var data bytes.Buffer
 	event := ""
@@ -413,7 +444,7 @@ func (c *httpConn) events(body io.Reader, call jsonrpc.ID) (got bool, lastID str
 		case errors.Is(err, errLineTooLong):
 			return false, lastID, retry, tooBig
 		case err != nil:
-			if !errors.Is(err, io.EOF) && c.ctx.Err() == nil {
+			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				c.log.Debug("upstream SSE stream", "err", err)
 			}
 			return false, lastID, retry, nil

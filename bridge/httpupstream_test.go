@@ -32,6 +32,8 @@ type scripted struct {
 	resumeID  json.RawMessage
 	lastEvent string // the Last-Event-ID of the resuming GET
 	answers   chan json.RawMessage
+	hangGone  chan struct{} // the "hang" call's POST was abandoned by the client
+	cancelled chan string   // requestIds of notifications/cancelled
 }
 
 func (s *scripted) sse(w http.ResponseWriter, events ...string) {
@@ -105,6 +107,15 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if m.Method == "" {
 			s.answers <- body
 		}
+		if m.Method == "notifications/cancelled" {
+			var p struct {
+				Params struct {
+					RequestID json.RawMessage `json:"requestId"`
+				} `json:"params"`
+			}
+			_ = json.Unmarshal(body, &p)
+			s.cancelled <- string(p.Params.RequestID)
+		}
 		w.WriteHeader(http.StatusAccepted)
 		return
 	}
@@ -144,6 +155,10 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-time.After(10 * time.Second):
 			s.t.Error("no answer to roots/list")
 		}
+	case "hang": // never answers; waits for the client to give up
+		s.sse(w, ": waiting\n\n")
+		<-r.Context().Done()
+		close(s.hangGone)
 	case "expire":
 		http.Error(w, "session gone", http.StatusNotFound)
 	default:
@@ -157,7 +172,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request only, and an expired session ends only its own MCP-Flow session.
 func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	const limit = 1 << 20
-	sc := &scripted{t: t, limit: limit, answers: make(chan json.RawMessage, 1)}
+	sc := &scripted{t: t, limit: limit, answers: make(chan json.RawMessage, 1), hangGone: make(chan struct{}), cancelled: make(chan string, 1)}
 	ts := httptest.NewServer(sc)
 	t.Cleanup(ts.Close)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
@@ -222,6 +237,26 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	}
 	if res, err := call(s, "ask"); err != nil || !strings.Contains(res, `srv-1`) || !strings.Contains(res, "file:///work") {
 		t.Errorf("ask: %s, %v", res, err)
+	}
+	// A cancelled call: the upstream gets notifications/cancelled for it,
+	// and its POST and stream are abandoned rather than held open.
+	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	if _, err := s.Call(cctx, "tools/call", map[string]any{"name": "hang", "arguments": map[string]any{}}); err == nil {
+		t.Error("hang answered")
+	}
+	ccancel()
+	select {
+	case id := <-sc.cancelled:
+		if id == "" || id == "null" {
+			t.Errorf("notifications/cancelled for %q", id)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("no notifications/cancelled upstream")
+	}
+	select {
+	case <-sc.hangGone:
+	case <-time.After(5 * time.Second):
+		t.Error("the cancelled call's POST is still open")
 	}
 	// The session is still good after all that.
 	if res, err := call(s, "json"); err != nil || !strings.Contains(res, "plain JSON") {
