@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptrace"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -89,11 +90,14 @@ type httpConn struct {
 	initID    jsonrpc.ID
 	expired   bool                          // the server answered 404: the session is gone
 	calls     map[string]context.CancelFunc // requests in flight, by raw id
+	postURL   string                        // legacy HTTP+SSE: where messages are POSTed
+	initDone  chan struct{}                 // closed when the initialize response is in
+	initOnce  sync.Once
 }
 
 func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}}
+	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
 }
 
 // pipes starts the connection: what the bridge writes to stdin is sent, what
@@ -167,6 +171,13 @@ func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 			}
 			return
 		}
+		if initialize && !c.isLegacy() && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+			resp.Body.Close()
+			if err := c.legacy(body, resp.Status); err != nil {
+				c.failCall(call, err.Error())
+			}
+			return
+		}
 		c.answer(ctx, resp, call)
 	}()
 	<-wrote
@@ -192,7 +203,7 @@ func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 		// that no server request sent on it is lost to a race.
 		c.wg.Wait()
 		c.mu.Lock()
-		ok := c.version != ""
+		ok := c.version != "" && c.postURL == ""
 		c.mu.Unlock()
 		if ok {
 			c.listen()
@@ -211,7 +222,14 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote fun
 		if body != nil {
 			rd = bytes.NewReader(body)
 		}
-		req, err := http.NewRequestWithContext(ctx, method, c.cfg.Endpoint, rd)
+		target := c.cfg.Endpoint
+		c.mu.Lock()
+		legacy := c.postURL != ""
+		if legacy && method == http.MethodPost {
+			target = c.postURL
+		}
+		c.mu.Unlock()
+		req, err := http.NewRequestWithContext(ctx, method, target, rd)
 		if err != nil {
 			return nil, err
 		}
@@ -229,7 +247,7 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote fun
 		if c.sessionID != "" {
 			req.Header.Set("Mcp-Session-Id", c.sessionID)
 		}
-		if c.version != "" {
+		if c.version != "" && !legacy {
 			req.Header.Set("Mcp-Protocol-Version", c.version)
 		}
 		c.mu.Unlock()
@@ -270,6 +288,13 @@ func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote fun
 // responses, a JSON body or an SSE stream for requests.
 func (c *httpConn) answer(ctx context.Context, resp *http.Response, call jsonrpc.ID) {
 	defer resp.Body.Close()
+	if c.isLegacy() { // answers come on the SSE stream; a POST only says accepted or not
+		if resp.StatusCode/100 != 2 {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 4<<10))
+			c.failCall(call, fmt.Sprintf("upstream (HTTP+SSE) answered HTTP %s: %s", resp.Status, strings.TrimSpace(string(b))))
+		}
+		return
+	}
 	if sid := resp.Header.Get("Mcp-Session-Id"); sid != "" {
 		c.mu.Lock()
 		if c.sessionID == "" {
@@ -320,6 +345,82 @@ func (c *httpConn) answer(ctx context.Context, resp *http.Response, call jsonrpc
 		c.stream(ctx, resp, call)
 	default:
 		c.failCall(call, fmt.Sprintf("upstream answered %q, neither JSON nor SSE", resp.Header.Get("Content-Type")))
+	}
+}
+
+func (c *httpConn) isLegacy() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.postURL != ""
+}
+
+// legacyWait bounds how long the legacy transport's endpoint event and
+// initialize answer may take.
+const legacyWait = 30 * time.Second
+
+// legacy falls back to the HTTP+SSE transport of MCP 2024-11-05, as the
+// 2025-11-25 transports spec tells a client to when its initialize POST
+// gets 400, 404 or 405 ("Backwards Compatibility"): GET the endpoint for an
+// SSE stream whose first event, "endpoint", names the URL to POST messages
+// to; every server message then comes on that one stream. It returns once
+// the initialize response is in.
+func (c *httpConn) legacy(initBody []byte, postStatus string) error {
+	resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+	if err != nil {
+		return fmt.Errorf("upstream %s: POST answered %s, and the HTTP+SSE GET failed: %v", c.cfg.Endpoint, postStatus, err)
+	}
+	if resp.StatusCode != http.StatusOK || !isEventStream(resp) {
+		resp.Body.Close()
+		return fmt.Errorf("upstream %s speaks neither Streamable HTTP (POST answered %s) nor HTTP+SSE (GET answered %s)", c.cfg.Endpoint, postStatus, resp.Status)
+	}
+	stop := time.AfterFunc(legacyWait, func() { resp.Body.Close() })
+	rd := newSSEReader(resp.Body, c.cfg.MaxMessage)
+	ev, err := rd.next()
+	stop.Stop()
+	if err != nil || ev.typ != "endpoint" {
+		resp.Body.Close()
+		return fmt.Errorf("upstream HTTP+SSE stream: want an endpoint event first, got %q (%v)", ev.typ, err)
+	}
+	base, _ := url.Parse(c.cfg.Endpoint)
+	post, err := base.Parse(strings.TrimSpace(string(ev.data)))
+	if err != nil || (post.Scheme != "http" && post.Scheme != "https") || post.Host != base.Host {
+		resp.Body.Close()
+		return fmt.Errorf("upstream HTTP+SSE endpoint %q is not on %s", ev.data, base.Host)
+	}
+	c.mu.Lock()
+	c.postURL = post.String()
+	c.mu.Unlock()
+	c.log.Info("upstream speaks the 2024-11-05 HTTP+SSE transport", "post", c.postURL)
+	go func() { // the one stream of every server message, for the session's life
+		defer resp.Body.Close()
+		for {
+			ev, err := rd.next()
+			if err != nil {
+				if c.ctx.Err() == nil {
+					c.out.CloseWithError(fmt.Errorf("upstream HTTP+SSE stream ended: %w", err))
+				}
+				return
+			}
+			if ev.typ == "" || ev.typ == "message" {
+				c.deliverRaw(ev.data, jsonrpc.ID{})
+			}
+		}
+	}()
+	pr, err := c.do(c.ctx, http.MethodPost, initBody, nil, nil)
+	if err != nil {
+		return fmt.Errorf("upstream HTTP+SSE initialize: %v", err)
+	}
+	pr.Body.Close()
+	if pr.StatusCode/100 != 2 {
+		return fmt.Errorf("upstream HTTP+SSE initialize: HTTP %s", pr.Status)
+	}
+	select {
+	case <-c.initDone:
+		return nil
+	case <-time.After(legacyWait):
+		return fmt.Errorf("upstream HTTP+SSE: no initialize answer within %v", legacyWait)
+	case <-c.ctx.Done():
+		return c.ctx.Err()
 	}
 }
 
@@ -429,33 +530,64 @@ func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc
 	}
 }
 
-// events reads SSE events (WHATWG HTML §9.2 event stream interpretation)
-// and delivers their messages; it reports whether the response to call came,
-// the last event id and the last retry delay seen, and an error that rules
-// out resuming the stream (an event over the message limit).
+// events reads SSE events and delivers their messages; it reports whether
+// the response to call came, the last event id and the last retry delay
+// seen, and an error that rules out resuming the stream (an event over the
+// message limit).
 func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration, fatal error) {
-	br := bufio.NewReaderSize(body, 32<<10)
-	var data bytes.Buffer
-	event := ""
-	tooBig := fmt.Errorf("upstream SSE event over the %d-byte message limit", c.cfg.MaxMessage)
+	rd := newSSEReader(body, c.cfg.MaxMessage)
 	for {
-		line, err := readLine(br, c.cfg.MaxMessage)
+		ev, err := rd.next()
 		switch {
 		case errors.Is(err, errLineTooLong):
-			return false, lastID, retry, tooBig
+			return false, rd.lastID, rd.retry, fmt.Errorf("upstream SSE event over the %d-byte message limit", c.cfg.MaxMessage)
 		case err != nil:
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				c.log.Debug("upstream SSE stream", "err", err)
 			}
-			return false, lastID, retry, nil
+			return false, rd.lastID, rd.retry, nil
+		}
+		if ev.typ == "" || ev.typ == "message" {
+			if c.deliverRaw(ev.data, call) {
+				return true, rd.lastID, rd.retry, nil
+			}
+		}
+	}
+}
+
+// sseEvent is one dispatched event of an event stream.
+type sseEvent struct {
+	typ  string
+	data []byte
+}
+
+// sseReader parses an event stream (WHATWG HTML §9.2.6, "Interpreting an
+// event stream"), holding no event larger than max bytes.
+type sseReader struct {
+	br     *bufio.Reader
+	max    int
+	lastID string
+	retry  time.Duration
+}
+
+func newSSEReader(r io.Reader, max int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
+}
+
+// next returns the next event with data (events without data are only
+// dispatched for their id and retry fields); errLineTooLong past max.
+func (r *sseReader) next() (sseEvent, error) {
+	var data bytes.Buffer
+	event := ""
+	for {
+		line, err := readLine(r.br, r.max)
+		if err != nil {
+			return sseEvent{}, err
 		}
 		if len(line) == 0 { // dispatch
-			if data.Len() > 0 && (event == "" || event == "message") {
-				if c.deliverRaw(data.Bytes(), call) {
-					return true, lastID, retry, nil
-				}
+			if data.Len() > 0 {
+				return sseEvent{typ: event, data: data.Bytes()}, nil
 			}
-			data.Reset()
 			event = ""
 			continue
 		}
@@ -469,17 +601,17 @@ func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) 
 			if data.Len() > 0 {
 				data.WriteByte('\n')
 			}
-			if data.Len()+len(value) > c.cfg.MaxMessage {
-				return false, lastID, retry, tooBig
+			if data.Len()+len(value) > r.max {
+				return sseEvent{}, errLineTooLong
 			}
 			data.Write(value)
 		case "id":
 			if !bytes.ContainsRune(value, 0) {
-				lastID = string(value)
+				r.lastID = string(value)
 			}
 		case "retry":
 			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				retry = time.Duration(n) * time.Millisecond
+				r.retry = time.Duration(n) * time.Millisecond
 			}
 		case "event":
 			event = string(value)
@@ -487,7 +619,7 @@ func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) 
 	}
 }
 
-var errLineTooLong = errors.New("SSE line over the message limit")
+var errLineTooLong = errors.New("SSE line or event over the message limit")
 
 // readLine reads one line (LF, CR or CRLF ended) of at most limit bytes.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
@@ -547,6 +679,7 @@ func (c *httpConn) noteInitialize(r *jsonrpc.Response) {
 	if json.Unmarshal(r.Result, &res) == nil {
 		c.version = res.ProtocolVersion
 	}
+	c.initOnce.Do(func() { close(c.initDone) })
 }
 
 func (c *httpConn) deliver(m jsonrpc.Message) {

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,35 @@ func fetchBlob(t *testing.T, ctx context.Context, s *flow.Session, n int64) *flo
 		t.Fatalf("stream: %d of %d bytes, %v", len(b), n, err)
 	}
 	return r
+}
+
+// TestHTTPUpstreamLegacySSE: a server of the 2024-11-05 HTTP+SSE transport
+// (the go-sdk's SSEHandler) is reached through the backwards-compatible
+// fallback; a server that speaks neither transport fails initialize with a
+// clear error.
+func TestHTTPUpstreamLegacySSE(t *testing.T) {
+	sdk := sdkfixture.NewServer()
+	ts := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return sdk }, nil))
+	t.Cleanup(ts.Close)
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
+	srv := flowtest.Serve(t, cfg)
+	ctx, s := dialUpstream(t, srv)
+	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
+		t.Fatalf("serverInfo %q", got)
+	}
+	fetchBlob(t, ctx, s, 1<<20)
+	if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "no-such-tool"}); err == nil {
+		t.Fatal("an unknown tool answered")
+	}
+
+	nothing := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(nothing.Close)
+	cfg = flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: nothing.URL, Logger: flowtest.Quiet}).Configure(&cfg)
+	srv = flowtest.Serve(t, cfg)
+	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
+	if err == nil || !strings.Contains(err.Error(), "neither Streamable HTTP") {
+		t.Fatalf("initialize against a server of neither transport: %v", err)
+	}
 }
