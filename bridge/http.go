@@ -74,10 +74,11 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 type httpSession struct {
-	id    string
-	front *HTTPFront
-	core  *Stdio
-	mu    sync.Mutex
+	id     string
+	front  *HTTPFront
+	core   *Stdio
+	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
+	mu     sync.Mutex
 	// waiting POSTs by request id, and by progress token for related
 	// notifications.
 	byID    map[string]chan jsonrpc.Message
@@ -340,8 +341,17 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	switch r.Method {
 	case http.MethodPost:
+		if r.URL.Query().Has("session") {
+			h.legacyPost(w, r)
+			return
+		}
 		h.post(w, r)
 	case http.MethodGet:
+		if r.Header.Get("MCP-Session-Id") == "" && r.Header.Get("Last-Event-ID") == "" &&
+			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			h.legacyStream(w, r)
+			return
+		}
 		h.getStream(w, r)
 	case http.MethodDelete:
 		if s := h.session(w, r); s != nil {
@@ -406,29 +416,101 @@ func (h *HTTPFront) full() bool {
 	return len(h.sessions) >= h.cfg.MaxSessions
 }
 
+// readBody reads a POST's JSON-RPC payload; it answers the client itself
+// (413, 400) when the body is too large or not valid JSON-RPC.
+func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.Payload, []jsonrpc.Message, bool) {
+	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.cfg.MaxBody)+1))
+	switch {
+	case err != nil:
+		http.Error(w, "unreadable body: "+err.Error(), http.StatusBadRequest)
+		return jsonrpc.Payload{}, nil, false
+	case len(body) > h.cfg.MaxBody:
+		http.Error(w, fmt.Sprintf("body over %d bytes", h.cfg.MaxBody), http.StatusRequestEntityTooLarge)
+		return jsonrpc.Payload{}, nil, false
+	}
+	p, err := codec.Default(codec.JSON).Decode(body)
+	if err != nil {
+		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
+		return jsonrpc.Payload{}, nil, false
+	}
+	msgs, replies := jsonrpc.Validate(p)
+	if len(replies) > 0 {
+		writeJSON(w, http.StatusBadRequest, replies[0])
+		return jsonrpc.Payload{}, nil, false
+	}
+	return p, msgs, true
+}
+
+// newSession makes a session (not yet registered) with its core.
+func (h *HTTPFront) newSession() *httpSession {
+	st0 := newSSEStream(0)
+	s := &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
+		streams: map[int]*sseStream{0: st0}, standalone: st0}
+	s.core = NewStdio(h.cfg.Stdio)
+	s.core.emit = s.route
+	return s
+}
+
+// legacyStream serves a client of the 2024-11-05 HTTP+SSE transport, for
+// backwards compatibility (2025-11-25 transports): its GET opens the
+// session's one SSE stream, whose first event, "endpoint", names where to
+// POST; every answer and server message comes on this stream, and the
+// session ends with it.
+func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
+	s := h.newSession()
+	s.legacy = true
+	if !h.register(s) {
+		w.Header().Set("Retry-After", "5")
+		http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+		return
+	}
+	defer h.end(s, "HTTP+SSE stream closed")
+	defer s.enter()()
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "event: endpoint\ndata: %s?session=%s\n\n", r.URL.Path, s.id)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+	if _, err := s.standalone.follow(r.Context(), w, 0); err != nil {
+		h.log.Warn("HTTP+SSE stream cut", "err", err)
+	}
+}
+
+// legacyPost takes a message of a 2024-11-05 HTTP+SSE client: 202, and the
+// answer comes on the session's stream.
+func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
+	h.mu.Lock()
+	s := h.sessions[r.URL.Query().Get("session")]
+	h.mu.Unlock()
+	if s == nil || !s.legacy {
+		http.Error(w, "unknown or ended session", http.StatusNotFound)
+		return
+	}
+	defer s.enter()()
+	p, msgs, ok := h.readBody(w, r)
+	if !ok {
+		return
+	}
+	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
+		writeJSON(w, http.StatusBadRequest, batchError(v))
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+	for _, m := range msgs {
+		s.core.dispatch(context.WithoutCancel(r.Context()), m)
+	}
+}
+
 func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	accept := r.Header.Get("Accept")
 	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.cfg.MaxBody)+1))
-	switch {
-	case err != nil:
-		http.Error(w, "unreadable body: "+err.Error(), http.StatusBadRequest)
-		return
-	case len(body) > h.cfg.MaxBody:
-		http.Error(w, fmt.Sprintf("body over %d bytes", h.cfg.MaxBody), http.StatusRequestEntityTooLarge)
-		return
-	}
-	p, err := codec.Default(codec.JSON).Decode(body)
-	if err != nil {
-		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
-		return
-	}
-	msgs, replies := jsonrpc.Validate(p)
-	if len(replies) > 0 {
-		writeJSON(w, http.StatusBadRequest, replies[0])
+	p, msgs, ok := h.readBody(w, r)
+	if !ok {
 		return
 	}
 	var s *httpSession
@@ -439,11 +521,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 			http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
 			return
 		}
-		st0 := newSSEStream(0)
-		s = &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
-			streams: map[int]*sseStream{0: st0}, standalone: st0}
-		s.core = NewStdio(h.cfg.Stdio)
-		s.core.emit = s.route
+		s = h.newSession()
 	} else if s = h.session(w, r); s == nil {
 		return
 	} else {

@@ -290,3 +290,39 @@ func send(t *testing.T, url, method, body string, hdr map[string]string) (*http.
 	resp.Body.Close()
 	return resp, string(b)
 }
+
+// TestLegacySSEClientThroughHTTPFront: a client of the 2024-11-05 HTTP+SSE
+// transport (the go-sdk's SSEClientTransport) uses a remote MCP-Flow server
+// through the HTTP front's backwards-compatible endpoint; its session ends
+// with its stream.
+func TestLegacySSEClientThroughHTTPFront(t *testing.T) {
+	ts := httpFront(t)
+	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-host", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cs, err := c.Connect(ctx, &mcp.SSEClientTransport{Endpoint: ts.URL}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "古い輸送"}})
+	if err != nil || r.Content[0].(*mcp.TextContent).Text != "古い輸送" {
+		t.Fatalf("echo: %v", err)
+	}
+	const n = 1 << 20
+	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
+	sum := sha256.Sum256(blob)
+	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+		t.Fatalf("blob of %d bytes", len(blob))
+	}
+	if err := cs.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A POST for an unknown legacy session gets 404.
+	if resp, _ := send(t, ts.URL+"?session=nope", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown legacy session: %d", resp.StatusCode)
+	}
+}
