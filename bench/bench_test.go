@@ -249,7 +249,17 @@ func BenchmarkLarge(b *testing.B) {
 func BenchmarkHeadOfLine(b *testing.B) {
 	ctx := context.Background()
 	const n = 256 << 20
-	for _, tg := range mcpTargets(b) {
+	targets := mcpTargets(b)
+	// The latency option: the client caps each stream's receive window
+	// (flow.Limits.StreamReceiveWindow), so that at most that much of the
+	// result is in flight ahead of a ping's response.
+	for _, w := range []int{64 << 10, 256 << 10} {
+		targets = append(targets, struct {
+			name string
+			t    mcpTarget
+		}{fmt.Sprintf("flow-cbor-window-%dk", w>>10), dialFlowLimits(b, flowServer(b), codec.CBOR, flow.Limits{StreamReceiveWindow: w})})
+	}
+	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			for b.Loop() {
 				var idle latencies

@@ -57,9 +57,15 @@ func flowServer(b testing.TB) *flow.Server {
 type flowTarget struct{ s *flow.Session }
 
 func dialFlow(b testing.TB, srv *flow.Server, enc codec.Name) *flowTarget {
+	return dialFlowLimits(b, srv, enc, flow.Limits{})
+}
+
+// dialFlowLimits dials with the client limits lim (a stream receive
+// window, say).
+func dialFlowLimits(b testing.TB, srv *flow.Server, enc codec.Name, lim flow.Limits) *flowTarget {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{enc}, Logger: quiet})
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{enc}, Logger: quiet, Limits: lim})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -48,6 +48,11 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 				MaxIncomingUniStreams:            int64(max(100, lim.MaxConcurrentStreams*2)),
 			},
 		}
+		if w := uint64(lim.StreamReceiveWindow); w > 0 {
+			q := t.QUICConfig
+			q.InitialStreamReceiveWindow, q.MaxStreamReceiveWindow = w, w
+			q.InitialConnectionReceiveWindow, q.MaxConnectionReceiveWindow = 4*w, 4*w
+		}
 		d = t
 	}
 	hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)

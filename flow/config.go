@@ -43,6 +43,16 @@ type Limits struct {
 	// StreamWait bounds how long a client waits for the execution stream that
 	// a ref/stream names before failing it with -32001. Default 10 s.
 	StreamWait time.Duration
+	// StreamReceiveWindow, when set, caps the QUIC flow-control window of
+	// each stream this side receives (and the connection's, at four times
+	// that): the bytes of an execution stream that can be in flight towards
+	// this side at once. A small window keeps the control stream's latency
+	// low while a large result streams in (its packets queue behind at most
+	// this much data), at the cost of throughput on long paths (at most one
+	// window per round trip per stream: 256 KiB over 20 ms is ~13 MB/s).
+	// Default 0: quic-go's autotuned window (up to 6 MiB per stream, 15 MiB
+	// per connection). Client side only for now.
+	StreamReceiveWindow int
 	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
 	Codec *codec.Limits
 }

@@ -301,3 +301,27 @@ func initRaw(t *testing.T, srv *flow.Server) *rawPeer {
 	p.write(frame(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	return p
 }
+
+// TestStreamReceiveWindow: a client that caps its streams' receive window
+// (Limits.StreamReceiveWindow, the latency option) still receives a large
+// result whole; the benchmark BenchmarkHeadOfLine shows the effect.
+func TestStreamReceiveWindow(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, func(c *flow.ClientConfig) { c.Limits.StreamReceiveWindow = 64 << 10 })
+	const n = 8 << 20
+	r := callTool(t, s, "generate", map[string]any{"bytes": n})
+	sr, err := r.Stream(context.Background(), r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	if got, err := io.Copy(h, sr); err != nil || got != n {
+		t.Fatalf("%d of %d bytes: %v", got, n, err)
+	}
+	if hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(n) {
+		t.Fatal("sha256 mismatch")
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

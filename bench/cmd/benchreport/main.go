@@ -89,6 +89,7 @@ var goals = []goal{
 	{"large result vs go-sdk Streamable HTTP, base64 (256 MiB, MB/s)", [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, [2]string{"BenchmarkLarge/sdk-http/256MiB", "MB/s"}, ">=", 10},
 	{"peak RSS, 256 MiB vs 16 MiB result, MCP-Flow (bounded: ≈1)", [2]string{"BenchmarkLarge/flow-cbor/256MiB", "peak-RSS-MiB"}, [2]string{"BenchmarkLarge/flow-cbor/16MiB", "peak-RSS-MiB"}, "<=", 1.5},
 	{"ping p99 during a 256 MiB result vs idle, MCP-Flow", [2]string{"BenchmarkHeadOfLine/flow-cbor", "busy-p99-µs"}, [2]string{"BenchmarkHeadOfLine/flow-cbor", "idle-p99-µs"}, "<=", 3},
+	{"the same with a 64 KiB stream receive window (flow.Limits.StreamReceiveWindow)", [2]string{"BenchmarkHeadOfLine/flow-cbor-window-64k", "busy-p99-µs"}, [2]string{"BenchmarkHeadOfLine/flow-cbor-window-64k", "idle-p99-µs"}, "<=", 3},
 	{"echo calls/s at concurrency 16 vs go-sdk stdio", [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, [2]string{"BenchmarkEcho/sdk-stdio/c=16", "calls/s"}, ">=", 2},
 	{"echo calls/s at concurrency 16 vs go-sdk Streamable HTTP", [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, [2]string{"BenchmarkEcho/sdk-http/c=16", "calls/s"}, ">=", 2},
 	{"idle ping p50 vs bare webtransport-go ping-pong", [2]string{"BenchmarkPing/flow-cbor", "p50-µs"}, [2]string{"BenchmarkPing/bare-webtransport", "p50-µs"}, "<=", 1.25},
