@@ -9,6 +9,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -336,5 +338,48 @@ func TestStdioFrontDebugLogs(t *testing.T) {
 	}
 	if _, errs := run(""); errs != "" {
 		t.Errorf("quiet by default: stderr %q", errs)
+	}
+}
+
+// TestBridgeCommandLine: the bridges take their flags after the mode and
+// the server URL last, as in `mcp-flow bridge stdio URL` and
+// `mcp-flow bridge http -listen 127.0.0.1:PORT URL`.
+func TestBridgeCommandLine(t *testing.T) {
+	cli := buildCLI(t)
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	cmd := exec.Command(cli, "bridge", "stdio", "-cert-hash", flowtest.Cert.HashHex(), srv.URL())
+	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}` + "\n" +
+		`{"jsonrpc":"2.0","id":1,"method":"ping"}` + "\n")
+	out, err := cmd.Output()
+	if err != nil || !strings.Contains(string(out), `"id":1,"result":{}`) {
+		t.Fatalf("bridge stdio URL: %v\n%s", err, out)
+	}
+
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	h := exec.Command(cli, "bridge", "http", "-listen", addr, "-cert-hash", flowtest.Cert.HashHex(), srv.URL())
+	if err := h.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Process.Kill(); h.Wait() })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("bridge http does not listen")
+		}
+	}
+	resp, body := send(t, "http://"+addr+"/mcp", "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, nil)
+	if resp.StatusCode != http.StatusOK || resp.Header.Get("MCP-Session-Id") == "" || !strings.Contains(body, `"serverInfo"`) {
+		t.Fatalf("bridge http: %d %s", resp.StatusCode, body)
+	}
+	if out, err := exec.Command(cli, "bridge", "stdio", "a", "b").CombinedOutput(); err == nil || !strings.Contains(string(out), "at most one server URL") {
+		t.Fatalf("two URLs: %v %s", err, out)
 	}
 }

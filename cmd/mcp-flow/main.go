@@ -49,7 +49,7 @@ const (
 	exitConnect  = 3
 	exitStream   = 4
 	defaultURL   = "https://127.0.0.1:4433" + flow.DefaultPath
-	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http`
+	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http [flags] [URL]`
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -97,6 +97,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(rest) == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if rest[0] == "bridge" && len(rest) >= 2 {
+		// Flags may also follow the mode, and the server URL may come
+		// last: mcp-flow bridge http -listen 127.0.0.1:8080 https://host/mcp-flow
+		mode := rest[1]
+		if err := fs.Parse(rest[2:]); err != nil {
+			return exitUsage
+		}
+		switch extra := fs.Args(); len(extra) {
+		case 0:
+		case 1:
+			o.url = extra[0]
+		default:
+			return usage(stderr, "bridge takes at most one server URL after its mode")
+		}
+		rest = []string{"bridge", mode}
 	}
 	level := slog.LevelWarn
 	if o.debug {
