@@ -4,6 +4,9 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,4 +53,117 @@ func TestGoSDKOverMCPFlow(t *testing.T) {
 	if len(img.Data) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
 		t.Fatalf("image: %d bytes", len(img.Data))
 	}
+}
+
+// cancelFixture is a go-sdk server with a tool that reports progress and one
+// that waits until it is cancelled, and says so.
+func cancelFixture(cancelled chan<- string) *mcp.Server {
+	s := mcp.NewServer(&mcp.Implementation{Name: "cancel-fixture", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "three progress updates"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			for i := 1; i <= 3; i++ {
+				if tok := req.Params.GetProgressToken(); tok != nil {
+					_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: tok, Progress: float64(i), Total: 3, Message: fmt.Sprintf("段階 %d", i)})
+				}
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "waits to be cancelled"},
+		func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Tag string }) (*mcp.CallToolResult, any, error) {
+			<-ctx.Done()
+			cancelled <- in.Tag
+			return nil, nil, ctx.Err()
+		})
+	return s
+}
+
+// TestCancelAndProgressThroughTheBridges: cancellation and progress cross
+// every translation. An MCP-Flow client's $/cancel reaches the go-sdk
+// server behind the upstream as notifications/cancelled, and its progress
+// comes back through Request.Progress (datagrams, which this session
+// negotiated; the flow tests cover that path); a plain MCP host's
+// notifications/cancelled crosses the front as $/cancel and the upstream
+// back to notifications/cancelled, and progress reaches it as notifications.
+func TestCancelAndProgressThroughTheBridges(t *testing.T) {
+	cancelled := make(chan string, 2)
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.ServeSDK(&cfg, cancelFixture(cancelled), flowtest.Quiet)
+	srv := flowtest.Serve(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	waitCancelled := func(tag string) {
+		t.Helper()
+		select {
+		case got := <-cancelled:
+			if got != tag {
+				t.Fatalf("cancelled %q, want %q", got, tag)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: the upstream tool was never cancelled", tag)
+		}
+	}
+
+	// An MCP-Flow client.
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.DatagramsEnabled() {
+		t.Fatal("datagrams not negotiated")
+	}
+	var got []flow.Progress
+	var mu sync.Mutex
+	if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "steps", "arguments": map[string]any{}},
+		flow.WithProgress(func(p flow.Progress) { mu.Lock(); got = append(got, p); mu.Unlock() })); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		mu.Lock()
+		n := len(got)
+		mu.Unlock()
+		if n == 3 || time.Now().After(deadline) {
+			break
+		}
+	}
+	mu.Lock()
+	if len(got) != 3 || got[2].Progress != 3 || got[2].Total != 3 || got[2].Message != "段階 3" {
+		t.Fatalf("progress %+v", got)
+	}
+	mu.Unlock()
+	cctx, ccancel := context.WithCancel(ctx)
+	go func() { time.Sleep(200 * time.Millisecond); ccancel() }()
+	if _, err := s.Call(cctx, "tools/call", map[string]any{"name": "wait", "arguments": map[string]any{"Tag": "flow"}}); err == nil {
+		t.Fatal("a cancelled call answered")
+	}
+	waitCancelled("flow")
+
+	// A plain MCP host through the stdio front.
+	var progress atomic.Int32
+	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+	})
+	cs, err := c.Connect(ctx, &bridge.ClientTransport{Config: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cs.Close()
+	params := &mcp.CallToolParams{Name: "steps", Arguments: map[string]any{}}
+	params.SetProgressToken("host-token")
+	if _, err := cs.CallTool(ctx, params); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 3 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if progress.Load() != 3 {
+		t.Fatalf("%d progress notifications at the host, want 3", progress.Load())
+	}
+	hctx, hcancel := context.WithCancel(ctx)
+	go func() { time.Sleep(200 * time.Millisecond); hcancel() }()
+	if _, err := cs.CallTool(hctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"Tag": "host"}}); err == nil {
+		t.Fatal("a cancelled call answered")
+	}
+	waitCancelled("host")
 }
