@@ -130,8 +130,8 @@ func (c *httpConn) pipes() (io.WriteCloser, io.Reader, func(), error) {
 
 // send POSTs one message. It returns once the request is on the wire (so
 // that messages reach the server in the bridge's order), or, for
-// initialize, once the response headers (and the session id) are in; the
-// answer is read in the background.
+// initialize, once its answer (with the session id) is in and the
+// standalone stream is open; other answers are read in the background.
 func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 	var call jsonrpc.ID
 	initialize := false
