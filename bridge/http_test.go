@@ -50,16 +50,7 @@ func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
 	if err != nil || len(tools.Tools) < 5 {
 		t.Fatalf("tools/list: %v", err)
 	}
-	const n = 2 << 20
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
-	sum := sha256.Sum256(blob)
-	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
-		t.Fatalf("blob of %d bytes", len(blob))
-	}
+	generateInline(t, ctx, cs, 2<<20)
 	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]int{"steps": 3, "delayMs": 5}}
 	params.SetProgressToken(42)
 	if _, err := cs.CallTool(ctx, params); err != nil {
@@ -308,21 +299,28 @@ func TestLegacySSEClientThroughHTTPFront(t *testing.T) {
 	if err != nil || r.Content[0].(*mcp.TextContent).Text != "古い輸送" {
 		t.Fatalf("echo: %v", err)
 	}
-	const n = 1 << 20
-	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
-	sum := sha256.Sum256(blob)
-	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
-		t.Fatalf("blob of %d bytes", len(blob))
-	}
+	generateInline(t, ctx, cs, 1<<20)
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
 	// A POST for an unknown legacy session gets 404.
 	if resp, _ := send(t, ts.URL+"?session=nope", "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, nil); resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("unknown legacy session: %d", resp.StatusCode)
+	}
+}
+
+// generateInline has a go-sdk client call the generate tool for n bytes
+// and checks that they arrive inline (an execution stream put back as a
+// base64 blob), byte for byte.
+func generateInline(t *testing.T, ctx context.Context, cs *mcp.ClientSession, n int) {
+	t.Helper()
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "generate", Arguments: map[string]any{"bytes": n}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
+	sum := sha256.Sum256(blob)
+	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(int64(n)) {
+		t.Fatalf("blob of %d bytes, want %d", len(blob), n)
 	}
 }

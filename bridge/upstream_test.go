@@ -90,20 +90,33 @@ func TestChainGoSDKToGoSDK(t *testing.T) {
 	}
 }
 
-// TestHTTPUpstream: an MCP-Flow client uses a Streamable HTTP go-sdk server
-// through the HTTP upstream.
+// TestHTTPUpstream: an MCP-Flow client uses a go-sdk server through the HTTP
+// upstream, over Streamable HTTP and, through the backwards-compatible
+// fallback, over the 2024-11-05 HTTP+SSE transport (the go-sdk's
+// SSEHandler).
 func TestHTTPUpstream(t *testing.T) {
 	sdk := sdkfixture.NewServer()
-	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, nil))
-	t.Cleanup(ts.Close)
-	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
-	srv := flowtest.Serve(t, cfg)
-	ctx, s := dialUpstream(t, srv)
-	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
-		t.Fatalf("serverInfo %q", got)
+	get := func(*http.Request) *mcp.Server { return sdk }
+	for name, h := range map[string]http.Handler{
+		"streamable": mcp.NewStreamableHTTPHandler(get, nil),
+		"http+sse":   mcp.NewSSEHandler(get, nil),
+	} {
+		t.Run(name, func(t *testing.T) {
+			ts := httptest.NewServer(h)
+			t.Cleanup(ts.Close)
+			cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+			bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
+			srv := flowtest.Serve(t, cfg)
+			ctx, s := dialUpstream(t, srv)
+			if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
+				t.Fatalf("serverInfo %q", got)
+			}
+			fetchBlob(t, ctx, s, 1<<20)
+			if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "no-such-tool"}); err == nil {
+				t.Fatal("an unknown tool answered")
+			}
+		})
 	}
-	fetchBlob(t, ctx, s, 1<<20)
 }
 
 // dialUpstream connects an MCP-Flow client to srv for the test.
@@ -139,31 +152,16 @@ func fetchBlob(t *testing.T, ctx context.Context, s *flow.Session, n int64) *flo
 	return r
 }
 
-// TestHTTPUpstreamLegacySSE: a server of the 2024-11-05 HTTP+SSE transport
-// (the go-sdk's SSEHandler) is reached through the backwards-compatible
-// fallback; a server that speaks neither transport fails initialize with a
-// clear error.
-func TestHTTPUpstreamLegacySSE(t *testing.T) {
-	sdk := sdkfixture.NewServer()
-	ts := httptest.NewServer(mcp.NewSSEHandler(func(*http.Request) *mcp.Server { return sdk }, nil))
-	t.Cleanup(ts.Close)
-	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
-	srv := flowtest.Serve(t, cfg)
-	ctx, s := dialUpstream(t, srv)
-	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
-		t.Fatalf("serverInfo %q", got)
-	}
-	fetchBlob(t, ctx, s, 1<<20)
-	if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "no-such-tool"}); err == nil {
-		t.Fatal("an unknown tool answered")
-	}
-
+// TestHTTPUpstreamNeither: a server that speaks neither Streamable HTTP nor
+// HTTP+SSE fails initialize with an error that names both answers.
+func TestHTTPUpstreamNeither(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
 	nothing := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(nothing.Close)
-	cfg = flow.ServerConfig{Logger: flowtest.Quiet}
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: nothing.URL, Logger: flowtest.Quiet}).Configure(&cfg)
-	srv = flowtest.Serve(t, cfg)
+	srv := flowtest.Serve(t, cfg)
 	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
 	if err == nil || !strings.Contains(err.Error(), "neither Streamable HTTP") {
 		t.Fatalf("initialize against a server of neither transport: %v", err)
