@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"bufio"
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -86,5 +88,30 @@ func TestFinishedStreamsBounded(t *testing.T) {
 	}
 	if total > keepFinishedBytes || s.streams[105] == nil || s.streams[101] != nil {
 		t.Fatalf("%d bytes in %d finished streams", total, len(s.finished))
+	}
+}
+
+// TestReadLine: SSE lines end in LF, CR or CRLF (WHATWG HTML §9.2.5), across
+// buffer boundaries; a line past the limit is an error, not an allocation.
+func TestReadLine(t *testing.T) {
+	in := "a\rb\r\nc\n\n" + strings.Repeat("x", 100) + "\r\n"
+	br := bufio.NewReaderSize(strings.NewReader(in), 16) // lines span many fills
+	var got []string
+	for {
+		line, err := readLine(br, 100)
+		if err != nil {
+			if err != io.EOF {
+				t.Fatal(err)
+			}
+			break
+		}
+		got = append(got, string(line))
+	}
+	want := []string{"a", "b", "c", "", strings.Repeat("x", 100)}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("lines %q", got)
+	}
+	if _, err := readLine(bufio.NewReaderSize(strings.NewReader(strings.Repeat("y", 101)+"\n"), 16), 100); !errors.Is(err, errLineTooLong) {
+		t.Fatalf("a line over the limit: %v", err)
 	}
 }

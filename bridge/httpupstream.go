@@ -67,21 +67,21 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
-		return newHTTPConn(cfg).pipes()
+	dial := func(_ context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
+		return newHTTPConn(cfg, recv, end), nil
 	}
-	return NewPipeUpstream(start, cfg.Threshold, cfg.Logger)
+	return newUpstream(dial, cfg.Threshold, cfg.Logger)
 }
 
-// httpConn is one Streamable HTTP client session. The upstream bridge
-// writes NDJSON messages to it and reads NDJSON messages from it.
+// httpConn is one Streamable HTTP client session: the upstream link of one
+// MCP-Flow session.
 type httpConn struct {
 	cfg    HTTPUpstreamConfig
 	log    *slog.Logger
 	ctx    context.Context
 	cancel context.CancelFunc
-	out    *io.PipeWriter
-	outMu  sync.Mutex
+	recv   func(jsonrpc.Message) // the server's messages go here
+	end    func(error)           // called when the server ends the session
 	wg     sync.WaitGroup
 
 	mu        sync.Mutex
@@ -95,44 +95,18 @@ type httpConn struct {
 	initOnce  sync.Once
 }
 
-func newHTTPConn(cfg HTTPUpstreamConfig) *httpConn {
+func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(error)) *httpConn {
 	ctx, cancel := context.WithCancel(context.Background())
-	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
-}
-
-// pipes starts the connection: what the bridge writes to stdin is sent, what
-// the server sends comes out of stdout, and wait ends the HTTP session.
-func (c *httpConn) pipes() (io.WriteCloser, io.Reader, func(), error) {
-	fromBridge, stdin := io.Pipe()
-	stdout, out := io.Pipe()
-	c.out = out
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		sc := bufio.NewScanner(fromBridge)
-		sc.Buffer(make([]byte, 64<<10), MaxMessage)
-		for sc.Scan() {
-			line := bytes.Clone(sc.Bytes())
-			p, err := codec.Default(codec.JSON).Decode(bytes.Clone(line))
-			if err != nil {
-				continue
-			}
-			msgs, _ := jsonrpc.Validate(p)
-			for _, m := range msgs {
-				c.send(m, jsonrpc.AppendJSON(nil, m))
-			}
-		}
-		fromBridge.CloseWithError(io.EOF)
-		c.close()
-	}()
-	return stdin, stdout, func() { <-done }, nil
+	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, recv: recv, end: end,
+		calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
 }
 
 // send POSTs one message. It returns once the request is on the wire (so
 // that messages reach the server in the bridge's order), or, for
 // initialize, once its answer (with the session id) is in and the
 // standalone stream is open; other answers are read in the background.
-func (c *httpConn) send(m jsonrpc.Message, body []byte) {
+func (c *httpConn) send(m jsonrpc.Message) error {
+	body := jsonrpc.AppendJSON(nil, m)
 	var call jsonrpc.ID
 	initialize := false
 	if r, ok := m.(*jsonrpc.Request); ok {
@@ -209,15 +183,16 @@ func (c *httpConn) send(m jsonrpc.Message, body []byte) {
 			c.listen()
 		}
 	}
+	return nil
 }
 
 // do sends one HTTP request with the session's headers, authorizing and
 // retrying once on 401/403 when OAuth is configured.
 func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote func(), extra http.Header) (*http.Response, error) {
+	if wrote != nil {
+		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
+	}
 	build := func() (*http.Request, error) {
-		if wrote != nil {
-			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
-		}
 		var rd io.Reader
 		if body != nil {
 			rd = bytes.NewReader(body)
@@ -309,7 +284,7 @@ func (c *httpConn) answer(ctx context.Context, resp *http.Response, call jsonrpc
 		c.mu.Unlock()
 		c.failCall(call, "upstream session expired (HTTP 404)")
 		c.log.Warn("upstream session expired", "endpoint", c.cfg.Endpoint)
-		c.out.CloseWithError(errors.New("upstream session expired"))
+		c.end(errors.New("upstream session expired (HTTP 404)"))
 		return
 	case resp.StatusCode/100 != 2:
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -317,7 +292,7 @@ func (c *httpConn) answer(ctx context.Context, resp *http.Response, call jsonrpc
 			if msgs, _ := jsonrpc.Validate(p); len(msgs) == 1 {
 				if r, ok := msgs[0].(*jsonrpc.Response); ok && r.Error != nil && call.IsValid() {
 					r.ID = call
-					c.deliver(r)
+					c.recv(r)
 					return
 				}
 			}
@@ -397,7 +372,7 @@ func (c *httpConn) legacy(initBody []byte, postStatus string) error {
 			ev, err := rd.next()
 			if err != nil {
 				if c.ctx.Err() == nil {
-					c.out.CloseWithError(fmt.Errorf("upstream HTTP+SSE stream ended: %w", err))
+					c.end(fmt.Errorf("upstream HTTP+SSE stream ended: %w", err))
 				}
 				return
 			}
@@ -621,27 +596,35 @@ func (r *sseReader) next() (sseEvent, error) {
 
 var errLineTooLong = errors.New("SSE line or event over the message limit")
 
-// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes.
+// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes,
+// a buffer at a time.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	var line []byte
 	for {
-		b, err := br.ReadByte()
+		buf, err := br.Peek(max(br.Buffered(), 1))
 		if err != nil {
 			return nil, err
 		}
-		switch b {
-		case '\n':
-			return line, nil
-		case '\r':
-			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = br.ReadByte()
-			}
-			return line, nil
+		i := bytes.IndexAny(buf, "\r\n")
+		if i < 0 {
+			i = len(buf)
 		}
-		if len(line) >= limit {
+		if len(line)+i > limit {
 			return nil, errLineTooLong
 		}
-		line = append(line, b)
+		line = append(line, buf[:i]...)
+		if i == len(buf) {
+			_, _ = br.Discard(i)
+			continue
+		}
+		cr := buf[i] == '\r'
+		_, _ = br.Discard(i + 1)
+		if cr {
+			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
+				_, _ = br.Discard(1)
+			}
+		}
+		return line, nil
 	}
 }
 
@@ -660,7 +643,7 @@ func (c *httpConn) deliverRaw(b []byte, call jsonrpc.ID) bool {
 			got = got || (call.IsValid() && r.ID == call)
 			c.noteInitialize(r)
 		}
-		c.deliver(m)
+		c.recv(m)
 	}
 	return got
 }
@@ -682,19 +665,12 @@ func (c *httpConn) noteInitialize(r *jsonrpc.Response) {
 	c.initOnce.Do(func() { close(c.initDone) })
 }
 
-func (c *httpConn) deliver(m jsonrpc.Message) {
-	b := append(jsonrpc.AppendJSON(nil, m), '\n')
-	c.outMu.Lock()
-	defer c.outMu.Unlock()
-	_, _ = c.out.Write(b)
-}
-
 // failCall answers a request the upstream cannot answer with an internal
 // error that says why.
 func (c *httpConn) failCall(call jsonrpc.ID, msg string) {
 	c.log.Debug("upstream request failed", "id", call.String(), "why", msg)
 	if call.IsValid() {
-		c.deliver(jsonrpc.NewErrorResponse(call, jsonrpc.NewError(jsonrpc.CodeInternalError, msg)))
+		c.recv(jsonrpc.NewErrorResponse(call, jsonrpc.NewError(jsonrpc.CodeInternalError, msg)))
 	}
 }
 
@@ -719,5 +695,4 @@ func (c *httpConn) close() {
 	}
 	c.cancel()
 	c.wg.Wait()
-	c.out.Close()
 }

@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -30,7 +31,7 @@ import (
 // notifications/cancelled; large content leaves the control stream on
 // execution streams.
 type Upstream struct {
-	start     func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, wait func(), err error)
+	dial      dialFunc
 	threshold int
 	log       *slog.Logger
 
@@ -38,16 +39,36 @@ type Upstream struct {
 	conns map[*flow.Session]*upConn
 }
 
-// NewStdioUpstream returns an upstream that spawns argv per session.
-// Content larger than threshold bytes (decoded) goes on execution streams
-// (0: 256 KiB).
-func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream {
+// upstreamLink is one session's connection to its upstream MCP server,
+// message by message: a subprocess's pipes, an in-process server, an HTTP
+// session.
+type upstreamLink interface {
+	// send passes one message on; the caller serializes the calls, and a
+	// link sends in that order.
+	send(jsonrpc.Message) error
+	// close ends the connection and waits until it has ended.
+	close()
+}
+
+// dialFunc connects one session's upstream. The link hands every message
+// from the upstream to recv (possibly from several goroutines), and calls
+// end when the upstream's side is over.
+type dialFunc func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error)
+
+func newUpstream(dial dialFunc, threshold int, log *slog.Logger) *Upstream {
 	if threshold <= 0 {
 		threshold = 256 << 10
 	}
 	if log == nil {
 		log = slog.Default()
 	}
+	return &Upstream{dial: dial, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+}
+
+// NewStdioUpstream returns an upstream that spawns argv per session.
+// Content larger than threshold bytes (decoded) goes on execution streams
+// (0: 256 KiB).
+func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream {
 	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 		cmd := exec.Command(argv[0], argv[1:]...)
 		cmd.Stderr = os.Stderr
@@ -64,16 +85,62 @@ func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream 
 		}
 		return stdin, stdout, func() { _ = cmd.Wait() }, nil
 	}
-	return &Upstream{start: start, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+	return NewPipeUpstream(start, threshold, log)
 }
 
 // NewPipeUpstream returns an upstream that reaches, per session, whatever
 // start connects: newline-delimited JSON written to stdin and read from
 // stdout (an in-process go-sdk server, for instance; see ServeSDK).
 func NewPipeUpstream(start func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, wait func(), err error), threshold int, log *slog.Logger) *Upstream {
-	u := NewStdioUpstream([]string{"unused"}, threshold, log)
-	u.start = start
+	u := newUpstream(nil, threshold, log)
+	u.dial = func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
+		stdin, stdout, wait, err := start(ctx)
+		if err != nil {
+			return nil, err
+		}
+		go readNDJSON(stdout, recv, end, u.log)
+		return &pipeLink{stdin: stdin, wait: wait}, nil
+	}
 	return u
+}
+
+// pipeLink speaks NDJSON over a pair of pipes (MCP stdio transport).
+type pipeLink struct {
+	stdin io.WriteCloser
+	wait  func()
+}
+
+func (l *pipeLink) send(m jsonrpc.Message) error {
+	_, err := l.stdin.Write(append(jsonrpc.AppendJSON(nil, m), '\n'))
+	return err
+}
+
+func (l *pipeLink) close() {
+	l.stdin.Close() // the upstream ends on EOF (seeds 000/002)
+	l.wait()
+}
+
+// readNDJSON hands the messages of stdout to recv until it ends, then calls
+// end with the reason.
+func readNDJSON(stdout io.Reader, recv func(jsonrpc.Message), end func(error), log *slog.Logger) {
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), MaxMessage)
+	for sc.Scan() {
+		p, err := codec.Default(codec.JSON).Decode(bytes.Clone(sc.Bytes()))
+		if err != nil {
+			log.Warn("upstream wrote a non-JSON line", "err", err)
+			continue
+		}
+		msgs, _ := jsonrpc.Validate(p)
+		for _, m := range msgs {
+			recv(m)
+		}
+	}
+	err := sc.Err()
+	if err == nil {
+		err = io.EOF
+	}
+	end(err)
 }
 
 // Configure sets the hooks of a server config that serves this upstream.
@@ -90,13 +157,14 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 type upConn struct {
 	u       *Upstream
 	s       *flow.Session
-	stdin   io.WriteCloser
+	link    upstreamLink // set under wmu
 	wmu     sync.Mutex
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	pending waiters
 	byToken map[string]*flow.Request // progress tokens of requests in flight
-	ended   chan struct{}            // closed when the upstream's output ends
+	ended   chan struct{}            // closed when the upstream's side ends
+	endOnce sync.Once
 	endErr  error
 }
 
@@ -107,29 +175,28 @@ func (u *Upstream) conn(s *flow.Session) *upConn {
 }
 
 func (c *upConn) send(m jsonrpc.Message) error {
-	b := jsonrpc.AppendJSON(nil, m)
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	_, err := c.stdin.Write(append(b, '\n'))
-	return err
+	return c.link.send(m)
 }
 
 // initialize spawns the upstream for a new session and passes the client's
 // initialize on (minus the transport object).
 func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.RawMessage) (*flow.InitializeResult, error) {
-	stdin, stdout, wait, err := u.start(ctx)
+	c := &upConn{u: u, s: s, byToken: map[string]*flow.Request{}, ended: make(chan struct{})}
+	c.wmu.Lock() // nothing is sent (an answer to an early server request) before the link is set
+	link, err := u.dial(ctx, c.recv, c.end)
+	c.link = link
+	c.wmu.Unlock()
 	if err != nil {
 		return nil, err
 	}
-	c := &upConn{u: u, s: s, stdin: stdin, byToken: map[string]*flow.Request{}, ended: make(chan struct{})}
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
-	go c.read(stdout)
 	go func() {
 		<-s.Done()
-		stdin.Close() // the upstream ends on EOF (seeds 000/002)
-		wait()
+		link.close()
 		u.mu.Lock()
 		delete(u.conns, s)
 		u.mu.Unlock()
@@ -175,49 +242,40 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 	}
 }
 
-// read takes the upstream's messages until its stdout ends. Then the
-// requests waiting for it fail, and, unless the session is already ending,
-// the MCP-Flow session is shut down gracefully: without its upstream it
-// cannot serve anything (answers already on their way still go out).
-func (c *upConn) read(stdout io.Reader) {
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), MaxMessage)
-	defer func() {
-		c.endErr = sc.Err()
-		if c.endErr == nil {
-			c.endErr = io.EOF
+// recv takes one message of the upstream's.
+func (c *upConn) recv(m jsonrpc.Message) {
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		c.pending.deliver(m)
+	case *jsonrpc.Request:
+		if m.IsCall() {
+			go c.fromUpstream(m)
+		} else {
+			c.notification(m)
 		}
+	}
+}
+
+// end is called once the upstream's side is over. The requests waiting for
+// it fail, and, unless the session is already ending, the MCP-Flow session
+// is shut down gracefully: without its upstream it cannot serve anything
+// (answers already on their way still go out).
+func (c *upConn) end(err error) {
+	c.endOnce.Do(func() {
+		c.endErr = err
 		close(c.ended)
 		select {
 		case <-c.s.Done():
 			return
 		default:
 		}
-		c.u.log.Warn("upstream ended; shutting the session down", "err", c.endErr)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = c.s.Shutdown(ctx, "upstream MCP server ended")
-	}()
-	for sc.Scan() {
-		p, err := codec.Default(codec.JSON).Decode(append([]byte(nil), sc.Bytes()...))
-		if err != nil {
-			c.u.log.Warn("upstream wrote a non-JSON line", "err", err)
-			continue
-		}
-		msgs, _ := jsonrpc.Validate(p)
-		for _, m := range msgs {
-			switch m := m.(type) {
-			case *jsonrpc.Response:
-				c.pending.deliver(m)
-			case *jsonrpc.Request:
-				if m.IsCall() {
-					go c.fromUpstream(m)
-				} else {
-					c.notification(m)
-				}
-			}
-		}
-	}
+		c.u.log.Warn("upstream ended; shutting the session down", "err", err)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			_ = c.s.Shutdown(ctx, "upstream MCP server ended")
+		}()
+	})
 }
 
 // fromUpstream passes the upstream's request to the MCP-Flow client.
