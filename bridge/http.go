@@ -409,6 +409,12 @@ func (h *HTTPFront) register(s *httpSession) bool {
 	return true
 }
 
+// tooMany refuses a new session: 503 with Retry-After.
+func (h *HTTPFront) tooMany(w http.ResponseWriter) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+}
+
 // full reports whether MaxSessions are open.
 func (h *HTTPFront) full() bool {
 	h.mu.Lock()
@@ -460,8 +466,7 @@ func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
 	s := h.newSession()
 	s.legacy = true
 	if !h.register(s) {
-		w.Header().Set("Retry-After", "5")
-		http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+		h.tooMany(w)
 		return
 	}
 	defer h.end(s, "HTTP+SSE stream closed")
@@ -517,8 +522,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
 	if isInit {
 		if h.full() {
-			w.Header().Set("Retry-After", "5")
-			http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+			h.tooMany(w)
 			return
 		}
 		s = h.newSession()
@@ -578,8 +582,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		if resp, ok := res.(*jsonrpc.Response); ok && resp.Error == nil {
 			if !h.register(s) {
 				go s.core.finish()
-				w.Header().Set("Retry-After", "5")
-				http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+				h.tooMany(w)
 				return
 			}
 			w.Header().Set("MCP-Session-Id", s.id)

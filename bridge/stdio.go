@@ -186,16 +186,18 @@ func (b *Stdio) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*js
 	}()
 }
 
+// writeBatch writes the responses to a batch as one batch.
 func (b *Stdio) writeBatch(rs []*jsonrpc.Response) {
-	ms := make([]jsonrpc.Message, len(rs))
-	for i, r := range rs {
-		ms[i] = r
-	}
-	if b.emit != nil {
-		for _, m := range ms {
-			b.emit(m)
+	if b.emit != nil { // the HTTP front: one by one, on the POST's stream
+		for _, r := range rs {
+			b.write(r)
 		}
 		return
+	}
+	ms := make([]jsonrpc.Message, len(rs))
+	for i, r := range rs {
+		b.logMessage("to host", r)
+		ms[i] = r
 	}
 	b.writeBody(jsonrpc.AppendBatchJSON(nil, ms))
 }
