@@ -4,6 +4,10 @@ GO      ?= go
 PKGS    := ./...
 CORE    := ./wire/... ./jsonrpc/... ./codec/... ./certs/... ./flow/... ./bridge/...
 FUZZTIME ?= 60s
+# bash with pipefail, so that a recipe piping go test into grep fails when
+# go test does.
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run clean
 
