@@ -1,0 +1,8 @@
+package flow
+
+import "net"
+
+// RefuseConnections makes srv's QUIC stack refuse a new connection with
+// CONNECTION_REFUSED whenever refuse returns true for its address (asked
+// once per Initial packet). Call it before Serve.
+func RefuseConnections(srv *Server, refuse func(net.Addr) bool) { srv.refuse = refuse }
