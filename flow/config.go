@@ -42,7 +42,8 @@ type Limits struct {
 	// RFC 9000 §10.1): a connection that has received nothing for this long
 	// is over, and the session ends with a *SessionError (spec §8). It is
 	// how long a killed peer or a cut path takes to notice. The peers use
-	// the smaller of their two values. Default 10 s.
+	// the smaller of their two values, but quic-go takes the peer's as 5 s
+	// at least: a side that wants to know sooner sets its own. Default 10 s.
 	PeerIdleTimeout time.Duration
 	// KeepAlivePeriod is how long a quiet connection waits before it sends
 	// a QUIC PING, so that a live but quiet peer does not hit
