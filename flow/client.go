@@ -139,4 +139,3 @@ func (s *Session) Ping(ctx context.Context) error {
 	_, err := s.Call(ctx, MethodPing, nil)
 	return err
 }
-
