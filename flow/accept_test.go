@@ -3,6 +3,10 @@ package flow_test
 import (
 	"context"
 	"errors"
+	"log/slog"
+	"os"
+	"strconv"
+	"strings"
 	"net"
 	"net/http"
 	"sync"
@@ -167,4 +171,49 @@ func TestDialRetriesRefused(t *testing.T) {
 			t.Errorf("%d connection attempts after ctx ended, want 1", a)
 		}
 	})
+}
+
+// TestSmallUDPBuffersLogged: a socket whose buffers the kernel kept below
+// what quic-go wants gets one warning line in the server's log, naming the
+// sizes and the sysctl; one at the size gets none.
+func TestSmallUDPBuffersLogged(t *testing.T) {
+	var logged strings.Builder
+	srv, err := flow.NewServer(flow.ServerConfig{TLSConfig: certs.ServerTLSConfig(testCert), Handler: flow.Mux{},
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp := func(size int) *net.UDPConn {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.SetReadBuffer(size); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetWriteBuffer(size); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	flow.WarnSmallBuffers(srv, udp(64<<10))
+	if n := strings.Count(logged.String(), "\n"); n != 1 || !strings.Contains(logged.String(), "level=WARN") ||
+		!strings.Contains(logged.String(), "net.core.rmem_max") || !strings.Contains(logged.String(), "receiveKiB=128") {
+		t.Fatalf("log for 64 KiB buffers (Linux doubles them to 128):\n%s", logged.String())
+	}
+	logged.Reset()
+	// Linux doubles what it grants: with net.core.rmem_max and wmem_max at
+	// 3.5 MiB or more, 7 MiB asked is 7 MiB or more reported.
+	for _, f := range []string{"rmem_max", "wmem_max"} {
+		b, err := os.ReadFile("/proc/sys/net/core/" + f)
+		if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || perr != nil || n < 7<<19 {
+			t.Logf("net.core.%s is %q (%v): buffers at the size cannot be made here, so that case is not checked", f, b, err)
+			return
+		}
+	}
+	flow.WarnSmallBuffers(srv, udp(7<<20))
+	if logged.Len() != 0 {
+		t.Errorf("log for 7 MiB buffers:\n%s", logged.String())
+	}
 }
