@@ -174,7 +174,7 @@ func TestDeadServerNoticed(t *testing.T) {
 		took := time.Since(killed)
 		t.Logf("mcp-flow exited %v after SIGKILL (%v); stderr: %s", took, err, cliErr.String())
 		if err == nil {
-			t.Errorf("mcp-flow exited 0 although its server was killed mid-call; stdout:\n%s", cliOut.String())
+			t.Errorf("mcp-flow exited 0 although its server was killed; stdout:\n%s", cliOut.String())
 		}
 		if took > idle+slack {
 			t.Errorf("mcp-flow exited %v after SIGKILL, later than %v (idle timeout %v); stderr:\n%s", took, idle+slack, idle, cliErr.String())
