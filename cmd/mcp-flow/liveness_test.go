@@ -55,17 +55,7 @@ func liveServer(t *testing.T, bin string, flags ...string) (url, hash string, pr
 	}()
 	stderr = func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
 	t.Cleanup(func() { proc.Process.Kill(); <-stderrDone; proc.Wait() })
-	sc := bufio.NewScanner(out)
-	for sc.Scan() && (url == "" || hash == "") {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		switch k {
-		case "url":
-			url = v
-		case "cert-sha256":
-			hash = v
-		}
-	}
-	if url == "" || hash == "" {
+	if url, hash = announcement(out); url == "" || hash == "" {
 		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr())
 	}
 	go io.Copy(io.Discard, out)
