@@ -32,7 +32,8 @@ type Limits struct {
 	// gets HTTP 503. Default 1024.
 	MaxSessions int
 	// HandshakeTimeout bounds the time from CONNECT to the end of initialize.
-	// Default 10 s.
+	// It is also QUIC's handshake idle timeout (quic-go's default is 5 s,
+	// which 200 handshakes at once on a loaded machine outlast). Default 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes (with $/shutdown) a session that has exchanged no
 	// control frame and has nothing in flight for this long. Default 5 min.
