@@ -45,7 +45,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 			QUICConfig: &quic.Config{
 				EnableDatagrams:                  true,
 				EnableStreamResetPartialDelivery: true,
-				HandshakeIdleTimeout:             lim.HandshakeTimeout,
+				HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
 				MaxIdleTimeout:                   lim.PeerIdleTimeout,
 				KeepAlivePeriod:                  lim.keepAlive(),
 				MaxIncomingUniStreams:            int64(max(100, lim.MaxConcurrentStreams*2)),

@@ -32,8 +32,9 @@ type Limits struct {
 	// gets HTTP 503. Default 1024.
 	MaxSessions int
 	// HandshakeTimeout bounds the time from CONNECT to the end of initialize.
-	// It is also QUIC's handshake idle timeout (quic-go's default is 5 s,
-	// which 200 handshakes at once on a loaded machine outlast). Default 10 s.
+	// QUIC's handshake idle timeout is the larger of it and quic-go's 5 s
+	// (which 200 handshakes at once on a loaded machine outlasted). Default
+	// 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes (with $/shutdown) a session that has exchanged no
 	// control frame and has nothing in flight for this long. Default 5 min.
@@ -80,6 +81,11 @@ const (
 	DefaultPeerIdleTimeout = 10 * time.Second
 	DefaultKeepAlivePeriod = 2 * time.Second
 )
+
+// quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
+// shorter than quic-go's default, so that a short HandshakeTimeout is
+// enforced by the session, which says why.
+func (l Limits) quicHandshakeIdle() time.Duration { return max(l.HandshakeTimeout, 5*time.Second) }
 
 // keepAlive is the quic.Config.KeepAlivePeriod for l (after withDefaults).
 func (l Limits) keepAlive() time.Duration { return max(l.KeepAlivePeriod, 0) }

@@ -97,7 +97,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		QUICConfig: &quic.Config{
 			EnableDatagrams:                  true,
 			EnableStreamResetPartialDelivery: true,
-			HandshakeIdleTimeout:             lim.HandshakeTimeout,
+			HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
 			MaxIdleTimeout:                   lim.PeerIdleTimeout,
 			KeepAlivePeriod:                  lim.keepAlive(),
 			MaxIncomingStreams:               100,
