@@ -55,6 +55,7 @@ type Relay struct {
 	ln       *net.UDPConn
 	up, down *direction
 	wg       sync.WaitGroup
+	running  atomic.Int32 // goroutines started by go and not yet ended
 	done     chan struct{}
 
 	mu      sync.Mutex
@@ -85,7 +86,7 @@ func New(cfg Config) (*Relay, error) {
 	r := &Relay{cfg: cfg, ln: ln, done: make(chan struct{}), clients: map[string]*net.UDPConn{}}
 	r.up = r.newDirection(cfg.Up, cfg.Seed)
 	r.down = r.newDirection(cfg.Down, cfg.Seed^0x9e3779b97f4a7c15)
-	r.wg.Go(r.readClients)
+	r.spawn(r.readClients)
 	return r, nil
 }
 
@@ -112,6 +113,15 @@ func (r *Relay) Close() error {
 	r.mu.Unlock()
 	r.wg.Wait()
 	return err
+}
+
+// spawn runs f on a goroutine that Close waits for.
+func (r *Relay) spawn(f func()) {
+	r.running.Add(1)
+	r.wg.Go(func() {
+		defer r.running.Add(-1)
+		f()
+	})
 }
 
 // readClients reads what clients send and passes it up.
@@ -148,7 +158,7 @@ func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
 	_ = c.SetReadBuffer(bufferSize)
 	_ = c.SetWriteBuffer(bufferSize)
 	r.clients[from.String()] = c
-	r.wg.Go(func() {
+	r.spawn(func() {
 		buf := make([]byte, 64<<10)
 		for {
 			n, err := c.Read(buf)
@@ -179,7 +189,7 @@ type direction struct {
 func (r *Relay) newDirection(p Path, seed uint64) *direction {
 	d := &direction{path: p, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), wake: make(chan struct{}, 1)}
 	if p.Delay > 0 || p.Jitter > 0 {
-		r.wg.Go(func() { d.run(r.done) })
+		r.spawn(func() { d.run(r.done) })
 	}
 	return d
 }
@@ -215,7 +225,7 @@ func (d *direction) carry(b []byte, send func([]byte)) {
 	}
 }
 
-// send sends one datagram and counts it.
+// send counts one datagram and sends it.
 func (d *direction) send(seq uint64, b []byte, send func([]byte)) {
 	for {
 		hi := d.sent.Load()
@@ -227,9 +237,10 @@ func (d *direction) send(seq uint64, b []byte, send func([]byte)) {
 			break
 		}
 	}
-	send(b)
+	// Counted first, so that whoever sees the datagram arrive sees it counted.
 	d.forwarded.Add(1)
 	d.bytes.Add(uint64(len(b)))
+	send(b)
 }
 
 // run sends queued datagrams when they are due, until done.
