@@ -7,19 +7,19 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 )
 
-// TestKeepAliveKeepsQuietSession: with a 1 s QUIC idle timeout, a session
+// TestKeepAliveKeepsQuietSession: with a 1.5 s QUIC idle timeout, a session
 // with no traffic at all lives on while either side sends keep-alives, and
 // ends soon after the timeout when neither does (spec §8,
 // Limits.KeepAlivePeriod).
 func TestKeepAliveKeepsQuietSession(t *testing.T) {
-	const idle = time.Second
+	const idle = 1500 * time.Millisecond // ten keep-alives of 150 ms: a stall of the loaded machine does not end a live session
 	for _, tc := range []struct {
 		name           string
 		server, client time.Duration // keep-alive periods
 		wantAlive      bool
 	}{
-		{"client keep-alive", -1, 200 * time.Millisecond, true},
-		{"server keep-alive", 200 * time.Millisecond, -1, true},
+		{"client keep-alive", -1, 150 * time.Millisecond, true},
+		{"server keep-alive", 150 * time.Millisecond, -1, true},
 		{"none", -1, -1, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
