@@ -151,6 +151,7 @@ func TestDeadServerNoticed(t *testing.T) {
 		select {
 		case <-ready:
 		case err := <-exited:
+			exited <- err // for the cleanup
 			t.Fatalf("mcp-flow exited before its session was ready: %v\nstdout:\n%s\nstderr:\n%s\nserver stderr:\n%s", err, cliOut.String(), cliErr.String(), stderr())
 		}
 		killed := kill(t, proc)
