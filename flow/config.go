@@ -50,10 +50,11 @@ type Limits struct {
 	// KeepAlivePeriod is how long a quiet connection waits before it sends
 	// a QUIC PING, so that a live but quiet peer does not hit
 	// PeerIdleTimeout (quic-go sends one at half the idle timeout at the
-	// latest). Default 2 s: a PING and its retransmissions have four tries
-	// within the default PeerIdleTimeout, so a lost packet or two on a
-	// lossy path does not end a live session. Negative: no keep-alive (a
-	// quiet session then ends after PeerIdleTimeout).
+	// latest). Default 2 s: a PING lost on a lossy path then has 8 s of
+	// the default PeerIdleTimeout to be retransmitted (QUIC's loss
+	// recovery) and answered, so a lost packet or two does not end a live
+	// session. Negative: no keep-alive (a quiet session then ends after
+	// PeerIdleTimeout).
 	KeepAlivePeriod time.Duration
 	// DrainTimeout bounds a $/shutdown drain; what is still in flight then is
 	// cut off. Default 30 s.
