@@ -3,8 +3,10 @@ package flow
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"time"
 
@@ -43,8 +45,9 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 			QUICConfig: &quic.Config{
 				EnableDatagrams:                  true,
 				EnableStreamResetPartialDelivery: true,
-				MaxIdleTimeout:                   30 * time.Second,
-				KeepAlivePeriod:                  10 * time.Second,
+				HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
+				MaxIdleTimeout:                   lim.PeerIdleTimeout,
+				KeepAlivePeriod:                  lim.keepAlive(),
 				MaxIncomingUniStreams:            int64(max(100, lim.MaxConcurrentStreams*2)),
 			},
 		}
@@ -55,10 +58,35 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		}
 		d = t
 	}
-	hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
-	defer cancel()
-	resp, wts, err := d.Dial(hctx, url, cfg.Header)
-	if err != nil {
+	retries := cfg.RefusedRetries
+	if retries == 0 {
+		retries = DefaultRefusedRetries
+	}
+	var (
+		hctx context.Context
+		wts  *webtransport.Session
+	)
+	for attempt := 0; ; attempt++ {
+		var cancel context.CancelFunc
+		hctx, cancel = context.WithTimeout(ctx, lim.HandshakeTimeout)
+		defer cancel()
+		var resp *http.Response
+		resp, wts, err = d.Dial(hctx, url, cfg.Header)
+		if err == nil {
+			break
+		}
+		if attempt < retries && refused(err) {
+			wait := refusedBackoff(attempt)
+			cfg.Logger.Debug("server refused the QUIC connection; dialling again", "url", url, "attempt", attempt+1, "wait", wait)
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+				continue
+			case <-ctx.Done():
+				t.Stop()
+				return nil, fmt.Errorf("flow: dial %s: %w (and %w while waiting to dial again)", url, err, ctx.Err())
+			}
+		}
 		if resp != nil {
 			return nil, fmt.Errorf("flow: dial %s: HTTP %d: %w", url, resp.StatusCode, err)
 		}
@@ -86,10 +114,29 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	return s, nil
 }
 
+// DefaultRefusedRetries is ClientConfig.RefusedRetries's default.
+const DefaultRefusedRetries = 5
+
+// refusedBackoff is the wait before redial attempt+1 after a refusal:
+// 50 ms doubled per attempt, capped at 1 s, less a random part of up to a
+// half so that a refused burst does not come back at once. Five redials wait
+// 1.55 s at most in all.
+func refusedBackoff(attempt int) time.Duration {
+	d := min(50*time.Millisecond<<min(attempt, 5), time.Second)
+	return d - rand.N(d/2)
+}
+
+// refused reports whether err is the server's QUIC stack refusing the
+// connection (CONNECTION_REFUSED, RFC 9000 §20.1): quic-go refuses a
+// connection whose handshake ends while its accept queue is full. The
+// server's application never saw it, so dialling again is safe.
+func refused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.Remote && te.ErrorCode == quic.ConnectionRefused
+}
+
 // Ping sends ping and waits for its answer.
 func (s *Session) Ping(ctx context.Context) error {
 	_, err := s.Call(ctx, MethodPing, nil)
 	return err
 }
-
-var _ = http.StatusOK

@@ -32,11 +32,30 @@ type Limits struct {
 	// gets HTTP 503. Default 1024.
 	MaxSessions int
 	// HandshakeTimeout bounds the time from CONNECT to the end of initialize.
-	// Default 10 s.
+	// QUIC's handshake idle timeout is the larger of it and quic-go's 5 s
+	// (which 200 handshakes at once on a loaded machine outlasted). Default
+	// 10 s.
 	HandshakeTimeout time.Duration
 	// IdleTimeout closes (with $/shutdown) a session that has exchanged no
 	// control frame and has nothing in flight for this long. Default 5 min.
+	// It is about a quiet peer; PeerIdleTimeout is about a dead one.
 	IdleTimeout time.Duration
+	// PeerIdleTimeout is QUIC's idle timeout (quic.Config.MaxIdleTimeout,
+	// RFC 9000 §10.1): a connection that has received nothing for this long
+	// is over, and the session ends with a *SessionError (spec §8). It is
+	// how long a killed peer or a cut path takes to notice. The peers use
+	// the smaller of their two values, but quic-go takes the peer's as 5 s
+	// at least: a side that wants to know sooner sets its own. Default 10 s.
+	PeerIdleTimeout time.Duration
+	// KeepAlivePeriod is how long a quiet connection waits before it sends
+	// a QUIC PING, so that a live but quiet peer does not hit
+	// PeerIdleTimeout (quic-go sends one at half the idle timeout at the
+	// latest). Default 2 s: a PING lost on a lossy path then has 8 s of
+	// the default PeerIdleTimeout to be retransmitted (QUIC's loss
+	// recovery) and answered, so a lost packet or two does not end a live
+	// session. Negative: no keep-alive (a quiet session then ends after
+	// PeerIdleTimeout).
+	KeepAlivePeriod time.Duration
 	// DrainTimeout bounds a $/shutdown drain; what is still in flight then is
 	// cut off. Default 30 s.
 	DrainTimeout time.Duration
@@ -56,6 +75,21 @@ type Limits struct {
 	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
 	Codec *codec.Limits
 }
+
+// The liveness defaults (spec §8): a killed peer is noticed within
+// DefaultPeerIdleTimeout of its last packet.
+const (
+	DefaultPeerIdleTimeout = 10 * time.Second
+	DefaultKeepAlivePeriod = 2 * time.Second
+)
+
+// quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
+// shorter than quic-go's default, so that a short HandshakeTimeout is
+// enforced by the session, which says why.
+func (l Limits) quicHandshakeIdle() time.Duration { return max(l.HandshakeTimeout, 5*time.Second) }
+
+// keepAlive is the quic.Config.KeepAlivePeriod for l (after withDefaults).
+func (l Limits) keepAlive() time.Duration { return max(l.KeepAlivePeriod, 0) }
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *time.Duration, d time.Duration) {
@@ -77,6 +111,10 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.HandshakeTimeout, 10*time.Second)
 	def(&l.IdleTimeout, 5*time.Minute)
+	def(&l.PeerIdleTimeout, DefaultPeerIdleTimeout)
+	if l.KeepAlivePeriod == 0 {
+		l.KeepAlivePeriod = DefaultKeepAlivePeriod
+	}
 	def(&l.DrainTimeout, 30*time.Second)
 	def(&l.StreamWait, 10*time.Second)
 	return l
@@ -192,6 +230,14 @@ type ClientConfig struct {
 	// Transport, if set, dials the session instead of a new
 	// webtransport.Transport (tests use it to share or tune QUIC).
 	Transport WebTransportDialer
+	// RefusedRetries bounds how many times Dial dials again when the
+	// server's QUIC stack refuses the connection with CONNECTION_REFUSED
+	// (its accept queue was full: nothing reached the server's
+	// application, so a redial is safe; spec §8). The waits start at 50 ms
+	// and double up to 1 s, with jitter; ctx ends them. Nothing else is
+	// retried. Default DefaultRefusedRetries (5, 1.55 s of waiting at most);
+	// negative: none.
+	RefusedRetries int
 }
 
 // A WebTransportDialer dials WebTransport sessions; *webtransport.Transport

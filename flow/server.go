@@ -34,10 +34,30 @@ type Server struct {
 
 	mu       sync.Mutex
 	pc       net.PacketConn
+	ln       *quic.EarlyListener
 	sessions map[*Session]struct{}
 	closing  bool
 	wg       sync.WaitGroup
+	conns    sync.WaitGroup // one per accepted QUIC connection
+	// refuse, if set before Serve (only by the tests, export_test.go),
+	// makes the QUIC stack refuse a new connection from the address with
+	// CONNECTION_REFUSED when it returns true, as a full accept queue does.
+	// It runs for each Initial packet of a connection not yet made.
+	refuse func(net.Addr) bool
 }
+
+// acceptors is how many goroutines wait in the QUIC listener's Accept at
+// once. quic-go hands a connection whose handshake has begun to a waiting
+// Accept, or else queues it (32 at most) and refuses the next one with
+// CONNECTION_REFUSED. webtransport.Server.Serve has one accepting goroutine,
+// and after each Accept it takes the mutex that every new connection's
+// set-up takes too: under a burst it waited behind them, and 8 to 112 of 200
+// concurrent dials were refused. One goroutine without the mutex still fell
+// behind now and then (9 to 23 of 200 in 2 of 10 runs: the scheduler ran
+// handshakes before it). With this many waiting, a burst of up to
+// acceptors+32 handshakes is taken with no goroutine needing to run first;
+// a waiting goroutine costs a few KiB. See docs/design.md, "Accepting".
+const acceptors = 256
 
 // NewServer checks cfg and returns a server that is not yet listening.
 func NewServer(cfg ServerConfig) (*Server, error) {
@@ -77,7 +97,9 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		QUICConfig: &quic.Config{
 			EnableDatagrams:                  true,
 			EnableStreamResetPartialDelivery: true,
-			MaxIdleTimeout:                   30 * time.Second,
+			HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
+			MaxIdleTimeout:                   lim.PeerIdleTimeout,
+			KeepAlivePeriod:                  lim.keepAlive(),
 			MaxIncomingStreams:               100,
 			MaxIncomingUniStreams:            100,
 		},
@@ -105,19 +127,73 @@ func (s *Server) Listen() error {
 }
 
 // Serve serves sessions on the socket bound by Listen until Close or
-// Shutdown. It returns http.ErrServerClosed after either.
+// Shutdown. It returns http.ErrServerClosed after either, once every
+// connection it accepted has ended.
 func (s *Server) Serve() error {
 	s.mu.Lock()
-	pc := s.pc
+	pc, closing := s.pc, s.closing
 	s.mu.Unlock()
 	if pc == nil {
 		return errors.New("flow: Serve before Listen")
 	}
-	err := s.wt.Serve(pc)
+	if closing {
+		return http.ErrServerClosed
+	}
+	// The listener is the one webtransport.Server.Serve would make, with its
+	// accept loop replaced by acceptors (see there).
+	qconf := s.h3.QUICConfig
+	if s.refuse != nil {
+		plain := qconf
+		qconf = qconf.Clone()
+		qconf.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
+			if s.refuse(ci.RemoteAddr) {
+				return nil, errors.New("refused by a test")
+			}
+			return plain, nil
+		}
+	}
+	ln, err := quic.ListenEarly(pc, s.h3.TLSConfig, qconf)
+	if err != nil {
+		return fmt.Errorf("flow: QUIC listener: %w", err)
+	}
+	s.warnSmallBuffers(pc)
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		ln.Close()
+		return http.ErrServerClosed
+	}
+	s.ln = ln
+	s.mu.Unlock()
+	errs := make(chan error, acceptors)
+	var accepting sync.WaitGroup
+	for range acceptors {
+		accepting.Go(func() { errs <- s.accept(ln) })
+	}
+	accepting.Wait()
+	ln.Close()
+	s.conns.Wait()
 	if s.isClosing() {
 		return http.ErrServerClosed
 	}
-	return err
+	return <-errs
+}
+
+// accept hands each QUIC connection it takes to the WebTransport server on
+// a goroutine of its own and goes straight back to Accept, until the
+// listener closes.
+func (s *Server) accept(ln *quic.EarlyListener) error {
+	for {
+		conn, err := ln.Accept(context.Background())
+		if err != nil {
+			return err
+		}
+		s.conns.Go(func() {
+			if err := s.wt.ServeQUICConn(conn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				s.log.Debug("QUIC connection ended", "remote", conn.RemoteAddr(), "err", err)
+			}
+		})
+	}
 }
 
 // ListenAndServe is Listen then Serve.
@@ -332,6 +408,9 @@ func (s *Server) Close() error {
 	}
 	err := s.wt.Close()
 	s.mu.Lock()
+	if s.ln != nil {
+		_ = s.ln.Close()
+	}
 	if s.pc != nil {
 		_ = s.pc.Close()
 	}

@@ -48,6 +48,8 @@ func run(args []string) int {
 		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
+		peerIdle  = fs.Duration("peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end a session whose client has been silent this long (QUIC idle timeout: how soon a dead client is noticed)")
+		keepAlive = fs.Duration("keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
 		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
@@ -67,6 +69,9 @@ func run(args []string) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	// The server says itself, in its log, when the kernel keeps its UDP
+	// buffers small; quic-go's own unstructured line would repeat it.
+	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
 
 	var cert *certs.Cert
 	var err error
@@ -120,7 +125,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain},
+		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive},
 		Logger:           log,
 	}
 	switch up := *upstream; {

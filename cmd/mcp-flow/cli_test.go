@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,10 +45,21 @@ func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, st
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
-	sc := bufio.NewScanner(stdout)
 	deadline := time.AfterFunc(20*time.Second, func() { proc.Process.Kill() })
 	defer deadline.Stop()
-	for sc.Scan() {
+	url, hash = announcement(stdout)
+	if url == "" || hash == "" {
+		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr)
+	}
+	go func() { _, _ = bytes.NewBuffer(nil).ReadFrom(stdout) }()
+	return url, hash, proc, stderr
+}
+
+// announcement reads mcp-flow-server's stdout up to its URL and
+// certificate hash.
+func announcement(stdout io.Reader) (url, hash string) {
+	sc := bufio.NewScanner(stdout)
+	for (url == "" || hash == "") && sc.Scan() {
 		k, v, _ := strings.Cut(sc.Text(), ": ")
 		switch k {
 		case "url":
@@ -55,15 +67,8 @@ func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, st
 		case "cert-sha256":
 			hash = v
 		}
-		if url != "" && hash != "" {
-			break
-		}
 	}
-	if url == "" || hash == "" {
-		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr)
-	}
-	go func() { _, _ = bytes.NewBuffer(nil).ReadFrom(stdout) }()
-	return url, hash, proc, stderr
+	return url, hash
 }
 
 func runCLI(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {

@@ -54,6 +54,11 @@ const (
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
+// limits are the session limits the flags set (spec §8).
+func (o options) limits() flow.Limits {
+	return flow.Limits{PeerIdleTimeout: o.peerIdle, KeepAlivePeriod: o.keepAlive}
+}
+
 type options struct {
 	url, encoding, certHash, caFile, out string
 	insecure, raw, debug                 bool
@@ -62,6 +67,7 @@ type options struct {
 	listen, origins                      string
 	maxSessions                          int
 	idleTimeout                          time.Duration
+	peerIdle, keepAlive                  time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -82,6 +88,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed")
 	fs.IntVar(&o.maxSessions, "max-sessions", 256, "bridge http: sessions open at once; more get 503")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "bridge http: end a session idle this long (its id then gets 404)")
+	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
+	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -135,7 +143,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return usage(stderr, err.Error())
 		}
 		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
-			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log}}
+			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()}}
 		if rest[1] == "http" {
 			var origins []string
 			if o.origins != "" {
@@ -200,6 +208,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Encodings: encodings(o.encoding),
 		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: flow.Version},
 		Logger:    log,
+		Limits:    o.limits(),
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)

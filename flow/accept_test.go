@@ -1,0 +1,219 @@
+package flow_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/quic-go/quic-go"
+)
+
+// TestDialBurstNoRefusal dials 200 sessions at once with redials disabled:
+// the server must accept them all without its QUIC accept queue (32)
+// overflowing into CONNECTION_REFUSED (spec §8).
+func TestDialBurstNoRefusal(t *testing.T) {
+	n := 200
+	if raceEnabled {
+		n = 100 // the race detector slows each handshake ~10×
+	}
+	srv := startServer(t, nil)
+	var refused, failed atomic.Int32
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	errs := make(chan error, n)
+	for range n {
+		wg.Go(func() {
+			<-start
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: -1})
+			if err != nil {
+				var te *quic.TransportError
+				if errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused {
+					refused.Add(1)
+				} else {
+					failed.Add(1)
+					errs <- err
+				}
+				return
+			}
+			defer s.Close()
+			if err := s.Ping(ctx); err != nil {
+				errs <- err
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if r := refused.Load(); r > 0 {
+		t.Errorf("%d of %d dials refused with CONNECTION_REFUSED", r, n)
+	}
+}
+
+// refusingServer serves the test tools and refuses the first n QUIC
+// connections (all of them if n < 0) with CONNECTION_REFUSED; attempts
+// counts the connections it was asked for (each dial comes from a port of
+// its own). onAttempt, if set, runs on each.
+func refusingServer(t *testing.T, n int32, onAttempt func()) (srv *flow.Server, attempts *atomic.Int32) {
+	t.Helper()
+	attempts = new(atomic.Int32)
+	var mu sync.Mutex
+	seen := map[string]bool{} // address → refused
+	mux, caps := flowtest.ToolsMux(t, testtools.Config{})
+	srv, err := flow.NewServer(flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: mux, Capabilities: caps, Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	flow.RefuseConnections(srv, func(addr net.Addr) bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if r, ok := seen[addr.String()]; ok {
+			return r // another Initial packet of the same connection
+		}
+		a := attempts.Add(1)
+		if onAttempt != nil {
+			onAttempt()
+		}
+		seen[addr.String()] = n < 0 || a <= n
+		return seen[addr.String()]
+	})
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv, attempts
+}
+
+func isRefused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused
+}
+
+// TestDialRetriesRefused: Dial dials again after CONNECTION_REFUSED, as
+// often as ClientConfig.RefusedRetries says, with growing waits, and stops
+// when ctx ends.
+func TestDialRetriesRefused(t *testing.T) {
+	cfg := func(retries int) flow.ClientConfig {
+		return flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: retries}
+	}
+	t.Run("refused twice, then served", func(t *testing.T) {
+		srv, attempts := refusingServer(t, 2, nil)
+		s, err := flow.Dial(t.Context(), srv.URL(), cfg(0))
+		if err != nil {
+			t.Fatalf("Dial with the default retries: %v", err)
+		}
+		defer s.Close()
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if a := attempts.Load(); a != 3 {
+			t.Errorf("%d connection attempts, want 3 (two refused, one served)", a)
+		}
+	})
+	t.Run("no retries", func(t *testing.T) {
+		srv, attempts := refusingServer(t, 1, nil)
+		_, err := flow.Dial(t.Context(), srv.URL(), cfg(-1))
+		if !isRefused(err) {
+			t.Fatalf("Dial with RefusedRetries -1 = %v, want CONNECTION_REFUSED", err)
+		}
+		if a := attempts.Load(); a != 1 {
+			t.Errorf("%d connection attempts, want 1", a)
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		srv, attempts := refusingServer(t, -1, nil)
+		start := time.Now()
+		_, err := flow.Dial(t.Context(), srv.URL(), cfg(3))
+		took := time.Since(start)
+		if !isRefused(err) {
+			t.Fatalf("Dial = %v, want CONNECTION_REFUSED", err)
+		}
+		if a := attempts.Load(); a != 4 {
+			t.Errorf("%d connection attempts, want 4 (RefusedRetries 3)", a)
+		}
+		// The waits are 50, 100 and 200 ms less up to half each.
+		if least := 175 * time.Millisecond; took < least {
+			t.Errorf("three redials took %v, less than the %v of backoff", took, least)
+		}
+	})
+	t.Run("ctx ends the waiting", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(t.Context())
+		srv, attempts := refusingServer(t, -1, cancel)
+		_, err := flow.Dial(ctx, srv.URL(), cfg(0))
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Dial = %v, want context.Canceled", err)
+		}
+		if a := attempts.Load(); a != 1 {
+			t.Errorf("%d connection attempts after ctx ended, want 1", a)
+		}
+	})
+}
+
+// TestSmallUDPBuffersLogged: a socket whose buffers the kernel kept below
+// what quic-go wants gets one warning line in the server's log, naming the
+// sizes and the sysctl; one at the size gets none.
+func TestSmallUDPBuffersLogged(t *testing.T) {
+	var logged strings.Builder
+	srv, err := flow.NewServer(flow.ServerConfig{TLSConfig: certs.ServerTLSConfig(testCert), Handler: flow.Mux{},
+		Logger: slog.New(slog.NewTextHandler(&logged, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	udp := func(size int) *net.UDPConn {
+		c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		if err := c.SetReadBuffer(size); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.SetWriteBuffer(size); err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	flow.WarnSmallBuffers(srv, udp(64<<10))
+	if n := strings.Count(logged.String(), "\n"); n != 1 || !strings.Contains(logged.String(), "level=WARN") ||
+		!strings.Contains(logged.String(), "net.core.rmem_max") || !strings.Contains(logged.String(), "receiveKiB=128") {
+		t.Fatalf("log for 64 KiB buffers (Linux doubles them to 128):\n%s", logged.String())
+	}
+	logged.Reset()
+	// Linux doubles what it grants: with net.core.rmem_max and wmem_max at
+	// 3.5 MiB or more, 7 MiB asked is 7 MiB or more reported.
+	for _, f := range []string{"rmem_max", "wmem_max"} {
+		b, err := os.ReadFile("/proc/sys/net/core/" + f)
+		if n, perr := strconv.Atoi(strings.TrimSpace(string(b))); err != nil || perr != nil || n < 7<<19 {
+			t.Logf("net.core.%s is %q (%v): buffers at the size cannot be made here, so that case is not checked", f, b, err)
+			return
+		}
+	}
+	flow.WarnSmallBuffers(srv, udp(7<<20))
+	if logged.Len() != 0 {
+		t.Errorf("log for 7 MiB buffers:\n%s", logged.String())
+	}
+}
