@@ -85,8 +85,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}
 		return nil, err
 	}
-	select {
-	case resp := <-c.resp:
+	answered := func(resp *jsonrpc.Response) (*Response, error) {
 		if resp.Error != nil {
 			s.settleCall(c, nil)
 			return nil, resp.Error
@@ -94,6 +93,10 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result, Refs: findRefs(resp.Result)}
 		s.settleCall(c, r.Refs)
 		return r, nil
+	}
+	select {
+	case resp := <-c.resp:
+		return answered(resp)
 	case <-ctx.Done():
 		// Keep the call registered: the peer answers $/cancel with -32800,
 		// and that answer settles it.
@@ -107,6 +110,11 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}()
 		return nil, ctx.Err()
 	case <-s.done:
+		select {
+		case resp := <-c.resp: // answered before the session ended
+			return answered(resp)
+		default:
+		}
 		return nil, s.Err()
 	}
 }

@@ -76,7 +76,11 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	go s.acceptStreams()
 	go s.receiveDatagrams()
 	if err := s.initialize(hctx, &cfg); err != nil {
-		s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "initialize failed", Err: err})
+		code := CloseProtocolError
+		if _, refused := err.(*jsonrpc.Error); refused {
+			code = CloseRefused // the server answered initialize with an error (spec §8.2)
+		}
+		s.closeWith(&SessionError{Code: code, Reason: "initialize failed: " + err.Error(), Err: err})
 		if je, ok := err.(*jsonrpc.Error); ok {
 			return nil, je
 		}
