@@ -31,6 +31,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var conn connCatcher
 	d := cfg.Transport
 	if d == nil {
 		tlsConf := &tls.Config{}
@@ -53,6 +54,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 			q.InitialStreamReceiveWindow, q.MaxStreamReceiveWindow = w, w
 			q.InitialConnectionReceiveWindow, q.MaxConnectionReceiveWindow = 4*w, 4*w
 		}
+		t.DialAddr = conn.dial
 		d = t
 	}
 	hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
@@ -65,6 +67,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		return nil, fmt.Errorf("flow: dial %s: %w", url, err)
 	}
 	s := newSession(wts, false, lim, cfg.Hooks, cfg.Handler, cfg.Logger, codecs)
+	s.conn = conn.c
 	ctrl, err := wts.OpenStreamSync(hctx)
 	if err != nil {
 		s.Close()

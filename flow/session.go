@@ -3,6 +3,7 @@ package flow
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -43,6 +46,7 @@ func (s State) String() string {
 // fails with the session's error (Err).
 type Session struct {
 	wt      *webtransport.Session
+	conn    *quic.Conn // the QUIC connection when Dial made it, else nil
 	ctrl    *webtransport.Stream
 	server  bool
 	srv     serverSide // zero on a client
@@ -262,6 +266,16 @@ func (s *Session) Close() error {
 	return nil
 }
 
+// connCatcher keeps the QUIC connection that webtransport.Transport dials,
+// so that the session can close it (webtransport.Transport.DialAddr).
+type connCatcher struct{ c *quic.Conn }
+
+func (k *connCatcher) dial(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error) {
+	c, err := quic.DialAddrEarly(ctx, addr, tlsConf, conf)
+	k.c = c
+	return c, err
+}
+
 // maxCloseMessage is the longest close message WebTransport carries.
 const maxCloseMessage = 1024
 
@@ -312,6 +326,13 @@ func (s *Session) closeWith(e *SessionError) {
 			msg = msg[:maxCloseMessage]
 		}
 		_ = s.wt.CloseWithError(e.Code, msg)
+	}
+	if s.conn != nil {
+		// webtransport-go closes the connection it dialled after the
+		// session, but on a goroutine of its own: a process that exits
+		// next would leave the server holding the connection until its
+		// idle timeout. Close it before Close returns.
+		_ = s.conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	}
 	s.mu.Lock()
 	for _, in := range s.handling {
