@@ -2,6 +2,8 @@ package flow_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"io"
@@ -15,6 +17,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
@@ -341,4 +344,43 @@ func TestShutdownRacingCaller(t *testing.T) {
 		}
 	}
 	t.Logf("100 shutdowns raced by a caller in %v", time.Since(start))
+}
+
+// TestShutdownWhileReadingStream: the client shuts down while it is still
+// reading a large execution stream, slowly. Its $/shutdown waits for the
+// stream, so the server, which closes soon after its own work ends, cannot
+// cut the tail off; every byte arrives and the drain is clean.
+func TestShutdownWhileReadingStream(t *testing.T) {
+	srv, ends, _ := endings(t, nil)
+	s := dial(t, srv, nil)
+	const size = 16 << 20
+	r := callTool(t, s, "generate", map[string]any{"bytes": size})
+	sr, err := r.Stream(context.Background(), r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := sha256.New()
+	// The tail fits in any stream receive window, so the server has
+	// written it all by the time the client reads it.
+	const tail = 256 << 10
+	if _, err := io.CopyN(h, sr, size-tail); err != nil {
+		t.Fatal(err)
+	}
+	shut := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		shut <- s.Shutdown(ctx, "done")
+	}()
+	// A slow consumer: the tail is read well after the server wrote it and
+	// after the server's PeerFINWait would have run out.
+	time.Sleep(3 * flow.PeerFINWait)
+	n, err := io.Copy(h, sr)
+	if err != nil || n != tail || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
+		t.Fatalf("the stream's tail after Shutdown: %d bytes, %v", n, err)
+	}
+	if err := receive(t, shut, "Shutdown"); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseOK, false)
 }

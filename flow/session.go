@@ -80,7 +80,8 @@ type Session struct {
 	shutdown    bool // $/shutdown sent or received
 	sentShut    bool // we sent $/shutdown
 	gotShut     bool // the peer sent $/shutdown, or finished the control stream
-	announcing  int  // 1 while our $/shutdown is being written: no FIN before it
+	notice      *ShutdownParams // our $/shutdown, until our own calls are done
+	announcing  int             // 1 while our $/shutdown is being written: no FIN before it
 	sentFIN     bool
 	readEOF     bool
 	finTimer    *time.Timer // ShutdownGrace before our FIN
@@ -367,7 +368,44 @@ func (s *Session) fail(code webtransport.SessionErrorCode, reply *jsonrpc.Respon
 
 // inflightLocked counts what a drain waits for. s.mu must be held.
 func (s *Session) inflightLocked() int {
-	return len(s.calls) + len(s.streamCalls) + len(s.handling) + s.openStreams + s.announcing
+	n := len(s.calls) + len(s.streamCalls) + len(s.handling) + s.openStreams + s.announcing
+	if s.notice != nil {
+		n++
+	}
+	return n
+}
+
+// announce sends our $/shutdown once our own calls, and the execution
+// streams of their results, are done (spec §7.2): the peer that receives it
+// closes the session soon after its own work ends, so it must not come
+// while we still read from the peer. Until then new requests are refused
+// all the same.
+func (s *Session) announce() {
+	s.mu.Lock()
+	if s.notice == nil || len(s.calls)+len(s.streamCalls) > 0 {
+		s.mu.Unlock()
+		return
+	}
+	p := s.notice
+	s.notice = nil
+	if s.gotShut {
+		// The peer started a shutdown too: it needs no word from us.
+		s.mu.Unlock()
+		return
+	}
+	s.announcing = 1
+	s.readAt.Store(time.Now().UnixNano()) // the grace counts from our $/shutdown too
+	s.mu.Unlock()
+	var params any
+	if p.Reason != "" {
+		params = p
+	}
+	if err := s.Notify(MethodShutdown, params); err != nil {
+		s.log.Debug("$/shutdown not sent", "err", err)
+	}
+	s.mu.Lock()
+	s.announcing = 0
+	s.mu.Unlock()
 }
 
 // maybeFinish advances a drain (spec §7.2). Once $/shutdown is in force and
@@ -381,6 +419,7 @@ func (s *Session) inflightLocked() int {
 // that sent $/shutdown waits for that close, and closes itself PeerFINWait
 // after it has read the peer's FIN if the close does not come.
 func (s *Session) maybeFinish() {
+	s.announce()
 	s.mu.Lock()
 	if !s.shutdown || s.inflightLocked() > 0 {
 		s.mu.Unlock()
@@ -489,8 +528,7 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 	send = send && !already
 	if send {
 		s.sentShut = true
-		s.announcing = 1
-		s.readAt.Store(time.Now().UnixNano()) // the grace counts from our $/shutdown too
+		s.notice = &ShutdownParams{Reason: reason}
 	}
 	s.mu.Unlock()
 	if already {
@@ -499,18 +537,6 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 	}
 	if s.State() == StateReady {
 		s.setState(StateDraining)
-	}
-	if send {
-		var p any
-		if reason != "" {
-			p = ShutdownParams{Reason: reason}
-		}
-		if err := s.Notify(MethodShutdown, p); err != nil {
-			s.log.Debug("$/shutdown not sent", "err", err)
-		}
-		s.mu.Lock()
-		s.announcing = 0
-		s.mu.Unlock()
 	}
 	// The drain has a deadline whoever started it.
 	go func() {
