@@ -76,10 +76,10 @@ type Session struct {
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
 	handling    map[jsonrpc.ID]*inbound
-	openStreams int  // execution streams we are writing
-	shutdown    bool // $/shutdown sent or received
-	sentShut    bool // we sent $/shutdown
-	gotShut     bool // the peer sent $/shutdown, or finished the control stream
+	openStreams int             // execution streams we are writing
+	shutdown    bool            // $/shutdown sent or received
+	sentShut    bool            // we sent $/shutdown
+	gotShut     bool            // the peer sent $/shutdown, or finished the control stream
 	notice      *ShutdownParams // our $/shutdown, until our own calls are done
 	announcing  int             // 1 while our $/shutdown is being written: no FIN before it
 	sentFIN     bool
