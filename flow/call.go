@@ -44,13 +44,18 @@ type Response struct {
 
 // Call sends a request and waits for its response. A JSON-RPC error answer
 // is returned as a *jsonrpc.Error (request scope); a session failure as a
-// *SessionError. When ctx ends first, Call sends $/cancel (spec §7.1) and
-// returns ctx's error.
+// *SessionError. During a $/shutdown drain and after a clean one it fails
+// at once with ErrShuttingDown (spec §7.2). When ctx ends first, Call sends
+// $/cancel (spec §7.1) and returns ctx's error.
 //
 // Request ids are 32-bit integers, so that stream and datagram headers can
 // name them (spec §3.2).
 func (s *Session) Call(ctx context.Context, method string, params any, opts ...CallOption) (*Response, error) {
 	if err := s.Err(); err != nil {
+		if se, ok := err.(*SessionError); ok && se.clean() {
+			// After a clean $/shutdown as during it (spec §7.2).
+			return nil, ErrShuttingDown
+		}
 		return nil, err
 	}
 	st := s.State()
