@@ -170,6 +170,22 @@ func TestSessionEndings(t *testing.T) {
 		}
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseProtocolError, false)
 	})
+	t.Run("control stream reset", func(t *testing.T) {
+		srv, ends, _ := endings(t, nil)
+		p := initRaw(t, srv)
+		p.ctrl.CancelWrite(0x7d00)
+		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseProtocolError, false)
+		select {
+		case <-p.sess.Context().Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("raw client: session still open after its control stream was reset")
+		}
+		_, err := p.sess.OpenStream()
+		var we *webtransport.SessionError
+		if !errors.As(err, &we) || we.ErrorCode != flow.CloseProtocolError || !strings.Contains(we.Message, "control stream reset") {
+			t.Errorf("raw client: session ended with %v, want code 1 saying the control stream was reset", err)
+		}
+	})
 	t.Run("local close", func(t *testing.T) {
 		srv, ends, _ := endings(t, nil)
 		s := dial(t, srv, nil)

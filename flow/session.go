@@ -605,17 +605,26 @@ func (s *Session) readFailed(err error) {
 			tl.Error()+" (spec §3.1)")), "control frame over the limit")
 	case connectionLost(err):
 		s.closeWith(closeFromPeer(err, false))
+	case errors.As(err, new(*webtransport.StreamError)):
+		// The control stream was reset while the session lives on
+		// (webtransport-go reports a closing session as the session's
+		// error, not as a stream reset): the peer broke the protocol.
+		s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "control stream reset", Err: err})
 	default:
 		select {
 		case <-s.done:
 		case <-s.wt.Context().Done():
 			// The watcher in newSession classifies the peer's close.
-		case <-time.After(200 * time.Millisecond):
-			// The stream failed on its own, not with the session.
+		case <-time.After(controlFailWait):
 			s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "control stream failed", Err: err})
 		}
 	}
 }
+
+// controlFailWait bounds how long a control stream that failed with an
+// error of no known kind waits for its session to end before the failure is
+// judged the stream's own.
+const controlFailWait = 200 * time.Millisecond
 
 // handleFrame decodes one frame and dispatches its messages.
 func (s *Session) handleFrame(data []byte) {
