@@ -67,7 +67,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		return nil, fmt.Errorf("flow: dial %s: %w", url, err)
 	}
 	s := newSession(wts, false, lim, cfg.Hooks, cfg.Handler, cfg.Logger, codecs)
-	s.conn = conn.c
+	s.conn.Store(conn.c)
 	ctrl, err := wts.OpenStreamSync(hctx)
 	if err != nil {
 		s.Close()

@@ -46,7 +46,7 @@ func (s State) String() string {
 // fails with the session's error (Err).
 type Session struct {
 	wt      *webtransport.Session
-	conn    *quic.Conn // the QUIC connection when Dial made it, else nil
+	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
 	ctrl    *webtransport.Stream
 	server  bool
 	srv     serverSide // zero on a client
@@ -328,12 +328,12 @@ func (s *Session) closeWith(e *SessionError) {
 		}
 		_ = s.wt.CloseWithError(e.Code, msg)
 	}
-	if s.conn != nil {
+	if c := s.conn.Load(); c != nil {
 		// webtransport-go closes the connection it dialled after the
 		// session, but on a goroutine of its own: a process that exits
 		// next would leave the server holding the connection until its
 		// idle timeout. Close it before Close returns.
-		_ = s.conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+		_ = c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	}
 	s.mu.Lock()
 	for _, in := range s.handling {
