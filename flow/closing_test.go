@@ -158,16 +158,7 @@ func TestSessionEndings(t *testing.T) {
 		srv, ends, _ := endings(t, nil)
 		p := initRaw(t, srv)
 		p.write([]byte{0xff, 0xff, 0xff, 0xff}) // a 4 GiB frame
-		select {
-		case <-p.sess.Context().Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("session still open after a 4 GiB frame")
-		}
-		_, err := p.sess.OpenStream()
-		var we *webtransport.SessionError
-		if !errors.As(err, &we) || we.ErrorCode != flow.CloseProtocolError || !we.Remote || !strings.Contains(we.Message, "control frame") {
-			t.Errorf("raw client: session ended with %v, want the server's close with code 1 saying why", err)
-		}
+		rawEnd(t, p, flow.CloseProtocolError, "control frame")
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseProtocolError, false)
 	})
 	t.Run("control stream reset", func(t *testing.T) {
@@ -175,16 +166,7 @@ func TestSessionEndings(t *testing.T) {
 		p := initRaw(t, srv)
 		p.ctrl.CancelWrite(0x7d00)
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseProtocolError, false)
-		select {
-		case <-p.sess.Context().Done():
-		case <-time.After(10 * time.Second):
-			t.Fatal("raw client: session still open after its control stream was reset")
-		}
-		_, err := p.sess.OpenStream()
-		var we *webtransport.SessionError
-		if !errors.As(err, &we) || we.ErrorCode != flow.CloseProtocolError || !strings.Contains(we.Message, "control stream reset") {
-			t.Errorf("raw client: session ended with %v, want code 1 saying the control stream was reset", err)
-		}
+		rawEnd(t, p, flow.CloseProtocolError, "control stream reset")
 	})
 	t.Run("local close", func(t *testing.T) {
 		srv, ends, _ := endings(t, nil)
@@ -193,6 +175,22 @@ func TestSessionEndings(t *testing.T) {
 		wantEnd(t, "client", ended(t, s), flow.CloseGoingAway, false)
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseGoingAway, true)
 	})
+}
+
+// rawEnd waits for the server to close a raw client's session and checks
+// the close code and that the message says want.
+func rawEnd(t *testing.T, p *rawPeer, code webtransport.SessionErrorCode, want string) {
+	t.Helper()
+	select {
+	case <-p.sess.Context().Done():
+	case <-time.After(10 * time.Second):
+		t.Fatalf("raw client: session still open 10 s later; want the server's close with code %d", code)
+	}
+	_, err := p.sess.OpenStream() // webtransport-go's way to tell why a session ended
+	var we *webtransport.SessionError
+	if !errors.As(err, &we) || we.ErrorCode != code || !we.Remote || !strings.Contains(we.Message, want) {
+		t.Errorf("raw client: session ended with %v; want the server's close with code %d (%s) saying %q", err, code, flow.CloseText(code), want)
+	}
 }
 
 // udpRelay forwards datagrams between one client and a server until cut,
@@ -267,18 +265,9 @@ func TestShutdownReceiverClosesForGuideOnlyPeer(t *testing.T) {
 	if n, err := p.ctrl.Read(one[:]); n != 0 || !errors.Is(err, io.EOF) {
 		t.Fatalf("after the last answer: read %d bytes, %v; want the server's FIN", n, err)
 	}
-	select {
-	case <-p.sess.Context().Done():
-	case <-time.After(10 * time.Second):
-		t.Fatal("the server did not close the session after its drain")
-	}
+	rawEnd(t, p, flow.CloseOK, "")
 	if d := time.Since(answered); d > time.Second {
 		t.Errorf("the session closed %v after the last answer, want under 1 s", d)
-	}
-	_, err := p.sess.OpenStream()
-	var we *webtransport.SessionError
-	if !errors.As(err, &we) || we.ErrorCode != flow.CloseOK || !we.Remote {
-		t.Errorf("raw client: session ended with %v, want the server's clean close (code 0)", err)
 	}
 	wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseOK, false)
 }
