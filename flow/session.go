@@ -260,10 +260,12 @@ func (s *Session) Notify(method string, params any) error {
 
 // ---- closing ----
 
-// Close ends the session at once, without draining (CloseGoingAway). Use
-// Shutdown to end it gracefully.
+// Close ends the session at once, without draining (CloseGoingAway), unless
+// it has ended already. It returns once the session has ended (Done is
+// closed), whoever ended it. Use Shutdown to end it gracefully.
 func (s *Session) Close() error {
 	s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "Close called, no drain", Err: ErrClosed})
+	<-s.done
 	return nil
 }
 

@@ -126,6 +126,12 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 			<-exited
 			t.Fatalf("iteration %d: server still running 15 s after SIGTERM; stderr:\n%s", i, stderr)
 		}
+		// The server closed the client's session after the drain.
+		select {
+		case <-s.Done():
+		case <-time.After(5 * time.Second):
+			t.Errorf("iteration %d: the client session is still open 5 s after the server exited", i)
+		}
 		s.Close()
 		cancel()
 		if err != nil {
@@ -134,10 +140,9 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 		if exitErr != nil || !strings.Contains(stderr.String(), "shut down cleanly") {
 			t.Fatalf("iteration %d: server exit after SIGTERM: %v, want 0 after a clean drain; stderr:\n%s", i, exitErr, stderr)
 		}
-		select {
-		case <-s.Done():
-		default:
-			t.Fatalf("iteration %d: the client session is still open after the server exited", i)
+		var se *flow.SessionError
+		if !errors.As(s.Err(), &se) || se.Code != flow.CloseOK {
+			t.Fatalf("iteration %d: client session ended with %v, want a clean shutdown", i, s.Err())
 		}
 	}
 }
