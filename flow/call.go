@@ -44,13 +44,18 @@ type Response struct {
 
 // Call sends a request and waits for its response. A JSON-RPC error answer
 // is returned as a *jsonrpc.Error (request scope); a session failure as a
-// *SessionError. When ctx ends first, Call sends $/cancel (spec §7.1) and
-// returns ctx's error.
+// *SessionError. During a $/shutdown drain and after a clean one it fails
+// at once with ErrShuttingDown (spec §7.2). When ctx ends first, Call sends
+// $/cancel (spec §7.1) and returns ctx's error.
 //
 // Request ids are 32-bit integers, so that stream and datagram headers can
 // name them (spec §3.2).
 func (s *Session) Call(ctx context.Context, method string, params any, opts ...CallOption) (*Response, error) {
 	if err := s.Err(); err != nil {
+		if se, ok := err.(*SessionError); ok && se.clean() {
+			// After a clean $/shutdown as during it (spec §7.2).
+			return nil, ErrShuttingDown
+		}
 		return nil, err
 	}
 	st := s.State()
@@ -85,8 +90,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}
 		return nil, err
 	}
-	select {
-	case resp := <-c.resp:
+	answered := func(resp *jsonrpc.Response) (*Response, error) {
 		if resp.Error != nil {
 			s.settleCall(c, nil)
 			return nil, resp.Error
@@ -94,6 +98,10 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result, Refs: findRefs(resp.Result)}
 		s.settleCall(c, r.Refs)
 		return r, nil
+	}
+	select {
+	case resp := <-c.resp:
+		return answered(resp)
 	case <-ctx.Done():
 		// Keep the call registered: the peer answers $/cancel with -32800,
 		// and that answer settles it.
@@ -107,6 +115,11 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}()
 		return nil, ctx.Err()
 	case <-s.done:
+		select {
+		case resp := <-c.resp: // answered before the session ended
+			return answered(resp)
+		default:
+		}
 		return nil, s.Err()
 	}
 }

@@ -33,6 +33,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	if err != nil {
 		return nil, err
 	}
+	var conn connCatcher
 	d := cfg.Transport
 	if d == nil {
 		tlsConf := &tls.Config{}
@@ -56,6 +57,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 			q.InitialStreamReceiveWindow, q.MaxStreamReceiveWindow = w, w
 			q.InitialConnectionReceiveWindow, q.MaxConnectionReceiveWindow = 4*w, 4*w
 		}
+		t.DialAddr = conn.dial
 		d = t
 	}
 	retries := cfg.RefusedRetries
@@ -93,6 +95,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		return nil, fmt.Errorf("flow: dial %s: %w", url, err)
 	}
 	s := newSession(wts, false, lim, cfg.Hooks, cfg.Handler, cfg.Logger, codecs)
+	s.conn.Store(conn.c)
 	ctrl, err := wts.OpenStreamSync(hctx)
 	if err != nil {
 		s.Close()
@@ -104,7 +107,11 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	go s.acceptStreams()
 	go s.receiveDatagrams()
 	if err := s.initialize(hctx, &cfg); err != nil {
-		s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "initialize failed", Err: err})
+		code := CloseProtocolError
+		if _, refused := err.(*jsonrpc.Error); refused {
+			code = CloseRefused // the server answered initialize with an error (spec §8.2)
+		}
+		s.closeWith(&SessionError{Code: code, Reason: "initialize failed: " + err.Error(), Err: err})
 		if je, ok := err.(*jsonrpc.Error); ok {
 			return nil, je
 		}

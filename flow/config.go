@@ -164,6 +164,10 @@ type Hooks struct {
 	// sends about this side's misbehaviour (spec §8): a bad frame, a stream
 	// injection, a datagram where none are supported.
 	ProtocolError func(s *Session, e *jsonrpc.Error)
+	// Closed is called once when the session has ended, with why (the same
+	// as s.Err(); spec §8.2). It runs on the goroutine that closed the
+	// session and must not block.
+	Closed func(s *Session, e *SessionError)
 }
 
 // ServerConfig configures a Server. It is copied by NewServer; later changes

@@ -43,7 +43,12 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		return
 	case m.Method == MethodInitialize:
 		if s.server && st == StateControlOpened {
-			s.handleInitialize(m, answer)
+			s.handleInitialize(m, func(r *jsonrpc.Response) {
+				if r.Error != nil {
+					s.refusedInit.Store(true) // a peer that now leaves was refused (spec §8.2)
+				}
+				answer(r)
+			})
 			return
 		}
 		fail(jsonrpc.CodeInvalidRequest, "initialize was already done on this session (spec §2)")

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"encoding/json"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -121,15 +122,57 @@ type Progress struct {
 	Message       string          `json:"message,omitempty"`
 }
 
-// Session close codes sent with the WebTransport CLOSE_WEBTRANSPORT_SESSION
-// capsule (spec §8).
+// Session close codes (spec §8.2): one per way a session ends. They travel
+// in the WebTransport CLOSE_WEBTRANSPORT_SESSION capsule, so both sides
+// report the same code for the same ending, except CloseConnectionLost,
+// which nobody can send: a side that stops hearing from its peer reports it
+// alone. CloseText gives each its words.
 const (
-	CloseOK               webtransport.SessionErrorCode = 0x00 // graceful end after $/shutdown
+	CloseOK               webtransport.SessionErrorCode = 0x00 // $/shutdown drain complete
 	CloseProtocolError    webtransport.SessionErrorCode = 0x01 // a control frame that cannot be read past
 	CloseHandshakeTimeout webtransport.SessionErrorCode = 0x02 // no initialize in time
 	CloseDrainTimeout     webtransport.SessionErrorCode = 0x03 // $/shutdown drain deadline passed
 	CloseInternalError    webtransport.SessionErrorCode = 0x04
 	CloseGoingAway        webtransport.SessionErrorCode = 0x05 // closed without drain by Close
+	CloseRefused          webtransport.SessionErrorCode = 0x06 // initialize refused (transport, version, encodings)
+	CloseConnectionLost   webtransport.SessionErrorCode = 0x07 // peer gone: QUIC idle timeout or reset; never sent
+)
+
+// CloseText returns the words for a session close code (spec §8.2).
+func CloseText(c webtransport.SessionErrorCode) string {
+	switch c {
+	case CloseOK:
+		return "clean shutdown"
+	case CloseProtocolError:
+		return "protocol error"
+	case CloseHandshakeTimeout:
+		return "handshake timeout"
+	case CloseDrainTimeout:
+		return "drain deadline passed"
+	case CloseInternalError:
+		return "internal error"
+	case CloseGoingAway:
+		return "closed without drain"
+	case CloseRefused:
+		return "session refused"
+	case CloseConnectionLost:
+		return "peer gone"
+	}
+	return "unknown close code"
+}
+
+// The timings of a $/shutdown drain (spec §7.2).
+const (
+	// ShutdownGrace is how long the side that sent $/shutdown, once nothing
+	// of its own is in flight, keeps its direction of the control stream
+	// open after the last frame it read, so that it can still answer -32006
+	// to requests that crossed its $/shutdown.
+	ShutdownGrace = 50 * time.Millisecond
+	// PeerFINWait is how long a side that has finished its direction of the
+	// control stream waits for the peer's FIN (the side that received
+	// $/shutdown) or for the peer's close (the side that sent it) before it
+	// closes the session itself with CloseOK.
+	PeerFINWait = 250 * time.Millisecond
 )
 
 // StreamCode returns the stream reset code that carries a JSON-RPC error

@@ -3,6 +3,7 @@ package flow
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,8 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -43,6 +46,7 @@ func (s State) String() string {
 // fails with the session's error (Err).
 type Session struct {
 	wt      *webtransport.Session
+	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
 	ctrl    *webtransport.Stream
 	server  bool
 	srv     serverSide // zero on a client
@@ -58,6 +62,9 @@ type Session struct {
 	wmu     sync.Mutex // serialises writes to ctrl, so each frame is one write
 	nextID  atomic.Uint32
 	touched atomic.Int64 // unix nanos of the last control frame
+	readAt  atomic.Int64 // unix nanos of the last control frame read, or of our $/shutdown
+	// refusedInit is set once we answered initialize with an error.
+	refusedInit atomic.Bool
 
 	// Set during the handshake, read-only afterwards.
 	peerMaxFrame uint32
@@ -69,10 +76,16 @@ type Session struct {
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
 	handling    map[jsonrpc.ID]*inbound
-	openStreams int  // execution streams we are writing
-	shutdown    bool // $/shutdown sent or received
+	openStreams int             // execution streams we are writing
+	shutdown    bool            // $/shutdown sent or received
+	sentShut    bool            // we sent $/shutdown
+	gotShut     bool            // the peer sent $/shutdown, or finished the control stream
+	notice      *ShutdownParams // our $/shutdown, until our own calls are done
+	announcing  int             // 1 while our $/shutdown is being written: no FIN before it
 	sentFIN     bool
 	readEOF     bool
+	finTimer    *time.Timer // ShutdownGrace before our FIN
+	closeTimer  *time.Timer // PeerFINWait before our clean close
 	lastDgErr   time.Time
 
 	ctx      context.Context
@@ -125,24 +138,11 @@ func newSession(wt *webtransport.Session, server bool, lim Limits, hooks Hooks, 
 	go func() {
 		select {
 		case <-wt.Context().Done():
-			cause := context.Cause(wt.Context())
-			e := &SessionError{Code: CloseGoingAway, Remote: true, Reason: "WebTransport session ended", Err: cause}
-			var we *webtransport.SessionError
-			if errors.As(cause, &we) {
-				e.Code, e.Reason = we.ErrorCode, "closed by the peer"
-				if we.Message != "" {
-					e.Reason += ": " + we.Message
-				}
-			}
-			// After our FIN the peer may close the session as soon as it has
-			// read it, a moment before our reader records the peer's FIN:
-			// give the reader that moment before judging.
-			for i := 0; i < 50 && s.sentFINLocked() && !s.drained(); i++ {
-				time.Sleep(10 * time.Millisecond)
-			}
-			if s.drained() {
-				// The peer closed after a complete drain: a clean end.
-				e.Code, e.Err = CloseOK, ErrClosed
+			e := closeFromPeer(wtCloseErr(wt), s.idleInDrain())
+			if e.Code == CloseGoingAway && e.Err != nil && s.refusedInit.Load() && s.State() < StateReady {
+				// A client whose initialize we refused closed its
+				// connection, and its close code with it.
+				e.Code, e.Reason = CloseRefused, "the peer left after its initialize was refused"
 			}
 			s.closeWith(e)
 		case <-s.done:
@@ -260,11 +260,47 @@ func (s *Session) Notify(method string, params any) error {
 
 // ---- closing ----
 
-// Close ends the session at once, without draining (CloseGoingAway). Use
-// Shutdown to end it gracefully.
+// Close ends the session at once, without draining (CloseGoingAway), unless
+// it has ended already. It returns once the session has ended (Done is
+// closed), whoever ended it. Use Shutdown to end it gracefully.
 func (s *Session) Close() error {
-	s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "closed", Err: ErrClosed})
+	s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "Close called, no drain", Err: ErrClosed})
+	<-s.done
 	return nil
+}
+
+// connCatcher keeps the QUIC connection that webtransport.Transport dials,
+// so that the session can close it (webtransport.Transport.DialAddr).
+type connCatcher struct{ c *quic.Conn }
+
+func (k *connCatcher) dial(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error) {
+	c, err := quic.DialAddrEarly(ctx, addr, tlsConf, conf)
+	k.c = c
+	return c, err
+}
+
+// maxCloseMessage is the longest close message WebTransport carries.
+const maxCloseMessage = 1024
+
+// wtCloseErr returns why wt ended: the peer's close (*webtransport.SessionError)
+// or the CONNECT stream's error. webtransport-go keeps it unexported; once
+// the session is closed, OpenStream returns it.
+func wtCloseErr(wt *webtransport.Session) error {
+	st, err := wt.OpenStream()
+	if err == nil {
+		st.CancelWrite(0)
+		st.CancelRead(0)
+		return errors.New("WebTransport session ended for no reason given")
+	}
+	return err
+}
+
+// idleInDrain reports whether a $/shutdown is in force and nothing is in
+// flight: a peer's close now loses nothing (spec §7.2).
+func (s *Session) idleInDrain() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shutdown && s.inflightLocked() == 0
 }
 
 func (s *Session) closeWith(e *SessionError) {
@@ -277,8 +313,29 @@ func (s *Session) closeWith(e *SessionError) {
 	s.closeMu.Unlock()
 	s.setState(StateClosed)
 	s.cancel()
+	s.mu.Lock()
+	for _, t := range []*time.Timer{s.finTimer, s.closeTimer} {
+		if t != nil {
+			t.Stop()
+		}
+	}
+	s.mu.Unlock()
 	if !e.Remote {
-		_ = s.wt.CloseWithError(e.Code, e.Reason)
+		msg := e.Reason
+		if msg == "" {
+			msg = CloseText(e.Code)
+		}
+		if len(msg) > maxCloseMessage {
+			msg = msg[:maxCloseMessage]
+		}
+		_ = s.wt.CloseWithError(e.Code, msg)
+	}
+	if c := s.conn.Load(); c != nil {
+		// webtransport-go closes the connection it dialled after the
+		// session, but on a goroutine of its own: a process that exits
+		// next would leave the server holding the connection until its
+		// idle timeout. Close it before Close returns.
+		_ = c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
 	}
 	s.mu.Lock()
 	for _, in := range s.handling {
@@ -288,6 +345,9 @@ func (s *Session) closeWith(e *SessionError) {
 	close(s.done)
 	if e.Code != CloseOK {
 		s.log.Debug("session closed", "err", e)
+	}
+	if s.hooks.Closed != nil {
+		s.hooks.Closed(s, e)
 	}
 }
 
@@ -310,51 +370,124 @@ func (s *Session) fail(code webtransport.SessionErrorCode, reply *jsonrpc.Respon
 
 // inflightLocked counts what a drain waits for. s.mu must be held.
 func (s *Session) inflightLocked() int {
-	return len(s.calls) + len(s.streamCalls) + len(s.handling) + s.openStreams
+	n := len(s.calls) + len(s.streamCalls) + len(s.handling) + s.openStreams + s.announcing
+	if s.notice != nil {
+		n++
+	}
+	return n
 }
 
-// maybeFinish advances a drain: once $/shutdown is in force and nothing is
-// in flight, finish the control stream; once both directions are finished,
-// close the session cleanly (spec §7.2).
+// announce sends our $/shutdown once our own calls, and the execution
+// streams of their results, are done (spec §7.2): the peer that receives it
+// closes the session soon after its own work ends, so it must not come
+// while we still read from the peer. Until then new requests are refused
+// all the same.
+func (s *Session) announce() {
+	s.mu.Lock()
+	if s.notice == nil || len(s.calls)+len(s.streamCalls) > 0 {
+		s.mu.Unlock()
+		return
+	}
+	p := s.notice
+	s.notice = nil
+	if s.gotShut {
+		// The peer started a shutdown too: it needs no word from us.
+		s.mu.Unlock()
+		return
+	}
+	s.announcing = 1
+	s.readAt.Store(time.Now().UnixNano()) // the grace counts from our $/shutdown too
+	s.mu.Unlock()
+	var params any
+	if p.Reason != "" {
+		params = p
+	}
+	if err := s.Notify(MethodShutdown, params); err != nil {
+		s.log.Debug("$/shutdown not sent", "err", err)
+	}
+	s.mu.Lock()
+	s.announcing = 0
+	s.mu.Unlock()
+}
+
+// maybeFinish advances a drain (spec §7.2). Once $/shutdown is in force and
+// nothing is in flight, it finishes (FIN) our direction of the control
+// stream: at once on the side that received $/shutdown; ShutdownGrace after
+// the last frame read on the side that sent it, so that a request that
+// crossed its $/shutdown is still answered (-32006) before the FIN. After
+// the FIN, the side that received $/shutdown closes the session (CloseOK)
+// when the peer's FIN has come, or PeerFINWait after its own FIN if it does
+// not come (a peer that follows only the guide never sends it). The side
+// that sent $/shutdown waits for that close, and closes itself PeerFINWait
+// after it has read the peer's FIN if the close does not come.
 func (s *Session) maybeFinish() {
+	s.announce()
 	s.mu.Lock()
 	if !s.shutdown || s.inflightLocked() > 0 {
 		s.mu.Unlock()
 		return
 	}
-	finish := !s.sentFIN
-	s.sentFIN = true
-	bothDone := s.readEOF
-	s.mu.Unlock()
-	if finish {
-		s.wmu.Lock()
-		_ = s.ctrl.Close()
-		s.wmu.Unlock()
+	if !s.sentFIN && !s.gotShut {
+		if wait := ShutdownGrace - time.Since(time.Unix(0, s.readAt.Load())); wait > 0 {
+			if s.finTimer == nil {
+				s.finTimer = time.AfterFunc(wait, func() {
+					s.mu.Lock()
+					s.finTimer = nil
+					s.mu.Unlock()
+					s.maybeFinish()
+				})
+			}
+			s.mu.Unlock()
+			return
+		}
 	}
-	if !bothDone {
+	s.mu.Unlock()
+	if !s.finish() {
 		return
 	}
-	// Both directions are finished. The server closes the session; the
-	// client waits for that close (so that its close cannot overtake the
-	// server's last read), and closes itself only if it does not come.
-	if s.server {
+	s.mu.Lock()
+	if s.gotShut && s.readEOF {
+		s.mu.Unlock()
 		s.closeWith(&SessionError{Code: CloseOK, Reason: "shutdown complete", Err: ErrClosed})
 		return
 	}
-	go func() {
-		select {
-		case <-s.done:
-		case <-time.After(2 * time.Second):
-			s.closeWith(&SessionError{Code: CloseOK, Reason: "shutdown complete", Err: ErrClosed})
-		}
-	}()
+	defer s.mu.Unlock()
+	if s.closeTimer == nil && (s.gotShut || s.readEOF) {
+		s.closeTimer = time.AfterFunc(PeerFINWait, func() {
+			reason := "shutdown complete; the peer did not finish the control stream"
+			if !s.gotShut {
+				reason = "shutdown complete; the peer did not close the session"
+			}
+			s.closeWith(&SessionError{Code: CloseOK, Reason: reason, Err: ErrClosed})
+		})
+	}
 }
 
-// drained reports whether both directions of the control stream finished.
-func (s *Session) drained() bool {
+// finish sends our FIN on the control stream if the drain allows it, and
+// reports whether it has been sent. Holding wmu orders it after every frame
+// already written: a reply is either written before the FIN or not at all.
+func (s *Session) finish() bool {
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.mu.Lock()
+	fin := !s.sentFIN && s.shutdown && s.inflightLocked() == 0 && s.ctrl != nil
+	if fin {
+		s.sentFIN = true
+	}
+	sent := s.sentFIN
+	s.mu.Unlock()
+	if fin {
+		_ = s.ctrl.Close()
+	}
+	return sent
+}
+
+// drainLeft describes what a drain deadline cut off.
+func (s *Session) drainLeft() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.sentFIN && s.readEOF
+	return fmt.Sprintf("%d requests of ours, %d of the peer's and %d execution streams still in flight",
+		len(s.calls), len(s.handling), len(s.streamCalls)+s.openStreams)
 }
 
 // Shutdown ends the session gracefully (spec §7.2): it sends $/shutdown,
@@ -369,23 +502,36 @@ func (s *Session) Shutdown(ctx context.Context, reason string) error {
 	select {
 	case <-s.done:
 	case <-ctx.Done():
-		s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: "shutdown cut short", Err: ctx.Err()})
+		s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: "shutdown cut short: " + s.drainLeft(), Err: ctx.Err()})
 	case <-t.C:
-		s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: "drain deadline passed"})
+		s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: s.drainLeft()})
 	}
 	var se *SessionError
-	if err := s.Err(); errors.As(err, &se) && se.Code == CloseOK {
+	if err := s.Err(); errors.As(err, &se) && se.clean() {
 		return nil
 	}
 	return s.Err()
 }
 
-// startShutdown puts the session in DRAINING; when send is set it tells the
-// peer with $/shutdown.
-func (s *Session) startShutdown(send bool, reason string) {
+// startShutdown puts the session in DRAINING. send tells the peer with
+// $/shutdown (we start the shutdown); without it the peer started it.
+func (s *Session) startShutdown(send bool, reason string) { s.drainOn(send, false, reason) }
+
+// drainOn is startShutdown; fin says that the peer started it by finishing
+// the control stream rather than with $/shutdown.
+func (s *Session) drainOn(send, fin bool, reason string) {
 	s.mu.Lock()
 	already := s.shutdown
 	s.shutdown = true
+	if !send && (!fin || !s.sentShut) {
+		// A FIN is a $/shutdown from the peer only when we did not send one.
+		s.gotShut = true
+	}
+	send = send && !already
+	if send {
+		s.sentShut = true
+		s.notice = &ShutdownParams{Reason: reason}
+	}
 	s.mu.Unlock()
 	if already {
 		s.maybeFinish()
@@ -394,15 +540,6 @@ func (s *Session) startShutdown(send bool, reason string) {
 	if s.State() == StateReady {
 		s.setState(StateDraining)
 	}
-	if send {
-		var p any
-		if reason != "" {
-			p = ShutdownParams{Reason: reason}
-		}
-		if err := s.Notify(MethodShutdown, p); err != nil {
-			s.log.Debug("$/shutdown not sent", "err", err)
-		}
-	}
 	// The drain has a deadline whoever started it.
 	go func() {
 		t := time.NewTimer(s.lim.DrainTimeout)
@@ -410,7 +547,7 @@ func (s *Session) startShutdown(send bool, reason string) {
 		select {
 		case <-s.done:
 		case <-t.C:
-			s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: "drain deadline passed"})
+			s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: s.drainLeft()})
 		}
 	}()
 	s.maybeFinish()
@@ -438,6 +575,7 @@ func (s *Session) readLoop() {
 			return
 		}
 		s.touch()
+		s.readAt.Store(time.Now().UnixNano())
 		s.handleFrame(bytes.Clone(frame))
 	}
 }
@@ -446,28 +584,49 @@ func (s *Session) readFailed(err error) {
 	var tl *wire.FrameTooLargeError
 	switch {
 	case errors.Is(err, io.EOF):
+		// A peer that finishes the control stream sends nothing more: that
+		// is a shutdown, whether or not it said $/shutdown first. Our calls
+		// it has not answered were read after its FIN, or never: it will
+		// not process them (spec §7.2).
 		s.mu.Lock()
 		s.readEOF = true
+		unanswered := make([]*call, 0, len(s.calls))
+		for id, c := range s.calls {
+			unanswered = append(unanswered, c)
+			delete(s.calls, id)
+		}
 		s.mu.Unlock()
-		// A peer that finishes the control stream sends nothing more: that
-		// is a shutdown, whether or not it said $/shutdown first.
-		s.startShutdown(false, "")
-		s.maybeFinish()
+		for _, c := range unanswered {
+			c.resp <- jsonrpc.NewErrorResponse(c.id, jsonrpc.NewError(jsonrpc.CodeShuttingDown,
+				"the peer finished the control stream before reading this request; it was not processed (spec §7.2)"))
+		}
+		s.drainOn(false, true, "")
 	case errors.As(err, &tl):
 		// Skipping up to 4 GiB is no option: the stream is lost.
 		s.fail(CloseProtocolError, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			tl.Error()+" (spec §3.1)")), "control frame over the limit")
+	case connectionLost(err):
+		s.closeWith(closeFromPeer(err, false))
+	case errors.As(err, new(*webtransport.StreamError)):
+		// The control stream was reset while the session lives on
+		// (webtransport-go reports a closing session as the session's
+		// error, not as a stream reset): the peer broke the protocol.
+		s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "control stream reset", Err: err})
 	default:
 		select {
 		case <-s.done:
 		case <-s.wt.Context().Done():
 			// The watcher in newSession classifies the peer's close.
-		case <-time.After(200 * time.Millisecond):
-			// The stream failed on its own, not with the session.
+		case <-time.After(controlFailWait):
 			s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "control stream failed", Err: err})
 		}
 	}
 }
+
+// controlFailWait bounds how long a control stream that failed with an
+// error of no known kind waits for its session to end before the failure is
+// judged the stream's own.
+const controlFailWait = 200 * time.Millisecond
 
 // handleFrame decodes one frame and dispatches its messages.
 func (s *Session) handleFrame(data []byte) {

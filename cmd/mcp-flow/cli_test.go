@@ -9,11 +9,14 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
@@ -161,5 +164,48 @@ func TestCLIAgainstServer(t *testing.T) {
 	}
 	if !strings.Contains(serverErr.String(), "shut down cleanly") {
 		t.Fatalf("server stderr:\n%s", serverErr)
+	}
+}
+
+// TestCLIClosesItsSession: every run of the CLI ends its session before it
+// exits, so the server holds none of them afterwards (and not until QUIC's
+// 30 s idle timeout), and the goroutines they used are gone.
+func TestCLIClosesItsSession(t *testing.T) {
+	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	ends := make(chan *flow.SessionError, 16)
+	srv := flowtest.Serve(t, flow.ServerConfig{Hooks: flow.Hooks{Closed: func(_ *flow.Session, e *flow.SessionError) { ends <- e }}})
+	before := 0
+	const runs = 11
+	for i := range runs {
+		if i == 1 {
+			// The first connection starts the server's own loops.
+			before = runtime.NumGoroutine()
+		}
+		out, errOut, code := runCLI(t, cli, "-url", srv.URL(), "-cert-hash", flowtest.Cert.HashHex(), "ping")
+		if code != exitOK || !strings.Contains(out, "pong") {
+			t.Fatalf("run %d: exit %d, %q, stderr:\n%s", i, code, out, errOut)
+		}
+		select {
+		case e := <-ends:
+			if e.Code != flow.CloseOK {
+				t.Errorf("run %d: the server's session ended with %v, want a clean shutdown", i, e)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("run %d: the server still holds the session 5 s after the CLI exited (%d open)", i, srv.Sessions())
+		}
+	}
+	if n := srv.Sessions(); n != 0 {
+		t.Fatalf("%d sessions open after %d runs", n, runs)
+	}
+	// The QUIC connections' goroutines end with them; allow a few that
+	// belong to nothing of ours (timers of the runtime and test framework).
+	deadline := time.Now().Add(5 * time.Second)
+	after := runtime.NumGoroutine()
+	for ; after > before+2 && time.Now().Before(deadline); after = runtime.NumGoroutine() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Logf("server goroutines: %d before %d runs, %d after", before, runs-1, after)
+	if after > before+2 {
+		t.Fatalf("server goroutines: %d before %d runs, %d after", before, runs-1, after)
 	}
 }

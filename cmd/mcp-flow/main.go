@@ -218,10 +218,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitConnect
 	}
 	code := call(s)
-	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	_ = s.Shutdown(sctx, "")
+	closeSession(s, log)
 	return code
+}
+
+// shutdownBound bounds the graceful end of the CLI's session: the CLI has
+// nothing in flight when it ends one, so the drain is a round trip.
+const shutdownBound = time.Second
+
+// closeSession ends s before the CLI exits (spec §7.2): $/shutdown and a
+// drain of at most shutdownBound, then Close, so that the server is not left
+// holding the session until QUIC's idle timeout.
+func closeSession(s *flow.Session, log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), shutdownBound)
+	defer cancel()
+	if err := s.Shutdown(ctx, "mcp-flow CLI done"); err != nil {
+		log.Debug("session did not end cleanly", "err", err)
+	}
+	_ = s.Close()
 }
 
 func encodings(list string) []codec.Name {

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+)
+
+// syncBuffer is a bytes.Buffer that a subprocess writes while a test reads.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestSIGTERMDrainsAndExitsZero: a caller calls in a loop, one call after
+// the other, while the server gets SIGTERM. Every call is answered (its
+// result, or -32006 once $/shutdown has come) and the server exits 0 after
+// a clean drain (spec §7.2), 20 times over.
+func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	certDir := t.TempDir()
+	iterations := 20
+	if testing.Short() {
+		iterations = 5
+	}
+	for i := range iterations {
+		proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", certDir, "-root", t.TempDir())
+		stderr := &syncBuffer{}
+		proc.Stderr = stderr
+		stdout, err := proc.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := proc.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		var url, hash string
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() && (url == "" || hash == "") {
+			k, v, _ := strings.Cut(sc.Text(), ": ")
+			switch k {
+			case "url":
+				url = v
+			case "cert-sha256":
+				hash = v
+			}
+		}
+		go func() { exited <- proc.Wait() }()
+		if url == "" || hash == "" {
+			proc.Process.Kill()
+			<-exited
+			t.Fatalf("iteration %d: no url and hash on stdout; stderr:\n%s", i, stderr)
+		}
+		pin, err := certs.ParseHash(hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsConf, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		s, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: tlsConf})
+		if err != nil {
+			cancel()
+			proc.Process.Kill()
+			<-exited
+			t.Fatalf("iteration %d: Dial: %v; server stderr:\n%s", i, err, stderr)
+		}
+		answered := make(chan int, 1)
+		callErr := make(chan error, 1)
+		go func() {
+			n := 0
+			for {
+				_, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "x"}})
+				switch {
+				case err == nil:
+					n++
+					if n == 3 {
+						answered <- n
+					}
+				case errors.Is(err, flow.ErrShuttingDown):
+					callErr <- nil
+					return
+				default:
+					callErr <- err
+					return
+				}
+			}
+		}()
+		<-answered
+		proc.Process.Signal(syscall.SIGTERM)
+		err = <-callErr
+		var exitErr error
+		select {
+		case exitErr = <-exited:
+		case <-time.After(15 * time.Second):
+			proc.Process.Kill()
+			<-exited
+			t.Fatalf("iteration %d: server still running 15 s after SIGTERM; stderr:\n%s", i, stderr)
+		}
+		// The server closed the client's session after the drain.
+		select {
+		case <-s.Done():
+		case <-time.After(5 * time.Second):
+			t.Errorf("iteration %d: the client session is still open 5 s after the server exited", i)
+		}
+		s.Close()
+		cancel()
+		if err != nil {
+			t.Fatalf("iteration %d: a call crossing the shutdown got %v, want its result or -32006; server stderr:\n%s", i, err, stderr)
+		}
+		if exitErr != nil || !strings.Contains(stderr.String(), "shut down cleanly") {
+			t.Fatalf("iteration %d: server exit after SIGTERM: %v, want 0 after a clean drain; stderr:\n%s", i, exitErr, stderr)
+		}
+		var se *flow.SessionError
+		if !errors.As(s.Err(), &se) || se.Code != flow.CloseOK {
+			t.Fatalf("iteration %d: client session ended with %v, want a clean shutdown", i, s.Err())
+		}
+	}
+}
