@@ -15,7 +15,7 @@ const progressChannel = wire.ChannelProgress
 // session-wide), spec §6. Datagrams may be lost. It fails with -32004 when
 // the session has no datagrams.
 func (s *Session) SendDatagram(ch wire.Channel, requestID uint32, payload any) error {
-	if !s.datagrams {
+	if !s.handshake().datagrams {
 		return jsonrpc.NewError(jsonrpc.CodeDatagramsNotSupported, "datagrams are not enabled on this session (spec §6)")
 	}
 	return s.sendDatagramValue(ch, requestID, payload)
@@ -46,7 +46,7 @@ func (s *Session) receiveDatagrams() {
 }
 
 func (s *Session) handleDatagram(b []byte) {
-	if !s.datagrams || s.State() < StateReady {
+	if !s.handshake().datagrams || s.State() < StateReady {
 		// -32004, at most once a second so that a flood cannot amplify.
 		s.mu.Lock()
 		now := time.Now()

@@ -199,7 +199,7 @@ func (r *Request) Progress(progress, total float64, message string) error {
 		return nil
 	}
 	p := Progress{ProgressToken: r.in.token, Progress: progress, Total: total, Message: message}
-	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
+	if id, ok := r.ID.Uint32(); ok && r.Session.handshake().datagrams {
 		if err := r.Session.sendDatagramValue(progressChannel, id, p); err == nil {
 			return nil
 		}
@@ -226,7 +226,7 @@ func (r *Request) Log(level, logger string, data any) error {
 	if logger != "" {
 		p["logger"] = logger
 	}
-	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
+	if id, ok := r.ID.Uint32(); ok && r.Session.handshake().datagrams {
 		if err := r.Session.sendDatagramValue(wire.ChannelLog, id, p); err == nil {
 			return nil
 		}
