@@ -56,7 +56,9 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		return
 	}
 	enc := codec.JSON
-	wantDatagrams := false
+	// A client that follows the published schema cannot ask for datagrams:
+	// it gets them unless it said datagrams: false (spec §4.1, §6).
+	wantDatagrams := true
 	if t := p.Transport; t != nil {
 		if t.Type != TransportType {
 			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, TransportType))
@@ -71,7 +73,9 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 			fail(jsonrpc.CodeInvalidParams, err.Error())
 			return
 		}
-		wantDatagrams = t.Datagrams
+		if t.Datagrams != nil {
+			wantDatagrams = *t.Datagrams
+		}
 	}
 	version := p.ProtocolVersion
 	if !slices.Contains(SupportedMCPVersions, version) {
@@ -148,7 +152,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		ProtocolVersion: version,
 		Capabilities:    caps,
 		ClientInfo:      cfg.Info,
-		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: !cfg.DisableDatagrams},
+		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: new(!cfg.DisableDatagrams)},
 	}
 	num := s.nextID.Add(1)
 	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), MethodInitialize, p)
