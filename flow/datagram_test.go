@@ -3,6 +3,8 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -126,24 +128,194 @@ func TestGuideClientGetsProgressDatagrams(t *testing.T) {
 	if h.Channel != wire.ChannelProgress || h.RequestID != 5 || json.Unmarshal(payload, &pr) != nil || string(pr.ProgressToken) != `"tok"` || pr.Progress < 1 {
 		t.Fatalf("datagram %+v %s", h, payload)
 	}
-	// The result follows on the control stream (after, possibly, the
-	// newest progress value: TestProgressBurst).
+	// The newest value comes on the control stream just before the result,
+	// since its datagram may be lost (spec §6.2).
+	var last flow.Progress
 	for {
 		var m struct {
 			ID     json.RawMessage
 			Method string
-			Result json.RawMessage
+			Params json.RawMessage
+			Result *struct{ Updates int }
 		}
 		b := p.read()
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
 		if m.Method == flow.MethodProgress {
+			if err := json.Unmarshal(m.Params, &last); err != nil {
+				t.Fatal(err)
+			}
 			continue
 		}
 		if string(m.ID) != "5" || m.Result == nil {
 			t.Fatalf("want the result of 5, got %s", b)
 		}
+		if last.Progress != float64(m.Result.Updates) || string(last.ProgressToken) != `"tok"` {
+			t.Fatalf("the newest progress before the result was %+v, want %d", last, m.Result.Updates)
+		}
 		break
+	}
+}
+
+// burstServer answers "burst" with n progress updates sent as fast as the
+// handler can, then the result; server receives the server session.
+func burstServer(t *testing.T, n int, lim flow.Limits, server chan<- *flow.Session) *flow.Server {
+	return customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		for i := 1; i <= n; i++ {
+			if err := req.Progress(float64(i), float64(n), ""); err != nil {
+				return nil, err
+			}
+		}
+		server <- req.Session
+		return map[string]int{"updates": n}, nil
+	}), func(c *flow.ServerConfig) { c.Limits = lim })
+}
+
+// callBurst calls "burst" and checks what the client saw: progress in
+// increasing order, ending with the final value, all before the result.
+func callBurst(t *testing.T, s *flow.Session, n int) []float64 {
+	t.Helper()
+	var mu sync.Mutex
+	var got []float64
+	backwards := 0
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := s.Call(ctx, "burst", nil, flow.WithProgress(func(p flow.Progress) {
+		mu.Lock()
+		if len(got) > 0 && p.Progress <= got[len(got)-1] {
+			backwards++
+		}
+		got = append(got, p.Progress)
+		mu.Unlock()
+	})); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if backwards > 0 {
+		t.Errorf("progress went backwards %d times: %v", backwards, got)
+	}
+	if len(got) == 0 || got[len(got)-1] != float64(n) {
+		t.Fatalf("before the result the client saw %d updates, the last %v; want the last to be %d", len(got), got[max(0, len(got)-5):], n)
+	}
+	return slices.Clone(got)
+}
+
+// TestProgressBurst: of a burst of 2,000 updates the client sees the final
+// value before the result, and never a value going backwards (spec §6.2),
+// both with the default rate limit and paced only by the connection. The
+// counters add up: every update was superseded, sent as a datagram or sent
+// on the control stream.
+func TestProgressBurst(t *testing.T) {
+	const n = 2000
+	for _, tc := range []struct {
+		name string
+		rate int
+	}{{"default rate", 0}, {"no rate cap", -1}} {
+		t.Run(tc.name, func(t *testing.T) {
+			server := make(chan *flow.Session, 1)
+			srv := burstServer(t, n, flow.Limits{MaxProgressRate: tc.rate}, server)
+			s := dial(t, srv, nil)
+			if !s.DatagramsEnabled() {
+				t.Fatal("datagrams not negotiated")
+			}
+			got := callBurst(t, s, n)
+			ss, cs := (<-server).Stats(), s.Stats()
+			// One datagram may still be leaving: it is counted once sent.
+			if ss.ProgressUpdates != n || ss.ProgressSuperseded+ss.ProgressDatagramsSent+ss.ProgressOnControl < n-1 {
+				t.Errorf("server counters do not add up to %d updates: %+v", n, ss)
+			}
+			if ss.ProgressOnControl == 0 {
+				t.Errorf("the newest value did not go on the control stream before the result: %+v", ss)
+			}
+			if cs.ProgressDelivered != uint64(len(got)) {
+				t.Errorf("client delivered %d, the callback saw %d", cs.ProgressDelivered, len(got))
+			}
+			t.Logf("%d updates: server superseded %d, sent %d as datagrams, %d on the control stream; client received %d datagrams, delivered %d, dropped %d stale",
+				n, ss.ProgressSuperseded, ss.ProgressDatagramsSent, ss.ProgressOnControl, cs.ProgressDatagramsReceived, cs.ProgressDelivered, cs.ProgressStale)
+		})
+	}
+}
+
+// TestMaxProgressRate: the progress sender sends no more datagrams than
+// Limits.MaxProgressRate allows (spec §8); what comes faster is superseded,
+// and the final value still arrives before the result.
+func TestMaxProgressRate(t *testing.T) {
+	const n, rate = 2000, 20
+	server := make(chan *flow.Session, 1)
+	srv := burstServer(t, n, flow.Limits{MaxProgressRate: rate}, server)
+	s := dial(t, srv, nil)
+	start := time.Now()
+	callBurst(t, s, n)
+	elapsed := time.Since(start)
+	ss := (<-server).Stats()
+	// The first datagram leaves at once, each next one a 1/rate later.
+	if limit := 1 + uint64(elapsed.Seconds()*rate); ss.ProgressDatagramsSent > limit {
+		t.Fatalf("%d progress datagrams in %v, over %d/s (at most %d): %+v", ss.ProgressDatagramsSent, elapsed, rate, limit, ss)
+	}
+	if ss.ProgressSuperseded == 0 {
+		t.Fatalf("no update superseded: %+v", ss)
+	}
+}
+
+// TestProgressNeverBackwards: a progress datagram whose value is not above
+// the last one delivered for the call (a datagram overtaken on the way, or a
+// duplicate of the value sent on the control stream) is dropped by the
+// client (spec §6.2).
+func TestProgressNeverBackwards(t *testing.T) {
+	seen5, seen7 := make(chan struct{}), make(chan struct{})
+	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		id, _ := req.ID.Uint32()
+		token := json.RawMessage(req.ID.Raw())
+		if err := req.Session.Notify(flow.MethodProgress, flow.Progress{ProgressToken: token, Progress: 5}); err != nil {
+			return nil, err
+		}
+		select {
+		case <-seen5:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		tick := time.NewTicker(5 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			// An old value, then a newer one, until the newer one arrives.
+			for _, v := range []float64{3, 5, 7} {
+				if err := req.Session.SendDatagram(wire.ChannelProgress, id, flow.Progress{ProgressToken: token, Progress: v}); err != nil {
+					return nil, err
+				}
+			}
+			select {
+			case <-seen7:
+				return map[string]any{}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-tick.C:
+			}
+		}
+	}), nil)
+	s := dial(t, srv, nil)
+	var mu sync.Mutex
+	var got []float64
+	var once5, once7 sync.Once
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := s.Call(ctx, "x", nil, flow.WithProgress(func(p flow.Progress) {
+		mu.Lock()
+		got = append(got, p.Progress)
+		mu.Unlock()
+		switch p.Progress {
+		case 5:
+			once5.Do(func() { close(seen5) })
+		case 7:
+			once7.Do(func() { close(seen7) })
+		}
+	})); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(got, []float64{5, 7}) {
+		t.Fatalf("progress delivered: %v, want [5 7]", got)
 	}
 }

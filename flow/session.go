@@ -61,6 +61,7 @@ type Session struct {
 
 	// hs holds what initialize settled, published once (handshake.go).
 	hs atomic.Pointer[handshake]
+	pg progressSender // progress datagrams (datagram.go)
 
 	mu          sync.Mutex
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
