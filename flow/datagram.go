@@ -134,6 +134,7 @@ type progressSender struct {
 	queue []*progressSlot // slots with an update waiting, in turn
 	wake  chan struct{}   // cap 1: an update is waiting
 	start sync.Once
+	ended chan struct{} // closed when the sender goroutine has returned
 
 	updates, superseded, datagrams, control atomic.Uint64 // sending
 	received, delivered, stale              atomic.Uint64 // receiving
@@ -177,7 +178,7 @@ func (s *Session) queueProgress(in *inbound, id uint32, p *Progress) {
 	}
 	d.mu.Unlock()
 	d.start.Do(func() {
-		d.wake = make(chan struct{}, 1)
+		d.wake, d.ended = make(chan struct{}, 1), make(chan struct{})
 		go s.sendProgress()
 	})
 	select {
@@ -189,6 +190,7 @@ func (s *Session) queueProgress(in *inbound, id uint32, p *Progress) {
 // sendProgress is the session's progress sender; it ends with the session.
 func (s *Session) sendProgress() {
 	d := &s.pg
+	defer close(d.ended)
 	var gap time.Duration
 	if r := s.lim.MaxProgressRate; r > 0 {
 		gap = time.Second / time.Duration(r)

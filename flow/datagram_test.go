@@ -214,14 +214,15 @@ func TestProgressBurst(t *testing.T) {
 		rate int
 	}{{"default rate", 0}, {"no rate cap", -1}} {
 		t.Run(tc.name, func(t *testing.T) {
-			server := make(chan *flow.Session, 1)
-			srv := burstServer(t, n, flow.Limits{MaxProgressRate: tc.rate}, server)
+			servers := make(chan *flow.Session, 1)
+			srv := burstServer(t, n, flow.Limits{MaxProgressRate: tc.rate}, servers)
 			s := dial(t, srv, nil)
 			if !s.DatagramsEnabled() {
 				t.Fatal("datagrams not negotiated")
 			}
 			got := callBurst(t, s, n)
-			ss, cs := (<-server).Stats(), s.Stats()
+			server := <-servers
+			ss, cs := server.Stats(), s.Stats()
 			// One datagram may still be leaving: it is counted once sent.
 			if ss.ProgressUpdates != n || ss.ProgressSuperseded+ss.ProgressDatagramsSent+ss.ProgressOnControl < n-1 {
 				t.Errorf("server counters do not add up to %d updates: %+v", n, ss)
@@ -231,6 +232,13 @@ func TestProgressBurst(t *testing.T) {
 			}
 			if cs.ProgressDelivered != uint64(len(got)) {
 				t.Errorf("client delivered %d, the callback saw %d", cs.ProgressDelivered, len(got))
+			}
+			// The sender ends with its session.
+			s.Close()
+			select {
+			case <-flow.ProgressSenderEnded(server):
+			case <-time.After(10 * time.Second):
+				t.Error("the server's progress sender outlived its session")
 			}
 			t.Logf("%d updates: server superseded %d, sent %d as datagrams, %d on the control stream; client received %d datagrams, delivered %d, dropped %d stale",
 				n, ss.ProgressSuperseded, ss.ProgressDatagramsSent, ss.ProgressOnControl, cs.ProgressDatagramsReceived, cs.ProgressDelivered, cs.ProgressStale)
