@@ -1,8 +1,17 @@
 package flow_test
 
 import (
+	"net"
+	"net/http"
+
 	"context"
 	"encoding/json"
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
 	"slices"
 	"sync"
 	"testing"
@@ -325,5 +334,76 @@ func TestProgressNeverBackwards(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Equal(got, []float64{5, 7}) {
 		t.Fatalf("progress delivered: %v, want [5 7]", got)
+	}
+}
+
+// TestDatagramDuringInitializeClientSide: a server that sends datagrams
+// before its initialize result; the client reads them on one goroutine while
+// its handshake publishes the result on another (spec §4, §6). Under -race
+// this reported a data race; the session must also come out READY, with
+// datagrams.
+func TestDatagramDuringInitializeClientSide(t *testing.T) {
+	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(certs.ServerTLSConfig(flowtest.Cert)), QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
+	webtransport.ConfigureHTTP3Server(h3)
+	ws := &webtransport.Server{H3: h3}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp", func(w http.ResponseWriter, r *http.Request) {
+		s, err := ws.Upgrade(w, r)
+		if err != nil {
+			return
+		}
+		st, err := s.AcceptStream(r.Context())
+		if err != nil {
+			return
+		}
+		fr := wire.NewFrameReader(st, 1<<20)
+		for {
+			b, err := fr.ReadFrame()
+			if err != nil {
+				return
+			}
+			var req struct {
+				ID     json.RawMessage
+				Method string
+			}
+			if json.Unmarshal(b, &req) != nil || req.ID == nil {
+				continue
+			}
+			result := `{}`
+			if req.Method == "initialize" {
+				d := wire.DatagramHeader{Channel: wire.ChannelLog, RequestID: 0}.Append(nil)
+				d = append(d, `{"level":"info","data":"early"}`...)
+				for range 20 {
+					if s.SendDatagram(d) != nil {
+						return
+					}
+				}
+				result = `{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"early-datagrams","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encoding":"json","maxConcurrentStreams":1,"datagramsSupported":true,"maxFrameSize":65536}}`
+			}
+			st.Write(frame(`{"jsonrpc":"2.0","id":` + string(req.ID) + `,"result":` + result + `}`))
+		}
+	})
+	h3.Handler = mux
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan struct{})
+	go func() { defer close(served); ws.Serve(pc) }()
+	t.Cleanup(func() { ws.Close(); pc.Close(); <-served })
+	url := "https://" + pc.LocalAddr().String() + "/mcp"
+	for range 3 {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		s, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), Encodings: []codec.Name{codec.JSON}})
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		err = s.Ping(ctx)
+		cancel()
+		if !s.DatagramsEnabled() || s.InitializeResult().ServerInfo.Name != "early-datagrams" || err != nil {
+			t.Fatalf("after initialize: datagrams %v, result %+v, ping %v", s.DatagramsEnabled(), s.InitializeResult(), err)
+		}
+		s.Close()
 	}
 }
