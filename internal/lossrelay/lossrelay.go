@@ -1,0 +1,290 @@
+// Package lossrelay is a UDP relay that loses, delays and reorders
+// datagrams on purpose, per direction, so that tests can run real QUIC
+// through a bad path on loopback.
+//
+// A Relay listens on 127.0.0.1 and forwards what each client sends to one
+// target from a socket of the client's own (as a NAT does), and what the
+// target answers back to that client. Its random choices come from a seeded
+// generator per direction, so a run's losses depend only on the seed and the
+// order the datagrams arrive in. Counters say what it did.
+package lossrelay
+
+import (
+	"container/heap"
+	"errors"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Path is what one direction does to the datagrams it carries.
+type Path struct {
+	// Loss is the probability that a datagram is dropped, from 0 to 1.
+	Loss float64
+	// Delay is added to every datagram.
+	Delay time.Duration
+	// Jitter adds a uniform random delay in [0, Jitter) to each datagram on
+	// top of Delay, so that datagrams overtake each other: reordering.
+	Jitter time.Duration
+}
+
+// Config configures a Relay.
+type Config struct {
+	// Target is the UDP address the relay forwards to. Required.
+	Target *net.UDPAddr
+	// Up applies to datagrams from clients to Target, Down to the answers.
+	Up, Down Path
+	// Seed seeds the random choices (each direction has its own generator).
+	Seed uint64
+}
+
+// Counters count what one direction did. Forwarded + Dropped datagrams
+// arrived; Reordered of the Forwarded ones left after a datagram that had
+// arrived later than them.
+type Counters struct {
+	Forwarded, Dropped, Reordered uint64
+	// Bytes is the payload forwarded.
+	Bytes uint64
+}
+
+// Relay is a running relay. Its methods are safe for concurrent use.
+type Relay struct {
+	cfg      Config
+	ln       *net.UDPConn
+	up, down *direction
+	wg       sync.WaitGroup
+	done     chan struct{}
+
+	mu      sync.Mutex
+	clients map[string]*net.UDPConn // client address → its socket towards Target
+	closed  bool
+}
+
+// bufferSize is asked of the kernel for each socket, so that the relay does
+// not lose more than it is told to.
+const bufferSize = 4 << 20
+
+// New starts a relay on 127.0.0.1 (a free port) towards cfg.Target.
+func New(cfg Config) (*Relay, error) {
+	if cfg.Target == nil {
+		return nil, errors.New("lossrelay: Config.Target is required")
+	}
+	for _, p := range []Path{cfg.Up, cfg.Down} {
+		if p.Loss < 0 || p.Loss > 1 || p.Delay < 0 || p.Jitter < 0 {
+			return nil, errors.New("lossrelay: Loss must be in [0, 1], Delay and Jitter not negative")
+		}
+	}
+	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		return nil, err
+	}
+	_ = ln.SetReadBuffer(bufferSize)
+	_ = ln.SetWriteBuffer(bufferSize)
+	r := &Relay{cfg: cfg, ln: ln, done: make(chan struct{}), clients: map[string]*net.UDPConn{}}
+	r.up = r.newDirection(cfg.Up, cfg.Seed)
+	r.down = r.newDirection(cfg.Down, cfg.Seed^0x9e3779b97f4a7c15)
+	r.wg.Go(r.readClients)
+	return r, nil
+}
+
+// Addr is the address clients send to.
+func (r *Relay) Addr() *net.UDPAddr { return r.ln.LocalAddr().(*net.UDPAddr) }
+
+// Stats returns the counters of each direction.
+func (r *Relay) Stats() (up, down Counters) { return r.up.counters(), r.down.counters() }
+
+// Close stops the relay: it closes every socket and returns once all its
+// goroutines have ended. Datagrams still delayed are dropped.
+func (r *Relay) Close() error {
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil
+	}
+	r.closed = true
+	close(r.done)
+	err := r.ln.Close()
+	for _, c := range r.clients {
+		c.Close()
+	}
+	r.mu.Unlock()
+	r.wg.Wait()
+	return err
+}
+
+// readClients reads what clients send and passes it up.
+func (r *Relay) readClients() {
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := r.ln.ReadFromUDP(buf)
+		if err != nil {
+			return // closed
+		}
+		c := r.clientConn(from)
+		if c == nil {
+			return
+		}
+		r.up.carry(buf[:n], func(b []byte) { c.Write(b) })
+	}
+}
+
+// clientConn returns the socket towards Target for a client, made (with
+// its reading goroutine) on the client's first datagram; nil once closed.
+func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil
+	}
+	if c, ok := r.clients[from.String()]; ok {
+		return c
+	}
+	c, err := net.DialUDP("udp", nil, r.cfg.Target)
+	if err != nil {
+		return nil
+	}
+	_ = c.SetReadBuffer(bufferSize)
+	_ = c.SetWriteBuffer(bufferSize)
+	r.clients[from.String()] = c
+	r.wg.Go(func() {
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := c.Read(buf)
+			if err != nil {
+				return
+			}
+			r.down.carry(buf[:n], func(b []byte) { r.ln.WriteToUDP(b, from) })
+		}
+	})
+	return c
+}
+
+// direction applies a Path. Datagrams that are not delayed are sent by the
+// goroutine that read them; delayed ones wait in a queue that one goroutine
+// per direction sends from when they are due.
+type direction struct {
+	path Path
+	mu   sync.Mutex // rng, seq, queue, wake
+	rng  *rand.Rand
+	seq  uint64
+	q    queue
+	wake chan struct{}
+	sent atomic.Uint64 // highest seq sent + 1
+
+	forwarded, dropped, reordered, bytes atomic.Uint64
+}
+
+func (r *Relay) newDirection(p Path, seed uint64) *direction {
+	d := &direction{path: p, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), wake: make(chan struct{}, 1)}
+	if p.Delay > 0 || p.Jitter > 0 {
+		r.wg.Go(func() { d.run(r.done) })
+	}
+	return d
+}
+
+func (d *direction) counters() Counters {
+	return Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load()}
+}
+
+// carry drops b, sends it with send at once, or queues a copy for later.
+func (d *direction) carry(b []byte, send func([]byte)) {
+	d.mu.Lock()
+	seq := d.seq
+	d.seq++
+	if d.path.Loss > 0 && d.rng.Float64() < d.path.Loss {
+		d.mu.Unlock()
+		d.dropped.Add(1)
+		return
+	}
+	delay := d.path.Delay
+	if d.path.Jitter > 0 {
+		delay += time.Duration(d.rng.Int64N(int64(d.path.Jitter)))
+	}
+	if delay == 0 {
+		d.mu.Unlock()
+		d.send(seq, b, send)
+		return
+	}
+	heap.Push(&d.q, &packet{due: time.Now().Add(delay), seq: seq, b: append([]byte(nil), b...), send: send})
+	d.mu.Unlock()
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// send sends one datagram and counts it.
+func (d *direction) send(seq uint64, b []byte, send func([]byte)) {
+	for {
+		hi := d.sent.Load()
+		if seq+1 <= hi {
+			d.reordered.Add(1)
+			break
+		}
+		if d.sent.CompareAndSwap(hi, seq+1) {
+			break
+		}
+	}
+	send(b)
+	d.forwarded.Add(1)
+	d.bytes.Add(uint64(len(b)))
+}
+
+// run sends queued datagrams when they are due, until done.
+func (d *direction) run(done <-chan struct{}) {
+	t := time.NewTimer(time.Hour)
+	defer t.Stop()
+	for {
+		d.mu.Lock()
+		var next time.Duration = time.Hour
+		var due []*packet
+		now := time.Now()
+		for d.q.Len() > 0 {
+			p := d.q[0]
+			if wait := p.due.Sub(now); wait > 0 {
+				next = wait
+				break
+			}
+			due = append(due, heap.Pop(&d.q).(*packet))
+		}
+		d.mu.Unlock()
+		for _, p := range due {
+			d.send(p.seq, p.b, p.send)
+		}
+		t.Reset(next)
+		select {
+		case <-done:
+			return
+		case <-d.wake:
+		case <-t.C:
+		}
+	}
+}
+
+type packet struct {
+	due  time.Time
+	seq  uint64
+	b    []byte
+	send func([]byte)
+}
+
+// queue is a min-heap of packets by due time, then arrival.
+type queue []*packet
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].due.Equal(q[j].due) {
+		return q[i].seq < q[j].seq
+	}
+	return q[i].due.Before(q[j].due)
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(*packet)) }
+func (q *queue) Pop() any {
+	old := *q
+	p := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return p
+}
