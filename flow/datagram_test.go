@@ -9,6 +9,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
@@ -405,5 +406,59 @@ func TestDatagramDuringInitializeClientSide(t *testing.T) {
 			t.Fatalf("after initialize: datagrams %v, result %+v, ping %v", s.DatagramsEnabled(), s.InitializeResult(), err)
 		}
 		s.Close()
+	}
+}
+
+// TestProgressLossyPath: through a path that loses a fifth of the packets
+// each way and reorders them (internal/lossrelay), the client still sees its
+// newest progress value before the result, and never a value going
+// backwards (spec §6.2).
+func TestProgressLossyPath(t *testing.T) {
+	const n = 300
+	servers := make(chan *flow.Session, 1)
+	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		// Work that reports as it goes: an update every millisecond.
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for i := 1; i <= n; i++ {
+			if err := req.Progress(float64(i), n, ""); err != nil {
+				return nil, err
+			}
+			select {
+			case <-tick.C:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		servers <- req.Session
+		return map[string]int{"updates": n}, nil
+	}), nil)
+	path := lossrelay.Path{Loss: 0.2, Delay: 2 * time.Millisecond, Jitter: 4 * time.Millisecond}
+	relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: path, Down: path, Seed: 6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer relay.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, "https://"+relay.Addr().String()+flow.DefaultPath, flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if !s.DatagramsEnabled() {
+		t.Fatal("datagrams not negotiated")
+	}
+	got := callBurst(t, s, n)
+	ss, cs := (<-servers).Stats(), s.Stats()
+	up, down := relay.Stats()
+	t.Logf("%d updates through a lossy path: server superseded %d, sent %d as datagrams, %d on the control stream; client received %d datagrams (%d lost or late), delivered %d, dropped %d stale; relay dropped %d up, %d down, reordered %d down",
+		n, ss.ProgressSuperseded, ss.ProgressDatagramsSent, ss.ProgressOnControl, cs.ProgressDatagramsReceived,
+		ss.ProgressDatagramsSent-min(ss.ProgressDatagramsSent, cs.ProgressDatagramsReceived), cs.ProgressDelivered, cs.ProgressStale, up.Dropped, down.Dropped, down.Reordered)
+	if down.Dropped == 0 {
+		t.Errorf("the relay dropped nothing towards the client: the path was not lossy")
+	}
+	if uint64(len(got)) != cs.ProgressDelivered {
+		t.Errorf("client delivered %d, the callback saw %d", cs.ProgressDelivered, len(got))
 	}
 }
