@@ -16,6 +16,11 @@ type call struct {
 	num        uint32 // the id as a stream/datagram header names it
 	resp       chan *jsonrpc.Response
 	onProgress func(Progress)
+	// progressMu serialises onProgress; lastProgress is the newest value it
+	// was given (deliverProgress).
+	progressMu   sync.Mutex
+	progressed   bool
+	lastProgress float64
 
 	// Execution streams (client side), under Session.mu.
 	streams  map[uint32]*inStream // by tag, arrived or awaited
@@ -28,8 +33,9 @@ type CallOption func(*call)
 
 // WithProgress asks for progress (spec §6.2): the request carries
 // _meta.progressToken and f receives each update, whether it came as a
-// datagram or on the control stream. f runs on a reading goroutine and must
-// not block.
+// datagram or on the control stream, in increasing order of its value (an
+// update not above the last one given to f is dropped). f is not called
+// concurrently; it runs on a reading goroutine and must not block.
 func WithProgress(f func(Progress)) CallOption { return func(c *call) { c.onProgress = f } }
 
 // Response is the successful answer to Call.

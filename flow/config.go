@@ -72,6 +72,13 @@ type Limits struct {
 	// Default 0: quic-go's autotuned window (up to 6 MiB per stream, 15 MiB
 	// per connection). Client side only for now.
 	StreamReceiveWindow int
+	// MaxProgressRate bounds the progress datagrams a session sends per
+	// second (spec §6.2, §8; the guide's "throttle datagrams"): updates
+	// that come faster wait in their request's slot, where a newer one
+	// replaces them. Whatever the rate, the sender also waits while the
+	// connection's datagram queue is full, so congestion and loss slow it
+	// down. Default 1000; negative: no cap but the connection's.
+	MaxProgressRate int
 	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
 	Codec *codec.Limits
 }
@@ -105,6 +112,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxRequestsInFlight <= 0 {
 		l.MaxRequestsInFlight = 256
+	}
+	if l.MaxProgressRate == 0 {
+		l.MaxProgressRate = 1000
 	}
 	if l.MaxSessions <= 0 {
 		l.MaxSessions = 1024

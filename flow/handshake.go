@@ -13,6 +13,30 @@ import (
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
+// handshake is what initialize settled (spec §4). A session publishes it
+// once, complete, when the handshake ends (Session.hs), and never changes it
+// afterwards: goroutines that run before and during the handshake (the
+// datagram and stream readers) read it with one atomic load and see either
+// nothing or all of it.
+type handshake struct {
+	peerMaxFrame uint32            // the peer's maxFrameSize: the largest frame we may send
+	datagrams    bool              // progress, logs and audio travel as datagrams (spec §6)
+	params       *InitializeParams // what the client sent (server side)
+	result       *InitializeResult
+}
+
+// beforeHandshake is what a session assumes until its handshake is
+// published: the default frame size, no datagrams.
+var beforeHandshake = &handshake{peerMaxFrame: wire.DefaultMaxFrameSize}
+
+// handshake returns the published handshake, or beforeHandshake.
+func (s *Session) handshake() *handshake {
+	if h := s.hs.Load(); h != nil {
+		return h
+	}
+	return beforeHandshake
+}
+
 // serverSide holds what a server session needs for initialize.
 type serverSide struct {
 	cfg *ServerConfig
@@ -32,7 +56,9 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		return
 	}
 	enc := codec.JSON
-	wantDatagrams := false
+	// A client that follows the published schema cannot ask for datagrams:
+	// it gets them unless it said datagrams: false (spec §4.1, §6).
+	wantDatagrams := true
 	if t := p.Transport; t != nil {
 		if t.Type != TransportType {
 			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, TransportType))
@@ -47,7 +73,9 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 			fail(jsonrpc.CodeInvalidParams, err.Error())
 			return
 		}
-		wantDatagrams = t.Datagrams
+		if t.Datagrams != nil {
+			wantDatagrams = *t.Datagrams
+		}
 	}
 	version := p.ProtocolVersion
 	if !slices.Contains(SupportedMCPVersions, version) {
@@ -64,7 +92,6 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		Instructions:    cfg.Instructions,
 	}
 	if cfg.OnInitialize != nil {
-		s.initParams = &p
 		up, err := cfg.OnInitialize(s.ctx, s, m.Params)
 		if err != nil {
 			var je *jsonrpc.Error
@@ -90,9 +117,8 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		return
 	}
 	s.setState(StateInitializing)
-	s.initParams = &p
-	s.initResult = res
-	s.datagrams = wantDatagrams && !cfg.DisableDatagrams
+	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: wantDatagrams && !cfg.DisableDatagrams, params: &p, result: res}
+	s.hs.Store(hs)
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
 	answer(resp)
@@ -100,7 +126,7 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		s.enc.Store(&codecBox{s.codecs[enc]})
 	}
 	s.setState(StateReady)
-	s.log.Debug("session ready", "encoding", enc, "datagrams", s.datagrams, "client", p.ClientInfo.Name)
+	s.log.Debug("session ready", "encoding", enc, "datagrams", hs.datagrams, "client", p.ClientInfo.Name)
 	if cfg.OnSession != nil {
 		go cfg.OnSession(s)
 	}
@@ -126,7 +152,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		ProtocolVersion: version,
 		Capabilities:    caps,
 		ClientInfo:      cfg.Info,
-		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: !cfg.DisableDatagrams},
+		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: new(!cfg.DisableDatagrams)},
 	}
 	num := s.nextID.Add(1)
 	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), MethodInitialize, p)
@@ -195,11 +221,11 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	if !ok || (!slices.Contains(encs, t.Encoding) && t.Encoding != codec.JSON) {
 		return fmt.Errorf("server chose encoding %q, which this client did not offer (%s)", t.Encoding, joinNames(encs))
 	}
+	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: !cfg.DisableDatagrams && t.DatagramsSupported, result: &res}
 	if t.MaxFrameSize != 0 {
-		s.peerMaxFrame = t.MaxFrameSize
+		hs.peerMaxFrame = t.MaxFrameSize
 	}
-	s.initResult = &res
-	s.datagrams = !cfg.DisableDatagrams && t.DatagramsSupported
+	s.hs.Store(hs)
 	s.enc.Store(&codecBox{c})
 	s.setState(StateReady)
 	return s.Notify(MethodInitialized, nil)
@@ -212,5 +238,3 @@ func joinNames(ns []codec.Name) string {
 	}
 	return strings.Join(ss, ", ")
 }
-
-var _ = wire.DefaultMaxFrameSize

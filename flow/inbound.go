@@ -30,6 +30,7 @@ type inbound struct {
 	streams   map[uint32]*StreamWriter
 	nextTag   uint32
 	token     json.RawMessage // _meta.progressToken, if any
+	progress  *progressSlot   // under Session.pg.mu; nil until progress goes as datagrams
 }
 
 func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
@@ -122,6 +123,7 @@ func (s *Session) respond(in *inbound, resp *jsonrpc.Response) {
 	}
 	in.responded = true
 	s.mu.Unlock()
+	s.finishProgress(in, true)
 	in.answer(resp)
 	s.settleInbound(in)
 }
@@ -171,6 +173,7 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		s.respond(in, jsonrpc.NewErrorResponse(id, jsonrpc.NewError(code, "Request cancelled: "+reason)))
 	} else {
 		// MCP: no response after notifications/cancelled.
+		s.finishProgress(in, false)
 		s.mu.Lock()
 		in.responded = true
 		s.mu.Unlock()
@@ -194,24 +197,36 @@ func progressToken(params json.RawMessage) json.RawMessage {
 	return p.Meta.ProgressToken
 }
 
-// Progress reports progress on this request (MCP progress; spec §6.2): as a
-// datagram when the session has them and the request id fits a datagram
-// header, else as notifications/progress on the control stream. Without a
-// progressToken in the request, MCP forbids progress and Progress does
-// nothing.
+// Progress reports progress on this request (MCP progress; spec §6.2). When
+// the session has datagrams and the request id fits a datagram header, the
+// update is queued for the session's progress sender and Progress returns at
+// once: an update that has not left when a newer one comes is replaced
+// (superseded), and the newest goes on the control stream before the result
+// if it may not have arrived. Otherwise it goes as notifications/progress on
+// the control stream. Without a progressToken in the request, MCP forbids
+// progress, and after the response there is nothing to report on: Progress
+// then does nothing.
 func (r *Request) Progress(progress, total float64, message string) error {
 	if len(r.in.token) == 0 {
 		return nil
 	}
-	p := Progress{ProgressToken: r.in.token, Progress: progress, Total: total, Message: message}
-	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
-		if err := r.Session.sendDatagramValue(progressChannel, id, p); err == nil {
-			return nil
-		}
-		// Too large for a datagram, or the queue is full: the control
-		// stream is the fallback, never silence.
+	s := r.Session
+	s.mu.Lock()
+	responded := r.in.responded
+	s.mu.Unlock()
+	if responded {
+		return nil
 	}
-	return r.Session.Notify(MethodProgress, p)
+	p := &Progress{ProgressToken: r.in.token, Progress: progress, Total: total, Message: message}
+	if id, ok := r.ID.Uint32(); ok && s.handshake().datagrams {
+		s.queueProgress(r.in, id, p)
+		return nil
+	}
+	if err := s.Notify(MethodProgress, p); err != nil {
+		return err
+	}
+	s.pg.control.Add(1)
+	return nil
 }
 
 // Context-free accessors.
@@ -231,7 +246,7 @@ func (r *Request) Log(level, logger string, data any) error {
 	if logger != "" {
 		p["logger"] = logger
 	}
-	if id, ok := r.ID.Uint32(); ok && r.Session.datagrams {
+	if id, ok := r.ID.Uint32(); ok && r.Session.handshake().datagrams {
 		if err := r.Session.sendDatagramValue(wire.ChannelLog, id, p); err == nil {
 			return nil
 		}

@@ -132,7 +132,8 @@ func TestMisbehavingClients(t *testing.T) {
 		}
 	})
 	t.Run("datagram when unsupported", func(t *testing.T) {
-		p := initRaw(t, srv) // did not ask for datagrams
+		// A client that refuses datagrams (this project's datagrams: false).
+		p := initRawWith(t, srv, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["json"],"datagrams":false}}}`)
 		d := wire.DatagramHeader{Channel: wire.ChannelProgress, RequestID: 1}.Append(nil)
 		d = append(d, `{"progress":1}`...)
 		if err := p.sess.SendDatagram(d); err != nil {

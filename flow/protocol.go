@@ -47,9 +47,11 @@ type ClientTransport struct {
 	Type      string       `json:"type"`
 	Version   string       `json:"version,omitempty"`
 	Encodings []codec.Name `json:"encodings,omitempty"`
-	// Datagrams asks the server to send progress, audio and logs as
-	// datagrams (spec §6). Absent means false.
-	Datagrams bool `json:"datagrams,omitempty"`
+	// Datagrams (this project's addition, spec §4.1) lets a client refuse
+	// datagrams: false keeps progress, audio and logs on the control stream.
+	// Absent (nil) means datagrams when the server supports them, as the
+	// guide's schema, which has no such field, promises (spec §6).
+	Datagrams *bool `json:"datagrams,omitempty"`
 }
 
 // ServerTransport is the guide's ServerTransportCapabilities: the transport

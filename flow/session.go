@@ -66,11 +66,9 @@ type Session struct {
 	// refusedInit is set once we answered initialize with an error.
 	refusedInit atomic.Bool
 
-	// Set during the handshake, read-only afterwards.
-	peerMaxFrame uint32
-	datagrams    bool
-	initParams   *InitializeParams
-	initResult   *InitializeResult
+	// hs holds what initialize settled, published once (handshake.go).
+	hs atomic.Pointer[handshake]
+	pg progressSender // progress datagrams (datagram.go)
 
 	mu          sync.Mutex
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
@@ -118,18 +116,17 @@ func newCodecSet(lim *codec.Limits) (codecSet, error) {
 
 func newSession(wt *webtransport.Session, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
 	s := &Session{
-		wt:           wt,
-		server:       server,
-		lim:          lim,
-		hooks:        hooks,
-		handler:      h,
-		log:          log,
-		codecs:       codecs,
-		calls:        map[jsonrpc.ID]*call{},
-		streamCalls:  map[uint32]*call{},
-		handling:     map[jsonrpc.ID]*inbound{},
-		done:         make(chan struct{}),
-		peerMaxFrame: wire.DefaultMaxFrameSize,
+		wt:          wt,
+		server:      server,
+		lim:         lim,
+		hooks:       hooks,
+		handler:     h,
+		log:         log,
+		codecs:      codecs,
+		calls:       map[jsonrpc.ID]*call{},
+		streamCalls: map[uint32]*call{},
+		handling:    map[jsonrpc.ID]*inbound{},
+		done:        make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.enc.Store(&codecBox{codecs[codec.JSON]})
@@ -159,13 +156,15 @@ func (s *Session) Encoding() codec.Name { return s.enc.Load().c.Name() }
 
 // DatagramsEnabled reports whether progress, audio and logs travel as
 // datagrams on this session (both sides agreed, spec §6).
-func (s *Session) DatagramsEnabled() bool { return s.datagrams }
+func (s *Session) DatagramsEnabled() bool { return s.handshake().datagrams }
 
-// InitializeParams returns what the client sent in initialize (server side).
-func (s *Session) InitializeParams() *InitializeParams { return s.initParams }
+// InitializeParams returns what the client sent in initialize (server side),
+// or nil until initialize has been answered.
+func (s *Session) InitializeParams() *InitializeParams { return s.handshake().params }
 
-// InitializeResult returns the initialize result (both sides).
-func (s *Session) InitializeResult() *InitializeResult { return s.initResult }
+// InitializeResult returns the initialize result (both sides), or nil until
+// initialize has completed.
+func (s *Session) InitializeResult() *InitializeResult { return s.handshake().result }
 
 // Done is closed when the session has ended.
 func (s *Session) Done() <-chan struct{} { return s.done }
@@ -211,7 +210,7 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 	if err != nil {
 		return err
 	}
-	if err := wire.FinishFrame(buf, 0, s.peerMaxFrame); err != nil {
+	if err := wire.FinishFrame(buf, 0, s.handshake().peerMaxFrame); err != nil {
 		var tl *wire.FrameTooLargeError
 		if resp, ok := m.(*jsonrpc.Response); ok && errors.As(err, &tl) && resp.Error == nil {
 			// A result too large for the peer's frames: tell the peer rather
