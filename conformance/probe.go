@@ -11,9 +11,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -211,13 +213,23 @@ func (p *probe) call(method string, params any, note func(*jsonrpc.Request)) (*j
 	return r, id, err
 }
 
-// hasTool reports whether tools/list names the tool.
-func (p *probe) hasTool(name string) bool {
+// needTool returns nil when tools/list names the tool, a skip when it does
+// not, and a failure when tools/list is not answered with a result: a peer
+// that answers nothing must not pass for one without the test tools.
+func (p *probe) needTool(name string) *outcome {
 	r, _, err := p.call("tools/list", nil, nil)
-	if err != nil || r.Error != nil {
-		return false
+	var o outcome
+	switch {
+	case err != nil:
+		o = fail("tools/list: %v", err)
+	case r.Error != nil:
+		o = fail("tools/list: error %d %q", r.Error.Code, r.Error.Message)
+	case !strings.Contains(string(r.Result), `"`+name+`"`):
+		o = skip("the server offers no %q tool (the checks use mcp-flow-server's test tools)", name)
+	default:
+		return nil
 	}
-	return strings.Contains(string(r.Result), `"`+name+`"`)
+	return &o
 }
 
 // acceptStream takes the next unidirectional stream and its header.
@@ -233,4 +245,44 @@ func (p *probe) acceptStream() (*webtransport.ReceiveStream, wire.StreamHeader, 
 	return rs, h, err
 }
 
-var _ = io.EOF
+// icmpWait bounds how long reach waits for an ICMP port unreachable before
+// it dials: on a local address the refusal comes in microseconds.
+const icmpWait = 250 * time.Millisecond
+
+// reach reports why nothing answers at t, or nil when something does (a
+// WebTransport session, or an HTTP answer to the CONNECT such as 403).
+// Nothing listening on a local UDP port is known at once from the ICMP port
+// unreachable; anything else gets one real dial within timeout.
+func reach(ctx context.Context, t Target, timeout time.Duration) error {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return fmt.Errorf("bad URL %q: %w", t.URL, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	if c, err := net.Dial("udp", addr); err == nil {
+		// One byte: a QUIC server drops a datagram this short (RFC 9000
+		// §14.1); a closed port answers with ICMP, which a connected UDP
+		// socket reports as ECONNREFUSED.
+		_, _ = c.Write([]byte{0})
+		_ = c.SetReadDeadline(time.Now().Add(icmpWait))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return fmt.Errorf("nothing listens on udp %s (ICMP port unreachable)", addr)
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	p, resp, err := dial(dctx, t, nil)
+	if err == nil {
+		p.close()
+		return nil
+	}
+	if resp != nil {
+		return nil // an HTTP answer: the checks say what is wrong with it
+	}
+	return fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
+}

@@ -10,8 +10,9 @@
 //
 //	mcp-flow-conformance -client 'mcp-flow'
 //
-// It prints a table (or JSON, or JUnit XML with -format) and exits 1 when a
-// MUST check fails (checks listed in -baseline excepted), 2 on usage errors.
+// It prints each check on stderr as it finishes, then the report on stdout: a
+// table (or JSON, or JUnit XML with -format). It exits 1 when a MUST check
+// fails (checks listed in -baseline excepted), 2 on usage errors.
 package main
 
 import (
@@ -52,7 +53,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, c := range append(conformance.ServerChecks(), conformance.ClientChecks()...) {
-			fmt.Fprintf(stdout, "%-30s %-6s §%-8s %s\n", c.ID, c.Level, c.Section, c.Title)
+			fmt.Fprintf(stdout, "%-30s %-6s %-7s §%-8s %s\n", c.ID, c.Level, c.Source, c.Section, c.Title)
 		}
 		return 0
 	}
@@ -83,7 +84,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
 		return 2
 	}
-	o := conformance.Options{CheckTimeout: *timeout}
+	o := conformance.Options{CheckTimeout: *timeout, OnResult: func(r conformance.Result) {
+		fmt.Fprintf(stderr, "%-5s %-6s %-7s %-28s %s\n", strings.ToUpper(string(r.Status)), r.Level, r.Source, r.ID, r.Seen)
+	}}
 	if *baseline != "" {
 		if o.Expected, err = conformance.LoadBaseline(*baseline); err != nil {
 			fmt.Fprintln(stderr, "mcp-flow-conformance: -baseline:", err)
