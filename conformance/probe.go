@@ -21,22 +21,22 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/webtransport-go"
 )
 
 // Target is the server under test.
 type Target struct {
 	URL string
 	TLS *tls.Config
+	// Dialect is the WebTransport version to speak (DialectAuto: the
+	// current one, or draft-02 for a server that only speaks that).
+	Dialect Dialect
 }
 
 // probe is one raw session with the server.
 type probe struct {
 	ctx    context.Context
-	tr     *webtransport.Transport
-	sess   *webtransport.Session
-	ctrl   *webtransport.Stream
+	sess   conn
+	ctrl   ctrlStream
 	fr     *wire.FrameReader
 	enc    codec.Codec
 	init   *initResult
@@ -57,27 +57,19 @@ type initResult struct {
 
 // dial opens a session and its control stream. h is sent with the CONNECT.
 func dial(ctx context.Context, t Target, h http.Header) (*probe, *http.Response, error) {
-	tr := &webtransport.Transport{
-		TLSClientConfig: t.TLS.Clone(),
-		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: 10 * time.Second},
-	}
-	resp, sess, err := tr.Dial(ctx, t.URL, h)
+	sess, resp, err := dialConn(ctx, t, h)
 	if err != nil {
-		tr.Close()
 		return nil, resp, err
 	}
-	ctrl, err := sess.OpenStreamSync(ctx)
+	ctrl, err := sess.openStream(ctx)
 	if err != nil {
-		tr.Close()
+		sess.close()
 		return nil, resp, err
 	}
-	return &probe{ctx: ctx, tr: tr, sess: sess, ctrl: ctrl, fr: wire.NewFrameReader(ctrl, 64<<20), enc: codec.Default(codec.JSON), nextID: 1}, resp, nil
+	return &probe{ctx: ctx, sess: sess, ctrl: ctrl, fr: wire.NewFrameReader(ctrl, 64<<20), enc: codec.Default(codec.JSON), nextID: 1}, resp, nil
 }
 
-func (p *probe) close() {
-	_ = p.sess.CloseWithError(0, "")
-	_ = p.tr.Close()
-}
+func (p *probe) close() { p.sess.close() }
 
 // writeRaw writes bytes to the control stream as they are.
 func (p *probe) writeRaw(b []byte) error {
@@ -233,8 +225,8 @@ func (p *probe) needTool(name string) *outcome {
 }
 
 // acceptStream takes the next unidirectional stream and its header.
-func (p *probe) acceptStream() (*webtransport.ReceiveStream, wire.StreamHeader, error) {
-	rs, err := p.sess.AcceptUniStream(p.ctx)
+func (p *probe) acceptStream() (inStream, wire.StreamHeader, error) {
+	rs, err := p.sess.acceptUniStream(p.ctx)
 	if err != nil {
 		return nil, wire.StreamHeader{}, err
 	}
@@ -252,11 +244,12 @@ const icmpWait = 250 * time.Millisecond
 // reach reports why nothing answers at t, or nil when something does (a
 // WebTransport session, or an HTTP answer to the CONNECT such as 403).
 // Nothing listening on a local UDP port is known at once from the ICMP port
-// unreachable; anything else gets one real dial within timeout.
-func reach(ctx context.Context, t Target, timeout time.Duration) error {
+// unreachable; anything else gets one real dial within timeout. It returns
+// t with its dialect settled: DialectAuto becomes the one that answered.
+func reach(ctx context.Context, t Target, timeout time.Duration) (Target, error) {
 	u, err := url.Parse(t.URL)
 	if err != nil {
-		return fmt.Errorf("bad URL %q: %w", t.URL, err)
+		return t, fmt.Errorf("bad URL %q: %w", t.URL, err)
 	}
 	addr := u.Host
 	if u.Port() == "" {
@@ -271,18 +264,33 @@ func reach(ctx context.Context, t Target, timeout time.Duration) error {
 		_, err = c.Read(make([]byte, 1))
 		c.Close()
 		if errors.Is(err, syscall.ECONNREFUSED) {
-			return fmt.Errorf("nothing listens on udp %s (ICMP port unreachable)", addr)
+			return t, fmt.Errorf("nothing listens on udp %s (ICMP port unreachable)", addr)
 		}
 	}
 	dctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	p, resp, err := dial(dctx, t, nil)
+	if t.Dialect == DialectAuto {
+		c, resp, err := dialCurrent(dctx, t, nil)
+		switch {
+		case err == nil:
+			c.close()
+			t.Dialect = DialectCurrent
+			return t, nil
+		case resp != nil:
+			t.Dialect = DialectCurrent
+			return t, nil // an HTTP answer: the checks say what is wrong with it
+		case !needsDraft02(err):
+			return t, fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
+		}
+		t.Dialect = DialectDraft02 // and try it
+	}
+	c, resp, err := dialConn(dctx, t, nil)
 	if err == nil {
-		p.close()
-		return nil
+		c.close()
+		return t, nil
 	}
 	if resp != nil {
-		return nil // an HTTP answer: the checks say what is wrong with it
+		return t, nil
 	}
-	return fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
+	return t, fmt.Errorf("no WebTransport session with %s (WebTransport %s): %w", t.URL, t.Dialect, err)
 }

@@ -81,7 +81,7 @@ func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Resul
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 10 * time.Second
 	}
-	unreachable := reach(ctx, t, o.CheckTimeout)
+	t, unreachable := reach(ctx, t, o.CheckTimeout)
 	var out []Result
 	for _, c := range checks {
 		if o.Only != nil && !o.Only[c.ID] {

@@ -4,6 +4,9 @@
 //
 //	mcp-flow-conformance -url https://127.0.0.1:4433/mcp-flow -cert-hash HEX
 //
+// It speaks the current WebTransport, or draft-02 to a server that needs it
+// (-webtransport).
+//
 // Client mode: it serves each scenario and runs the client command against
 // it as `CMD... call scenario`, with MCP_FLOW_URL and MCP_FLOW_CERT_HASH in
 // the environment (see package conformance for the contract).
@@ -45,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "comma-separated check ids to run")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each check")
 	list := fs.Bool("list", false, "list the checks and exit")
+	dialect := fs.String("webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -60,6 +64,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if (*url == "") == (*client == "") {
 		fmt.Fprintln(stderr, "mcp-flow-conformance: give -url (server mode) or -client (client mode)")
 		fs.Usage()
+		return 2
+	}
+	d, err := conformance.ParseDialect(*dialect)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-flow-conformance: -webtransport:", err)
 		return 2
 	}
 	opts := certs.ClientOptions{Insecure: *insecure}
@@ -112,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rs = conformance.RunClient(context.Background(), conformance.ClientTarget{
 			Command: strings.Fields(*client), TLS: certs.ServerTLSConfig(cert), CertHash: cert.HashHex()}, o)
 	} else {
-		rs = conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf}, conformance.ServerChecks(), o)
+		rs = conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf, Dialect: d}, conformance.ServerChecks(), o)
 	}
 	w := stdout
 	if *out != "" {
