@@ -2,11 +2,9 @@ package conformance
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"strings"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
@@ -77,13 +75,7 @@ func dialConn(ctx context.Context, t Target, h http.Header) (conn, *http.Respons
 
 // needsDraft02 reports whether webtransport-go v0.13 refused the server
 // for something a draft-02 server lacks.
-func needsDraft02(err error) bool {
-	var rn *webtransport.RequirementsNotMetError
-	if !errors.As(err, &rn) {
-		return false
-	}
-	return strings.Contains(rn.Message, "stream reset partial delivery") || strings.Contains(rn.Message, "didn't enable WebTransport")
-}
+func needsDraft02(err error) bool { return draft02.Needed(err) }
 
 type currentConn struct {
 	tr *webtransport.Transport

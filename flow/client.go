@@ -57,7 +57,16 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	}
 	hctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
 	defer cancel()
-	resp, wts, err := d.Dial(hctx, url, cfg.Header)
+	var resp *http.Response
+	var wts WTSession
+	if cfg.DialSession != nil {
+		resp, wts, err = cfg.DialSession(hctx, url, cfg.Header)
+	} else {
+		var ws *webtransport.Session
+		if resp, ws, err = d.Dial(hctx, url, cfg.Header); err == nil {
+			wts = WrapWebTransport(ws)
+		}
+	}
 	if err != nil {
 		if resp != nil {
 			return nil, fmt.Errorf("flow: dial %s: HTTP %d: %w", url, resp.StatusCode, err)

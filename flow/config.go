@@ -192,6 +192,10 @@ type ClientConfig struct {
 	// Transport, if set, dials the session instead of a new
 	// webtransport.Transport (tests use it to share or tune QUIC).
 	Transport WebTransportDialer
+	// DialSession, if set, opens the session instead of Transport: another
+	// WebTransport dialect, such as internal/draft02's for draft-02 servers.
+	// TLSConfig is then DialSession's business.
+	DialSession func(ctx context.Context, url string, h http.Header) (*http.Response, WTSession, error)
 }
 
 // A WebTransportDialer dials WebTransport sessions; *webtransport.Transport

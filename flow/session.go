@@ -42,8 +42,8 @@ func (s State) String() string {
 // from any goroutine, any number of times; after Done is closed every method
 // fails with the session's error (Err).
 type Session struct {
-	wt      *webtransport.Session
-	ctrl    *webtransport.Stream
+	wt      WTSession
+	ctrl    WTStream
 	server  bool
 	srv     serverSide // zero on a client
 	lim     Limits
@@ -103,7 +103,7 @@ func newCodecSet(lim *codec.Limits) (codecSet, error) {
 	return set, nil
 }
 
-func newSession(wt *webtransport.Session, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
+func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
 	s := &Session{
 		wt:           wt,
 		server:       server,

@@ -32,6 +32,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strings"
 	"sync"
 	"time"
 
@@ -507,3 +508,14 @@ func (st *SendStream) CancelWrite(code webtransport.StreamErrorCode) {
 
 // SetWriteDeadline bounds the writes.
 func (st *SendStream) SetWriteDeadline(t time.Time) error { return st.q.SetWriteDeadline(t) }
+
+// Needed reports whether err is webtransport-go v0.13 refusing a server for
+// lacking what only later drafts have (QUIC stream reset partial delivery,
+// SETTINGS_WT_ENABLED): the refusal a draft-02 server earns.
+func Needed(err error) bool {
+	var rn *webtransport.RequirementsNotMetError
+	if !errors.As(err, &rn) {
+		return false
+	}
+	return strings.Contains(rn.Message, "stream reset partial delivery") || strings.Contains(rn.Message, "didn't enable WebTransport")
+}

@@ -30,8 +30,9 @@ func peerDir() (string, error) {
 // Peer is a running draft02peer.
 type Peer struct {
 	URL string
-	// TLS trusts the peer's certificate (pinned by its hash).
-	TLS *tls.Config
+	// CertHash is the hex SHA-256 of the peer's certificate; TLS pins it.
+	CertHash string
+	TLS      *tls.Config
 }
 
 // Start builds the peer into t's temporary directory (the go command's
@@ -86,5 +87,5 @@ func Start(t testing.TB) Peer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return Peer{URL: f[0], TLS: conf}
+	return Peer{URL: f[0], CertHash: f[1], TLS: conf}
 }
