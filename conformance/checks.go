@@ -474,7 +474,7 @@ func checkStreamError(ctx context.Context, t Target) outcome {
 
 func checkInjection(ctx context.Context, t Target) outcome {
 	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
-		st, err := p.sess.openUniStream(ctx)
+		st, err := p.sess.OpenUniStreamSync(ctx)
 		if err != nil {
 			return fail("open stream: %v", err)
 		}
@@ -695,7 +695,7 @@ func checkOrigin(ctx context.Context, t Target) outcome {
 // packet is sent: a refusal proves nothing about the server.)
 func checkTLS13(ctx context.Context, t Target) outcome {
 	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
-		v := p.sess.tlsVersion()
+		v := p.sess.tlsVersion
 		if v != tls.VersionTLS13 {
 			return fail("the session negotiated %s", tls.VersionName(v))
 		}
@@ -721,7 +721,7 @@ func checkStreamLimit(ctx context.Context, t Target) outcome {
 		// to open one more than the limit.
 		go func() {
 			for {
-				rs, err := p.sess.acceptUniStream(ctx)
+				rs, err := p.sess.AcceptUniStream(ctx)
 				if err != nil {
 					return
 				}

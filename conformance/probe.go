@@ -19,6 +19,8 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -36,7 +38,7 @@ type Target struct {
 type probe struct {
 	ctx    context.Context
 	sess   conn
-	ctrl   ctrlStream
+	ctrl   flow.WTStream
 	fr     *wire.FrameReader
 	enc    codec.Codec
 	init   *initResult
@@ -61,7 +63,7 @@ func dial(ctx context.Context, t Target, h http.Header) (*probe, *http.Response,
 	if err != nil {
 		return nil, resp, err
 	}
-	ctrl, err := sess.openStream(ctx)
+	ctrl, err := sess.OpenStreamSync(ctx)
 	if err != nil {
 		sess.close()
 		return nil, resp, err
@@ -225,8 +227,8 @@ func (p *probe) needTool(name string) *outcome {
 }
 
 // acceptStream takes the next unidirectional stream and its header.
-func (p *probe) acceptStream() (inStream, wire.StreamHeader, error) {
-	rs, err := p.sess.acceptUniStream(p.ctx)
+func (p *probe) acceptStream() (flow.WTReceiveStream, wire.StreamHeader, error) {
+	rs, err := p.sess.AcceptUniStream(p.ctx)
 	if err != nil {
 		return nil, wire.StreamHeader{}, err
 	}
@@ -279,7 +281,7 @@ func reach(ctx context.Context, t Target, timeout time.Duration) (Target, error)
 		case resp != nil:
 			t.Dialect = DialectCurrent
 			return t, nil // an HTTP answer: the checks say what is wrong with it
-		case !needsDraft02(err):
+		case !draft02.Needed(err):
 			return t, fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
 		}
 		t.Dialect = DialectDraft02 // and try it

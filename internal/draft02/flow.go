@@ -22,9 +22,12 @@ func FlowDialer(tlsConf *tls.Config, qconf *quic.Config) func(ctx context.Contex
 		if err != nil {
 			return resp, nil, err
 		}
-		return resp, flowSession{s}, nil
+		return resp, s.Flow(), nil
 	}
 }
+
+// Flow is s as flow's seam.
+func (s *Session) Flow() flow.WTSession { return flowSession{s} }
 
 // flowSession is a Session as flow.WTSession; its stream methods return a
 // nil interface, never a nil pointer in one.
