@@ -316,42 +316,21 @@ func (s *Session) ReceiveDatagram(ctx context.Context) ([]byte, error) {
 	return b, err
 }
 
-// acceptBidi sorts the peer's bidirectional streams: WebTransport streams
-// of this session are queued, the rest go to HTTP/3 (which refuses them).
+// acceptBidi takes the peer's bidirectional streams; HTTP/3 refuses those
+// that are not WebTransport's.
 func (s *Session) acceptBidi() {
 	for {
 		q, err := s.conn.AcceptStream(context.Background())
 		if err != nil {
 			return
 		}
-		go func() {
-			typ, err := quicvarint.Peek(q)
-			if err != nil {
-				return
-			}
-			if typ != bidiSignal {
-				s.cc.HandleBidirectionalStream(q)
-				return
-			}
-			r := quicvarint.NewReader(q)
-			_, _ = quicvarint.Read(r)
-			id, err := quicvarint.Read(r)
-			if !s.ours(id, err) {
-				q.CancelRead(sessionGoneCode)
-				q.CancelWrite(sessionGoneCode)
-				return
-			}
-			select {
-			case s.bidi <- &Stream{q: q, s: s}:
-			case <-s.ctx.Done():
-				q.CancelRead(sessionGoneCode)
-				q.CancelWrite(sessionGoneCode)
-			}
-		}()
+		go sortStream(s, q, bidiSignal, s.cc.HandleBidirectionalStream,
+			func(q *quic.Stream) { q.CancelRead(sessionGoneCode); q.CancelWrite(sessionGoneCode) },
+			func(q *quic.Stream) *Stream { return &Stream{q: q, s: s} }, s.bidi)
 	}
 }
 
-// acceptUni is acceptBidi for unidirectional streams; HTTP/3's own (the
+// acceptUni takes the peer's unidirectional streams; HTTP/3's own (the
 // control and QPACK streams) go to the HTTP/3 connection.
 func (s *Session) acceptUni() {
 	for {
@@ -359,28 +338,38 @@ func (s *Session) acceptUni() {
 		if err != nil {
 			return
 		}
-		go func() {
-			typ, err := quicvarint.Peek(q)
-			if err != nil {
-				return
-			}
-			if typ != uniStreamType {
-				s.cc.HandleUnidirectionalStream(q)
-				return
-			}
-			r := quicvarint.NewReader(q)
-			_, _ = quicvarint.Read(r)
-			id, err := quicvarint.Read(r)
-			if !s.ours(id, err) {
-				q.CancelRead(sessionGoneCode)
-				return
-			}
-			select {
-			case s.uni <- &ReceiveStream{q: q, s: s}:
-			case <-s.ctx.Done():
-				q.CancelRead(sessionGoneCode)
-			}
-		}()
+		go sortStream(s, q, uniStreamType, s.cc.HandleUnidirectionalStream,
+			func(q *quic.ReceiveStream) { q.CancelRead(sessionGoneCode) },
+			func(q *quic.ReceiveStream) *ReceiveStream { return &ReceiveStream{q: q, s: s} }, s.uni)
+	}
+}
+
+// sortStream reads the type (or signal) that starts a stream of the peer:
+// a stream of another kind goes to other; a WebTransport stream of this
+// session is queued, one of another session is refused.
+func sortStream[Q interface {
+	io.Reader
+	quicvarint.Peeker
+}, W any](s *Session, q Q, kind uint64, other, refuse func(Q), wrap func(Q) W, queue chan<- W) {
+	typ, err := quicvarint.Peek(q)
+	if err != nil {
+		return
+	}
+	if typ != kind {
+		other(q)
+		return
+	}
+	r := quicvarint.NewReader(q)
+	_, _ = quicvarint.Read(r)
+	id, err := quicvarint.Read(r)
+	if !s.ours(id, err) {
+		refuse(q)
+		return
+	}
+	select {
+	case queue <- wrap(q):
+	case <-s.ctx.Done():
+		refuse(q)
 	}
 }
 

@@ -45,16 +45,23 @@ func frame(t *testing.T, w io.Writer, m any) {
 	}
 }
 
-// TestSession: a draft-02 session carries the control stream both ways, an
-// execution stream from the server, and the server's close.
-func TestSession(t *testing.T) {
+// open starts a peer and dials it; the context ends with the test.
+func open(t *testing.T) (context.Context, *draft02.Session) {
+	t.Helper()
 	p := draft02test.Start(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
+	t.Cleanup(cancel)
 	_, s, err := draft02.Dial(ctx, p.URL, p.TLS, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
+	return ctx, s
+}
+
+// TestSession: a draft-02 session carries the control stream both ways, an
+// execution stream from the server, and the server's close.
+func TestSession(t *testing.T) {
+	ctx, s := open(t)
 	defer s.CloseWithError(0, "")
 	ctrl, err := s.OpenStreamSync(ctx)
 	if err != nil {
@@ -116,13 +123,7 @@ func TestSession(t *testing.T) {
 
 // TestCloseWithError: our close reaches the server, which ends the session.
 func TestCloseWithError(t *testing.T) {
-	p := draft02test.Start(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	_, s, err := draft02.Dial(ctx, p.URL, p.TLS, nil, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, s := open(t)
 	ctrl, err := s.OpenStreamSync(ctx)
 	if err != nil {
 		t.Fatal(err)
