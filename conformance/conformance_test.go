@@ -33,6 +33,11 @@ func TestOurServerPassesEveryCheck(t *testing.T) {
 			t.Errorf("%s (%s §%s): %s: %s", r.ID, r.Level, r.Section, r.Status, r.Seen)
 		}
 	}
+	// What init.json saw is the transport object as the server sent it,
+	// not Go's rendering of it (a pointer for datagramsSupported).
+	if seen := rs[0].Seen; rs[0].ID != "init.json" || !strings.Contains(seen, `"datagramsSupported":true`) {
+		t.Errorf("init.json saw %s", seen)
+	}
 	var table bytes.Buffer
 	WriteTable(&table, rs)
 	if !strings.Contains(table.String(), fmt.Sprintf("%d passed, 0 failed", len(ServerChecks()))) {
