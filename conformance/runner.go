@@ -154,15 +154,15 @@ func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "STATUS\tLEVEL\tSOURCE\tCHECK\t§\tSEEN")
 	for _, r := range rs {
-		fmt.Fprintln(tw, Row(r))
+		fmt.Fprintln(tw, row(r))
 	}
 	c := Counts(rs)
 	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped, %d expected failures, %d unexpected passes\n", c[Pass], c[Fail], c[Skip], c[XFail], c[XPass])
 	return tw.Flush()
 }
 
-// Row is r as one tab-separated line of the table (no newline).
-func Row(r Result) string {
+// row is r as one tab-separated line of the table (no newline).
+func row(r Result) string {
 	seen := r.Seen
 	if r.Status != Fail {
 		seen = clip(seen)
