@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -32,17 +33,21 @@ func TestOurServerPassesEveryCheck(t *testing.T) {
 			t.Errorf("%s (%s §%s): %s: %s", r.ID, r.Level, r.Section, r.Status, r.Seen)
 		}
 	}
+	// What init.json saw is the transport object as the server sent it,
+	// not Go's rendering of it (a pointer for datagramsSupported).
+	if seen := rs[0].Seen; rs[0].ID != "init.json" || !strings.Contains(seen, `"datagramsSupported":true`) {
+		t.Errorf("init.json saw %s", seen)
+	}
 	var table bytes.Buffer
 	WriteTable(&table, rs)
-	if !strings.Contains(table.String(), "27 passed, 0 failed") {
+	if !strings.Contains(table.String(), fmt.Sprintf("%d passed, 0 failed", len(ServerChecks()))) {
 		t.Errorf("table:\n%s", table.String())
 	}
 }
 
-// controlOnlyServer is a third-party MCP-Flow server of the kind the
-// published v0.1 examples are: the control stream in JSON and nothing else
-// (no encodings, no execution streams, no datagrams, no error codes).
-func controlOnlyServer(t *testing.T) string {
+// wtPeer serves WebTransport at /mcp on 127.0.0.1, accepting any Origin,
+// and hands each session to handle. It returns the URL.
+func wtPeer(t *testing.T, handle func(*webtransport.Session)) string {
 	tlsConf := certs.ServerTLSConfig(flowtest.Cert)
 	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(tlsConf), QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
 	webtransport.ConfigureHTTP3Server(h3)
@@ -53,6 +58,23 @@ func controlOnlyServer(t *testing.T) string {
 		if err != nil {
 			return
 		}
+		handle(s)
+	})
+	h3.Handler = mux
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go ws.Serve(pc)
+	t.Cleanup(func() { ws.Close(); pc.Close() })
+	return "https://" + pc.LocalAddr().String() + "/mcp"
+}
+
+// controlOnlyServer is a third-party MCP-Flow server of the kind the
+// published v0.1 examples are: the control stream in JSON and nothing else
+// (no encodings, no execution streams, no datagrams, no error codes).
+func controlOnlyServer(t *testing.T) string {
+	return wtPeer(t, func(s *webtransport.Session) {
 		st, err := s.AcceptStream(context.Background())
 		if err != nil {
 			return
@@ -91,14 +113,6 @@ func controlOnlyServer(t *testing.T) string {
 			st.Write(append(out, msg...))
 		}
 	})
-	h3.Handler = mux
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	go ws.Serve(pc)
-	t.Cleanup(func() { ws.Close(); pc.Close() })
-	return "https://" + pc.LocalAddr().String() + "/mcp"
 }
 
 // TestControlStreamOnlyServer: against a server that implements only the

@@ -11,30 +11,34 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
+	"net"
 	"net/http"
+	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/webtransport-go"
 )
 
 // Target is the server under test.
 type Target struct {
 	URL string
 	TLS *tls.Config
+	// Dialect is the WebTransport version to speak (DialectAuto: the
+	// current one, or draft-02 for a server that only speaks that).
+	Dialect Dialect
 }
 
 // probe is one raw session with the server.
 type probe struct {
 	ctx    context.Context
-	tr     *webtransport.Transport
-	sess   *webtransport.Session
-	ctrl   *webtransport.Stream
+	sess   conn
+	ctrl   flow.WTStream
 	fr     *wire.FrameReader
 	enc    codec.Codec
 	init   *initResult
@@ -55,27 +59,19 @@ type initResult struct {
 
 // dial opens a session and its control stream. h is sent with the CONNECT.
 func dial(ctx context.Context, t Target, h http.Header) (*probe, *http.Response, error) {
-	tr := &webtransport.Transport{
-		TLSClientConfig: t.TLS.Clone(),
-		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: 10 * time.Second},
-	}
-	resp, sess, err := tr.Dial(ctx, t.URL, h)
+	sess, resp, err := dialConn(ctx, t, h)
 	if err != nil {
-		tr.Close()
 		return nil, resp, err
 	}
 	ctrl, err := sess.OpenStreamSync(ctx)
 	if err != nil {
-		tr.Close()
+		sess.close()
 		return nil, resp, err
 	}
-	return &probe{ctx: ctx, tr: tr, sess: sess, ctrl: ctrl, fr: wire.NewFrameReader(ctrl, 64<<20), enc: codec.Default(codec.JSON), nextID: 1}, resp, nil
+	return &probe{ctx: ctx, sess: sess, ctrl: ctrl, fr: wire.NewFrameReader(ctrl, 64<<20), enc: codec.Default(codec.JSON), nextID: 1}, resp, nil
 }
 
-func (p *probe) close() {
-	_ = p.sess.CloseWithError(0, "")
-	_ = p.tr.Close()
-}
+func (p *probe) close() { p.sess.close() }
 
 // writeRaw writes bytes to the control stream as they are.
 func (p *probe) writeRaw(b []byte) error {
@@ -211,17 +207,27 @@ func (p *probe) call(method string, params any, note func(*jsonrpc.Request)) (*j
 	return r, id, err
 }
 
-// hasTool reports whether tools/list names the tool.
-func (p *probe) hasTool(name string) bool {
+// needTool returns nil when tools/list names the tool, a skip when it does
+// not, and a failure when tools/list is not answered with a result: a peer
+// that answers nothing must not pass for one without the test tools.
+func (p *probe) needTool(name string) *outcome {
 	r, _, err := p.call("tools/list", nil, nil)
-	if err != nil || r.Error != nil {
-		return false
+	var o outcome
+	switch {
+	case err != nil:
+		o = fail("tools/list: %v", err)
+	case r.Error != nil:
+		o = fail("tools/list: error %d %q", r.Error.Code, r.Error.Message)
+	case !strings.Contains(string(r.Result), `"`+name+`"`):
+		o = skip("the server offers no %q tool (the checks use mcp-flow-server's test tools)", name)
+	default:
+		return nil
 	}
-	return strings.Contains(string(r.Result), `"`+name+`"`)
+	return &o
 }
 
 // acceptStream takes the next unidirectional stream and its header.
-func (p *probe) acceptStream() (*webtransport.ReceiveStream, wire.StreamHeader, error) {
+func (p *probe) acceptStream() (flow.WTReceiveStream, wire.StreamHeader, error) {
 	rs, err := p.sess.AcceptUniStream(p.ctx)
 	if err != nil {
 		return nil, wire.StreamHeader{}, err
@@ -233,4 +239,60 @@ func (p *probe) acceptStream() (*webtransport.ReceiveStream, wire.StreamHeader, 
 	return rs, h, err
 }
 
-var _ = io.EOF
+// icmpWait bounds how long reach waits for an ICMP port unreachable before
+// it dials: on a local address the refusal comes in microseconds.
+const icmpWait = 250 * time.Millisecond
+
+// reach reports why nothing answers at t, or nil when something does (a
+// WebTransport session, or an HTTP answer to the CONNECT such as 403).
+// Nothing listening on a local UDP port is known at once from the ICMP port
+// unreachable; anything else gets one real dial within timeout. It returns
+// t with its dialect settled: DialectAuto becomes the one that answered.
+func reach(ctx context.Context, t Target, timeout time.Duration) (Target, error) {
+	u, err := url.Parse(t.URL)
+	if err != nil {
+		return t, fmt.Errorf("bad URL %q: %w", t.URL, err)
+	}
+	addr := u.Host
+	if u.Port() == "" {
+		addr = net.JoinHostPort(u.Hostname(), "443")
+	}
+	if c, err := net.Dial("udp", addr); err == nil {
+		// One byte: a QUIC server drops a datagram this short (RFC 9000
+		// §14.1); a closed port answers with ICMP, which a connected UDP
+		// socket reports as ECONNREFUSED.
+		_, _ = c.Write([]byte{0})
+		_ = c.SetReadDeadline(time.Now().Add(icmpWait))
+		_, err = c.Read(make([]byte, 1))
+		c.Close()
+		if errors.Is(err, syscall.ECONNREFUSED) {
+			return t, fmt.Errorf("nothing listens on udp %s (ICMP port unreachable)", addr)
+		}
+	}
+	dctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if t.Dialect == DialectAuto {
+		c, resp, err := dialCurrent(dctx, t, nil)
+		switch {
+		case err == nil:
+			c.close()
+			t.Dialect = DialectCurrent
+			return t, nil
+		case resp != nil:
+			t.Dialect = DialectCurrent
+			return t, nil // an HTTP answer: the checks say what is wrong with it
+		case !draft02.Needed(err):
+			return t, fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
+		}
+		t.Dialect = DialectDraft02 // and try it
+	}
+	c, resp, err := dialConn(dctx, t, nil)
+	if err == nil {
+		c.close()
+		return t, nil
+	}
+	if resp != nil {
+		return t, nil
+	}
+	return t, fmt.Errorf("no WebTransport session with %s (WebTransport %s): %w", t.URL, t.Dialect, err)
+}

@@ -30,6 +30,7 @@ const (
 type Result struct {
 	ID       string        `json:"id"`
 	Level    Level         `json:"level"`
+	Source   Source        `json:"source"`
 	Section  string        `json:"section"`
 	Title    string        `json:"title"`
 	Status   Status        `json:"status"`
@@ -45,26 +46,59 @@ type Options struct {
 	Expected map[string]bool
 	// Only, if set, runs only the checks with these ids.
 	Only map[string]bool
+	// OnResult, if set, is called with each result as soon as its check
+	// finishes, from the goroutine that called RunServer or RunClient.
+	OnResult func(Result)
+}
+
+// expect applies the baseline of expected failures to r.
+func (o Options) expect(r Result) Result {
+	if o.Expected[r.ID] {
+		switch r.Status {
+		case Fail:
+			r.Status = XFail
+		case Pass:
+			r.Status = XPass
+		}
+	}
+	return r
+}
+
+// report adds r to rs and tells OnResult.
+func (o Options) report(rs []Result, r Result) []Result {
+	r = o.expect(r)
+	if o.OnResult != nil {
+		o.OnResult(r)
+	}
+	return append(rs, r)
 }
 
 // RunServer runs the checks against the server t, one at a time, each on its
-// own session and within its own deadline.
+// own session and within its own deadline. It first makes sure that
+// something answers at t: when nothing does, every check fails at once with
+// the reason, instead of each running into a dial timeout.
 func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Result {
 	if o.CheckTimeout <= 0 {
 		o.CheckTimeout = 10 * time.Second
 	}
+	t, unreachable := reach(ctx, t, o.CheckTimeout)
 	var out []Result
 	for _, c := range checks {
 		if o.Only != nil && !o.Only[c.ID] {
 			continue
 		}
-		out = append(out, runOne(ctx, t, c, o))
+		if unreachable != nil {
+			out = o.report(out, Result{ID: c.ID, Level: c.Level, Source: c.Source, Section: c.Section, Title: c.Title, Status: Fail,
+				Seen: "no session: " + unreachable.Error()})
+			continue
+		}
+		out = o.report(out, runOne(ctx, t, c, o))
 	}
 	return out
 }
 
 func runOne(ctx context.Context, t Target, c Check, o Options) (r Result) {
-	r = Result{ID: c.ID, Level: c.Level, Section: c.Section, Title: c.Title}
+	r = Result{ID: c.ID, Level: c.Level, Source: c.Source, Section: c.Section, Title: c.Title}
 	cctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
 	defer cancel()
 	start := time.Now()
@@ -91,14 +125,6 @@ func runOne(ctx context.Context, t Target, c Check, o Options) (r Result) {
 	}
 	r.Duration = time.Since(start)
 	r.Status, r.Seen = oc.status, oc.seen
-	if o.Expected[c.ID] {
-		switch r.Status {
-		case Fail:
-			r.Status = XFail
-		case Pass:
-			r.Status = XPass
-		}
-	}
 	return r
 }
 
@@ -122,16 +148,26 @@ func Counts(rs []Result) map[Status]int {
 	return m
 }
 
-// WriteTable writes the results for people.
+// WriteTable writes the results for people. What a failed check saw is
+// written whole; other rows are clipped.
 func WriteTable(w io.Writer, rs []Result) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "STATUS\tLEVEL\tCHECK\t§\tSEEN")
+	fmt.Fprintln(tw, "STATUS\tLEVEL\tSOURCE\tCHECK\t§\tSEEN")
 	for _, r := range rs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", strings.ToUpper(string(r.Status)), r.Level, r.ID, r.Section, clip(r.Seen))
+		fmt.Fprintln(tw, row(r))
 	}
 	c := Counts(rs)
 	fmt.Fprintf(tw, "\n%d passed, %d failed, %d skipped, %d expected failures, %d unexpected passes\n", c[Pass], c[Fail], c[Skip], c[XFail], c[XPass])
 	return tw.Flush()
+}
+
+// row is r as one tab-separated line of the table (no newline).
+func row(r Result) string {
+	seen := r.Seen
+	if r.Status != Fail {
+		seen = clip(seen)
+	}
+	return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", strings.ToUpper(string(r.Status)), r.Level, r.Source, r.ID, r.Section, seen)
 }
 
 // WriteJSON writes the results as a JSON array.
@@ -167,7 +203,7 @@ func WriteJUnit(w io.Writer, suite string, rs []Result) error {
 	}
 	ts := testsuite{Name: suite, Tests: len(rs)}
 	for _, r := range rs {
-		tc := testcase{Name: r.ID, Classname: string(r.Level) + " §" + r.Section, Time: r.Duration.Seconds()}
+		tc := testcase{Name: r.ID, Classname: string(r.Level) + " " + string(r.Source) + " §" + r.Section, Time: r.Duration.Seconds()}
 		switch r.Status {
 		case Fail:
 			tc.Failure = &failure{Message: r.Title, Text: r.Seen}

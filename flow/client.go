@@ -66,14 +66,21 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	}
 	var (
 		hctx context.Context
-		wts  *webtransport.Session
+		wts  WTSession
 	)
 	for attempt := 0; ; attempt++ {
 		var cancel context.CancelFunc
 		hctx, cancel = context.WithTimeout(ctx, lim.HandshakeTimeout)
 		defer cancel()
 		var resp *http.Response
-		resp, wts, err = d.Dial(hctx, url, cfg.Header)
+		if cfg.DialSession != nil {
+			resp, wts, err = cfg.DialSession(hctx, url, cfg.Header)
+		} else {
+			var ws *webtransport.Session
+			if resp, ws, err = d.Dial(hctx, url, cfg.Header); err == nil {
+				wts = WrapWebTransport(ws)
+			}
+		}
 		if err == nil {
 			break
 		}

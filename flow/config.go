@@ -252,6 +252,10 @@ type ClientConfig struct {
 	// retried. Default DefaultRefusedRetries (5, 1.55 s of waiting at most);
 	// negative: none.
 	RefusedRetries int
+	// DialSession, if set, opens the session instead of Transport: another
+	// WebTransport dialect, such as internal/draft02's for draft-02 servers.
+	// TLSConfig is then DialSession's business.
+	DialSession func(ctx context.Context, url string, h http.Header) (*http.Response, WTSession, error)
 }
 
 // A WebTransportDialer dials WebTransport sessions; *webtransport.Transport

@@ -281,7 +281,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	real := newSession(wts, true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
+	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
 	real.srv = serverSide{cfg: &s.cfg}
 	s.mu.Lock()
 	delete(s.sessions, sess)

@@ -45,9 +45,9 @@ func (s State) String() string {
 // from any goroutine, any number of times; after Done is closed every method
 // fails with the session's error (Err).
 type Session struct {
-	wt      *webtransport.Session
+	wt      WTSession
 	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
-	ctrl    *webtransport.Stream
+	ctrl    WTStream
 	server  bool
 	srv     serverSide // zero on a client
 	lim     Limits
@@ -114,7 +114,7 @@ func newCodecSet(lim *codec.Limits) (codecSet, error) {
 	return set, nil
 }
 
-func newSession(wt *webtransport.Session, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
+func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
 	s := &Session{
 		wt:          wt,
 		server:      server,
@@ -282,10 +282,18 @@ func (k *connCatcher) dial(ctx context.Context, addr string, tlsConf *tls.Config
 const maxCloseMessage = 1024
 
 // wtCloseErr returns why wt ended: the peer's close (*webtransport.SessionError)
-// or the CONNECT stream's error. webtransport-go keeps it unexported; once
-// the session is closed, OpenStream returns it.
-func wtCloseErr(wt *webtransport.Session) error {
-	st, err := wt.OpenStream()
+// or the CONNECT stream's error. webtransport-go keeps it unexported and
+// gives its context no cause; once the session is closed, OpenStream returns
+// it. Other dialects give it as their context's cause (WTSession).
+func wtCloseErr(wt WTSession) error {
+	ws, ok := wt.(wtSession)
+	if !ok {
+		if err := context.Cause(wt.Context()); err != nil {
+			return err
+		}
+		return errors.New("WebTransport session ended for no reason given")
+	}
+	st, err := ws.OpenStream()
 	if err == nil {
 		st.CancelWrite(0)
 		st.CancelRead(0)

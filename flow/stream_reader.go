@@ -18,7 +18,7 @@ type inStream struct {
 	c       *call
 	tag     uint32
 	arrived chan struct{} // closed when rs is set
-	rs      *webtransport.ReceiveStream
+	rs      WTReceiveStream
 	reason  string // from $/streamError
 	settled bool
 }
@@ -38,7 +38,7 @@ func (s *Session) acceptStreams() {
 // header that names no request of ours in flight is an injection (spec
 // §5.3): the stream is refused with 32002 and the peer told with -32002;
 // the session carries on.
-func (s *Session) takeStream(rs *webtransport.ReceiveStream) {
+func (s *Session) takeStream(rs WTReceiveStream) {
 	_ = rs.SetReadDeadline(time.Now().Add(s.lim.StreamWait))
 	h, err := wire.ReadStreamHeader(rs)
 	_ = rs.SetReadDeadline(time.Time{})

@@ -23,7 +23,7 @@ type StreamWriter struct {
 	id   uint32
 	tag  uint32
 	mime string
-	st   *webtransport.SendStream
+	st   WTSendStream
 	once sync.Once
 }
 

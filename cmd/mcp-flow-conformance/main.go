@@ -4,14 +4,18 @@
 //
 //	mcp-flow-conformance -url https://127.0.0.1:4433/mcp-flow -cert-hash HEX
 //
+// It speaks the current WebTransport, or draft-02 to a server that needs it
+// (-webtransport).
+//
 // Client mode: it serves each scenario and runs the client command against
 // it as `CMD... call scenario`, with MCP_FLOW_URL and MCP_FLOW_CERT_HASH in
 // the environment (see package conformance for the contract).
 //
 //	mcp-flow-conformance -client 'mcp-flow'
 //
-// It prints a table (or JSON, or JUnit XML with -format) and exits 1 when a
-// MUST check fails (checks listed in -baseline excepted), 2 on usage errors.
+// It prints each check on stderr as it finishes, then the report on stdout: a
+// table (or JSON, or JUnit XML with -format). It exits 1 when a MUST check
+// fails (checks listed in -baseline excepted), 2 on usage errors.
 package main
 
 import (
@@ -44,6 +48,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	only := fs.String("only", "", "comma-separated check ids to run")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each check")
 	list := fs.Bool("list", false, "list the checks and exit")
+	dialect := fs.String("webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -52,13 +57,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if *list {
 		for _, c := range append(conformance.ServerChecks(), conformance.ClientChecks()...) {
-			fmt.Fprintf(stdout, "%-30s %-6s §%-8s %s\n", c.ID, c.Level, c.Section, c.Title)
+			fmt.Fprintf(stdout, "%-30s %-6s %-7s §%-8s %s\n", c.ID, c.Level, c.Source, c.Section, c.Title)
 		}
 		return 0
 	}
 	if (*url == "") == (*client == "") {
 		fmt.Fprintln(stderr, "mcp-flow-conformance: give -url (server mode) or -client (client mode)")
 		fs.Usage()
+		return 2
+	}
+	d, err := conformance.ParseDialect(*dialect)
+	if err != nil {
+		fmt.Fprintln(stderr, "mcp-flow-conformance: -webtransport:", err)
 		return 2
 	}
 	opts := certs.ClientOptions{Insecure: *insecure}
@@ -83,7 +93,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
 		return 2
 	}
-	o := conformance.Options{CheckTimeout: *timeout}
+	o := conformance.Options{CheckTimeout: *timeout, OnResult: func(r conformance.Result) {
+		fmt.Fprintf(stderr, "%-5s %-6s %-7s %-28s %s\n", strings.ToUpper(string(r.Status)), r.Level, r.Source, r.ID, r.Seen)
+	}}
 	if *baseline != "" {
 		if o.Expected, err = conformance.LoadBaseline(*baseline); err != nil {
 			fmt.Fprintln(stderr, "mcp-flow-conformance: -baseline:", err)
@@ -109,7 +121,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		rs = conformance.RunClient(context.Background(), conformance.ClientTarget{
 			Command: strings.Fields(*client), TLS: certs.ServerTLSConfig(cert), CertHash: cert.HashHex()}, o)
 	} else {
-		rs = conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf}, conformance.ServerChecks(), o)
+		rs = conformance.RunServer(context.Background(), conformance.Target{URL: *url, TLS: tlsConf, Dialect: d}, conformance.ServerChecks(), o)
 	}
 	w := stdout
 	if *out != "" {

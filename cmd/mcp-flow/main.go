@@ -39,6 +39,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
 
@@ -61,6 +62,7 @@ func (o options) limits() flow.Limits {
 
 type options struct {
 	url, encoding, certHash, caFile, out string
+	webtransport                         string
 	insecure, raw, debug                 bool
 	timeout                              time.Duration
 	inlineLimit                          int64
@@ -79,6 +81,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.certHash, "cert-hash", os.Getenv("MCP_FLOW_CERT_HASH"), "pin the server certificate's SHA-256 (hex or base64; or $MCP_FLOW_CERT_HASH)")
 	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")
+	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
@@ -122,6 +125,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		rest = []string{"bridge", mode}
 	}
+	switch o.webtransport {
+	case "auto", "current", "draft02":
+	default:
+		return usage(stderr, "-webtransport is auto, current or draft02")
+	}
 	level := slog.LevelWarn
 	if o.debug {
 		level = slog.LevelDebug
@@ -144,6 +152,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
 			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()}}
+		if o.webtransport == "draft02" {
+			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
+		}
 		if rest[1] == "http" {
 			var origins []string
 			if o.origins != "" {
@@ -203,13 +214,22 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return usage(stderr, err.Error())
 	}
-	s, err := flow.Dial(ctx, o.url, flow.ClientConfig{
+	cfg := flow.ClientConfig{
 		TLSConfig: tlsConf,
 		Encodings: encodings(o.encoding),
 		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: flow.Version},
 		Logger:    log,
 		Limits:    o.limits(),
-	})
+	}
+	if o.webtransport == "draft02" {
+		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
+	}
+	s, err := flow.Dial(ctx, o.url, cfg)
+	if err != nil && o.webtransport == "auto" && draft02.Needed(err) {
+		log.Debug("the server speaks WebTransport draft-02; dialing again in that dialect", "err", err)
+		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
+		s, err = flow.Dial(ctx, o.url, cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)
 		if strings.Contains(err.Error(), "certificate") {
