@@ -67,7 +67,7 @@ func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return jsonrpc.Payload{}, &DecodeError{Encoding: JSON, Offset: off, Reason: err.Error()}
+		return jsonrpc.Payload{}, decodeErr(JSON, off, err)
 	}
 	var p jsonrpc.Payload
 	switch d.PeekKind() {
@@ -95,8 +95,8 @@ func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 				}
 				p.Elems = append(p.Elems, jsonrpc.Envelope{NotObject: true})
 			}
-			if len(p.Elems) > c.lim.MaxElements {
-				return fail(errTooMany(c.lim))
+			if len(p.Elems) > c.lim.MaxBatch {
+				return fail(errBatch(c.lim))
 			}
 		}
 		if _, err := d.ReadToken(); err != nil {
@@ -161,13 +161,22 @@ func (c *jsonCodec) object(d *jsontext.Decoder, data []byte) (jsonrpc.Envelope, 
 	return e, err
 }
 
-// checkShape enforces MaxDepth and MaxElements on a valid JSON value, at
-// nesting depth base. Strings are skipped with bytes.IndexByte, so the scan
-// costs little next to the validation jsontext has done.
+// checkShape enforces MaxDepth, MaxElements and MaxNumberLength on a valid
+// JSON value, at nesting depth base. Strings are skipped with
+// bytes.IndexByte, so the scan costs little next to the validation jsontext
+// has done.
 func (c *jsonCodec) checkShape(b []byte, base int) error {
 	var counts [128]int
 	depth := base
+	run := 0 // bytes of the number (or literal) being scanned
 	for i := 0; i < len(b); i++ {
+		if isNumberByte(b[i]) {
+			if run++; run > c.lim.MaxNumberLength {
+				return errNumber(c.lim, numberEnd(b, i)-i+run-1)
+			}
+			continue
+		}
+		run = 0
 		switch b[i] {
 		case '"':
 			for {
@@ -204,9 +213,34 @@ func (c *jsonCodec) checkShape(b []byte, base int) error {
 }
 
 func errTooDeep(l Limits) error {
-	return errors.New("nesting deeper than " + strconv.Itoa(l.MaxDepth) + " levels")
+	return &LimitError{"MaxDepth", l.MaxDepth, "nesting deeper than " + strconv.Itoa(l.MaxDepth) + " levels"}
 }
 
 func errTooMany(l Limits) error {
-	return errors.New("more than " + strconv.Itoa(l.MaxElements) + " elements in one array or object")
+	return &LimitError{"MaxElements", l.MaxElements, "more than " + strconv.Itoa(l.MaxElements) + " elements in one array or object"}
+}
+
+func errBatch(l Limits) error {
+	return &LimitError{"MaxBatch", l.MaxBatch, "batch of more than " + strconv.Itoa(l.MaxBatch) + " elements"}
+}
+
+func errNumber(l Limits, n int) error {
+	return &LimitError{"MaxNumberLength", l.MaxNumberLength, "number of " + strconv.Itoa(n) + " bytes exceeds the limit of " + strconv.Itoa(l.MaxNumberLength)}
+}
+
+func errDecoded(l Limits) error {
+	return &LimitError{"MaxDecoded", l.MaxDecoded, "payload expands past the limit of " + strconv.Itoa(l.MaxDecoded) + " decoded bytes"}
+}
+
+// isNumberByte reports whether c may appear in a JSON number.
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
+}
+
+// numberEnd returns the offset just past the number bytes starting at i.
+func numberEnd(b []byte, i int) int {
+	for i < len(b) && isNumberByte(b[i]) {
+		i++
+	}
+	return i
 }

@@ -2,6 +2,8 @@ package codec
 
 import (
 	"fmt"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"slices"
 	"strings"
 )
@@ -30,23 +32,30 @@ func Negotiate(clientPrefs []string, supported []Name) (Name, error) {
 
 // Detect reports whether data, which did not decode in the negotiated
 // encoding, is a JSON-RPC payload in another encoding (spec §4.3: -32003
-// rather than -32700). It is strict: the payload must decode, and a message
-// in it must carry "jsonrpc": "2.0", so random bytes do not pass for
-// protobuf.
-func Detect(data []byte, negotiated Name) (Name, bool) {
+// rather than -32700), and returns that payload, so that nothing decodes it
+// twice. It is strict: the payload must decode, and a message in it must
+// carry "jsonrpc": "2.0", so random bytes do not pass for protobuf.
+//
+// codecs gives the codec of each encoding, with the session's limits, which
+// bound every decoding Detect tries; nil means DefaultLimits.
+func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (Name, jsonrpc.Payload, bool) {
 	for _, n := range []Name{JSON, CBOR, Protobuf} {
 		if n == negotiated {
 			continue
 		}
-		p, err := Default(n).Decode(data)
+		c := codecs[n]
+		if c == nil {
+			c = Default(n)
+		}
+		p, err := c.Decode(data)
 		if err != nil {
 			continue
 		}
 		for _, e := range p.Elems {
 			if string(e.JSONRPC) == `"2.0"` {
-				return n, true
+				return n, p, true
 			}
 		}
 	}
-	return "", false
+	return "", jsonrpc.Payload{}, false
 }

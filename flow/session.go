@@ -507,9 +507,9 @@ func (s *Session) handleFrame(data []byte) {
 // -32003 if it is a valid payload in another encoding (with its id, when it
 // has one), else -32700 (spec §4.3).
 func (s *Session) undecodable(c codec.Codec, data []byte, err error) {
-	if other, ok := codec.Detect(data, c.Name()); ok {
+	if other, p, ok := codec.Detect(data, c.Name(), s.codecs); ok {
 		id := jsonrpc.NullID
-		if p, err := s.codecs[other].Decode(data); err == nil && !p.Batch && len(p.Elems) == 1 && p.Elems[0].ID != nil {
+		if !p.Batch && len(p.Elems) == 1 && p.Elems[0].ID != nil {
 			if v, err := jsonrpc.ParseID(p.Elems[0].ID); err == nil {
 				id = v
 			}
