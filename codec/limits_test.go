@@ -104,11 +104,13 @@ func TestBatchOfZerosIsCheap(t *testing.T) {
 			if other == n {
 				continue
 			}
-			var ok bool
-			d := allocated(func() { _, _, ok = Detect(data, other, nil) })
-			if ok {
+			var found Name
+			var lerr error
+			d := allocated(func() { found, _, lerr = Detect(data, other, nil) })
+			if found != "" {
 				t.Errorf("Detect found a %s batch past MaxBatch in a %s session", n, other)
 			}
+			wantLimit(t, lerr, "MaxBatch")
 			if d > 1<<20 {
 				t.Errorf("Detect of a %d-byte %s batch allocated %d bytes", len(data), n, d)
 			}
@@ -199,8 +201,10 @@ func TestHugeNumbersAreCheap(t *testing.T) {
 	var err error
 	a := allocated(func() { _, err = Default(CBOR).Decode(huge) })
 	wantLimit(t, err, "MaxNumberLength")
-	var ok bool
-	d := allocated(func() { _, _, ok = Detect(huge, JSON, nil) })
+	var found Name
+	d := allocated(func() { found, _, err = Detect(huge, JSON, nil) })
+	wantLimit(t, err, "MaxNumberLength")
+	ok := found != ""
 	// What is allocated is the output buffer, 1.5 times the payload;
 	// converting the bignum would add 8 MiB for the big.Int and 20 MB of
 	// decimal digits.

@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -36,9 +37,14 @@ func Negotiate(clientPrefs []string, supported []Name) (Name, error) {
 // twice. It is strict: the payload must decode, and a message in it must
 // carry "jsonrpc": "2.0", so random bytes do not pass for protobuf.
 //
+// When no other encoding decodes data but one of them refused it for a
+// limit (a CBOR batch past MaxBatch in a JSON session, say), Detect returns
+// that *DecodeError as limitErr, which says more than the negotiated
+// encoding's syntax error.
+//
 // codecs gives the codec of each encoding, with the session's limits, which
 // bound every decoding Detect tries; nil means DefaultLimits.
-func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (Name, jsonrpc.Payload, bool) {
+func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (n Name, p jsonrpc.Payload, limitErr error) {
 	for _, n := range []Name{JSON, CBOR, Protobuf} {
 		if n == negotiated {
 			continue
@@ -49,13 +55,17 @@ func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (Name, jsonrpc.
 		}
 		p, err := c.Decode(data)
 		if err != nil {
+			var le *LimitError
+			if limitErr == nil && errors.As(err, &le) {
+				limitErr = err
+			}
 			continue
 		}
 		for _, e := range p.Elems {
 			if string(e.JSONRPC) == `"2.0"` {
-				return n, p, true
+				return n, p, nil
 			}
 		}
 	}
-	return "", jsonrpc.Payload{}, false
+	return "", jsonrpc.Payload{}, limitErr
 }
