@@ -861,16 +861,16 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 }
 
 // magnitude strips a bignum magnitude's leading zeros and refuses one whose
-// decimal text would exceed MaxNumberLength, from its length alone: k bytes
+// decimal text would exceed MaxNumberDigits, from its length alone: k bytes
 // with a non-zero first byte make at least 2.4·(k-1)+1 digits. No
 // conversion (superlinear in math/big) starts on a magnitude past the limit.
 func (r *cborReader) magnitude(mag []byte) ([]byte, error) {
 	for len(mag) > 0 && mag[0] == 0 {
 		mag = mag[1:]
 	}
-	if len(mag) > r.lim.MaxNumberLength/2 {
-		e := decodeErr(CBOR, r.pos, errNumber(r.lim, 2*len(mag)))
-		e.Reason = "a bignum of " + strconv.Itoa(len(mag)) + " bytes has more than " + strconv.Itoa(r.lim.MaxNumberLength) + " digits (limit MaxNumberLength)"
+	if len(mag) > r.lim.MaxNumberDigits/2 {
+		e := decodeErr(CBOR, r.pos, errNumber(r.lim))
+		e.Reason = "a bignum of " + strconv.Itoa(len(mag)) + " bytes has more than " + strconv.Itoa(r.lim.MaxNumberDigits) + " digits (limit MaxNumberDigits)"
 		return nil, e
 	}
 	return mag, nil
@@ -878,8 +878,8 @@ func (r *cborReader) magnitude(mag []byte) ([]byte, error) {
 
 // number checks the number text that was appended to prev to make dst.
 func (r *cborReader) number(prev, dst []byte) ([]byte, error) {
-	if n := len(dst) - len(prev); n > r.lim.MaxNumberLength {
-		return prev, decodeErr(CBOR, r.pos, errNumber(r.lim, n))
+	if mantissaDigits(dst[len(prev):]) > r.lim.MaxNumberDigits {
+		return prev, decodeErr(CBOR, r.pos, errNumber(r.lim))
 	}
 	return dst, nil
 }

@@ -49,7 +49,7 @@ func (e *EncodeError) Unwrap() error { return e.Err }
 // LimitError reports a payload or value past one of the Limits (spec §8); a
 // DecodeError or an EncodeError wraps it.
 type LimitError struct {
-	Limit string // the Limits field: "MaxDepth", "MaxElements", "MaxBatch", "MaxNumberLength", "MaxDecoded"
+	Limit string // the Limits field: "MaxDepth", "MaxElements", "MaxBatch", "MaxNumberDigits", "MaxDecoded"
 	Max   int    // its value
 	msg   string
 }

@@ -29,7 +29,12 @@ func (c *jsonCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, er
 	return jsonrpc.AppendBatchJSON(dst, batch), nil
 }
 
+// AppendValue checks v against the limits, as the binary encodings do, so
+// that what one encoding sends every other can carry.
 func (c *jsonCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
+	if err := c.checkShape(v, 0); err != nil {
+		return dst, encodeErr(JSON, err)
+	}
 	return append(dst, v...), nil
 }
 
@@ -161,22 +166,28 @@ func (c *jsonCodec) object(d *jsontext.Decoder, data []byte) (jsonrpc.Envelope, 
 	return e, err
 }
 
-// checkShape enforces MaxDepth, MaxElements and MaxNumberLength on a valid
+// checkShape enforces MaxDepth, MaxElements and MaxNumberDigits on a valid
 // JSON value, at nesting depth base. Strings are skipped with
 // bytes.IndexByte, so the scan costs little next to the validation jsontext
 // has done.
 func (c *jsonCodec) checkShape(b []byte, base int) error {
 	var counts [128]int
 	depth := base
-	run := 0 // bytes of the number (or literal) being scanned
+	digits, inExp := 0, false // of the number being scanned
 	for i := 0; i < len(b); i++ {
-		if isNumberByte(b[i]) {
-			if run++; run > c.lim.MaxNumberLength {
-				return errNumber(c.lim, numberEnd(b, i)-i+run-1)
+		switch ch := b[i]; {
+		case ch >= '0' && ch <= '9':
+			if digits++; !inExp && digits > c.lim.MaxNumberDigits {
+				return errNumber(c.lim)
 			}
 			continue
+		case ch == 'e' || ch == 'E':
+			inExp = true
+			continue
+		case ch == '-' || ch == '+' || ch == '.':
+			continue
 		}
-		run = 0
+		digits, inExp = 0, false
 		switch b[i] {
 		case '"':
 			for {
@@ -224,23 +235,24 @@ func errBatch(l Limits) error {
 	return &LimitError{"MaxBatch", l.MaxBatch, "batch of more than " + strconv.Itoa(l.MaxBatch) + " elements"}
 }
 
-func errNumber(l Limits, n int) error {
-	return &LimitError{"MaxNumberLength", l.MaxNumberLength, "number of " + strconv.Itoa(n) + " bytes exceeds the limit of " + strconv.Itoa(l.MaxNumberLength)}
+func errNumber(l Limits) error {
+	return &LimitError{"MaxNumberDigits", l.MaxNumberDigits, "number with more than " + strconv.Itoa(l.MaxNumberDigits) + " digits"}
+}
+
+// mantissaDigits counts the digits of a JSON number before its exponent.
+func mantissaDigits(s []byte) int {
+	n := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			n++
+		case c == 'e' || c == 'E':
+			return n
+		}
+	}
+	return n
 }
 
 func errDecoded(l Limits) error {
 	return &LimitError{"MaxDecoded", l.MaxDecoded, "payload expands past the limit of " + strconv.Itoa(l.MaxDecoded) + " decoded bytes"}
-}
-
-// isNumberByte reports whether c may appear in a JSON number.
-func isNumberByte(c byte) bool {
-	return c >= '0' && c <= '9' || c == '-' || c == '+' || c == '.' || c == 'e' || c == 'E'
-}
-
-// numberEnd returns the offset just past the number bytes starting at i.
-func numberEnd(b []byte, i int) int {
-	for i < len(b) && isNumberByte(b[i]) {
-		i++
-	}
-	return i
 }

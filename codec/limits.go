@@ -18,13 +18,16 @@ type Limits struct {
 	// is checked against the count a CBOR or protobuf payload declares, or
 	// while a JSON batch is scanned, before anything is kept per element.
 	MaxBatch int
-	// MaxNumberLength bounds one number, in bytes of its JSON text (sign,
-	// digits, fraction and exponent). Default 1024; values below 32 are
-	// taken as 32, so that every float64 and 64-bit integer fits. It keeps
-	// bignums and decimal texts away from math/big's superlinear
-	// conversions: a CBOR bignum is refused from its length, before any
-	// conversion.
-	MaxNumberLength int
+	// MaxNumberDigits bounds the digits of one number's mantissa: the
+	// digits before any exponent, integer and fraction parts together (in
+	// JSON text leading zeros count; CBOR and protobuf carry at most as
+	// many).
+	// Default 1024; values below 32 are taken as 32, so that every float64
+	// and 64-bit integer fits. It keeps bignums and decimal fractions away
+	// from math/big's superlinear conversions: a CBOR bignum is refused from
+	// its length, before any conversion. (An exponent costs linear time; in
+	// CBOR it is 64 bits.)
+	MaxNumberDigits int
 	// MaxDecoded bounds what one CBOR or protobuf payload expands to while
 	// it is decoded: its JSON text, plus, for protobuf, ProtobufValueCost
 	// bytes per value for the tree it is unmarshalled into (counted by a
@@ -40,7 +43,7 @@ const ProtobufValueCost = 96
 
 // DefaultLimits returns the default limits.
 func DefaultLimits() Limits {
-	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20, MaxBatch: 1024, MaxNumberLength: 1024, MaxDecoded: 64 << 20}
+	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20, MaxBatch: 1024, MaxNumberDigits: 1024, MaxDecoded: 64 << 20}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -57,10 +60,10 @@ func (l Limits) withDefaults() Limits {
 	if l.MaxBatch <= 0 {
 		l.MaxBatch = d.MaxBatch
 	}
-	if l.MaxNumberLength <= 0 {
-		l.MaxNumberLength = d.MaxNumberLength
+	if l.MaxNumberDigits <= 0 {
+		l.MaxNumberDigits = d.MaxNumberDigits
 	}
-	l.MaxNumberLength = max(l.MaxNumberLength, 32)
+	l.MaxNumberDigits = max(l.MaxNumberDigits, 32)
 	if l.MaxDecoded <= 0 {
 		l.MaxDecoded = d.MaxDecoded
 	}

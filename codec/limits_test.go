@@ -142,16 +142,17 @@ func request(t *testing.T, enc Name, id string, params string) []byte {
 	return b
 }
 
-// TestNumberLimit crosses MaxNumberLength in every encoding, for an id and
-// for a number in params: 40 bytes of JSON text decode, 41 do not. In CBOR
-// such integers are bignums, in protobuf number texts.
+// TestNumberLimit crosses MaxNumberDigits in every encoding, for an id and
+// for a number in params: 40 digits decode, 41 do not. In CBOR such
+// integers are bignums, in protobuf number texts. A decimal fraction counts
+// its mantissa's digits, whatever its form: 0.000…1 is 1e-N in CBOR.
 func TestNumberLimit(t *testing.T) {
-	at := "1" + strings.Repeat("0", 39)   // 40 bytes
-	neg := "-" + strings.Repeat("9", 39)  // 40 bytes
-	past := "1" + strings.Repeat("0", 40) // 41 bytes
-	negPast := "-" + strings.Repeat("9", 40)
+	at := "1" + strings.Repeat("0", 39) // 40 digits
+	neg := "-" + strings.Repeat("9", 40)
+	past := "1" + strings.Repeat("0", 40) // 41 digits
+	negPast := "-" + strings.Repeat("9", 41)
 	for _, n := range Names {
-		c, err := New(n, Limits{MaxNumberLength: 40})
+		c, err := New(n, Limits{MaxNumberDigits: 40})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -163,26 +164,32 @@ func TestNumberLimit(t *testing.T) {
 		}
 		for _, num := range []string{past, negPast} {
 			_, err = c.Decode(request(t, n, num, "{}"))
-			wantLimit(t, err, "MaxNumberLength")
+			wantLimit(t, err, "MaxNumberDigits")
 			_, err = c.Decode(request(t, n, "1", `{"a":[`+num+`]}`))
-			wantLimit(t, err, "MaxNumberLength")
+			wantLimit(t, err, "MaxNumberDigits")
 			if n != JSON { // JSON text is copied as it is
 				_, err = c.AppendValue(nil, json.RawMessage(num))
-				wantLimit(t, err, "MaxNumberLength")
+				wantLimit(t, err, "MaxNumberDigits")
 			}
 		}
 	}
-	// A decimal fraction whose JSON text is past the limit.
-	c, _ := New(CBOR, Limits{MaxNumberLength: 40})
-	_, err := c.Decode(request(t, CBOR, "1", "[0."+strings.Repeat("1", 45)+"]"))
-	wantLimit(t, err, "MaxNumberLength")
+	for _, n := range Names {
+		c, _ := New(n, Limits{MaxNumberDigits: 40})
+		_, err := c.Decode(request(t, n, "1", "[0."+strings.Repeat("1", 41)+"]")) // 41 significant digits
+		wantLimit(t, err, "MaxNumberDigits")
+		in := "[0." + strings.Repeat("1", 39) + "e-5]" // 40 digits
+		p, err := c.Decode(request(t, n, "1", in))
+		if err != nil || !sameNumber(strings.Trim(string(p.Elems[0].Params), "[]"), strings.Trim(in, "[]")) {
+			t.Fatalf("%s: %s at the limit: %s, %v", n, in, p.Elems[0].Params, err)
+		}
+	}
 }
 
 // TestHugeNumbersAreCheap: the issue's CPU attacks are refused from the
 // length alone, before math/big converts anything. An 8 MiB CBOR bignum id
 // (before: about 20 s of CPU per frame, decoded twice on a JSON session)
 // and a protobuf id of 4M digits (before: 17 s in big.Int.SetString when
-// the reply was encoded) are refused by MaxNumberLength without a
+// the reply was encoded) are refused by MaxNumberDigits without a
 // conversion; a bignum whose magnitude
 // is mostly leading zeros is still the small number it is.
 func TestHugeNumbersAreCheap(t *testing.T) {
@@ -200,10 +207,10 @@ func TestHugeNumbersAreCheap(t *testing.T) {
 	huge := bignum(bytes.Repeat([]byte{0xff}, 8<<20))
 	var err error
 	a := allocated(func() { _, err = Default(CBOR).Decode(huge) })
-	wantLimit(t, err, "MaxNumberLength")
+	wantLimit(t, err, "MaxNumberDigits")
 	var found Name
 	d := allocated(func() { found, _, err = Detect(huge, JSON, nil) })
-	wantLimit(t, err, "MaxNumberLength")
+	wantLimit(t, err, "MaxNumberDigits")
 	ok := found != ""
 	// What is allocated is the output buffer, 1.5 times the payload;
 	// converting the bignum would add 8 MiB for the big.Int and 20 MB of
@@ -224,12 +231,12 @@ func TestHugeNumbersAreCheap(t *testing.T) {
 		t.Fatal(err)
 	}
 	a = allocated(func() { _, err = Default(Protobuf).Decode(pm) })
-	wantLimit(t, err, "MaxNumberLength")
+	wantLimit(t, err, "MaxNumberDigits")
 	if a > 1<<20 {
 		t.Fatalf("a protobuf id of 4M digits: refusing it allocated %d bytes", a)
 	}
 	_, err = Default(JSON).Decode([]byte(`{"jsonrpc":"2.0","id":` + digits + `,"method":"ping"}`))
-	wantLimit(t, err, "MaxNumberLength")
+	wantLimit(t, err, "MaxNumberDigits")
 }
 
 // TestDecodedLimit crosses MaxDecoded exactly: a CBOR text string of 1000

@@ -359,7 +359,7 @@ func validNumber(s string) bool {
 // protoScan checks a protobuf payload's wire bytes against the limits
 // before it is unmarshalled (spec §8): the elements of a batch (MaxBatch),
 // of each array and object (MaxElements), the nesting (MaxDepth), the text
-// of each number (MaxNumberLength), and what the payload expands to
+// of each number (MaxNumberDigits), and what the payload expands to
 // (MaxDecoded: ProtobufValueCost per value and member, plus the text of its
 // strings and bytes as Go strings and as JSON). It allocates nothing and
 // costs one pass over the bytes; malformed wire bytes are refused here too.
@@ -447,8 +447,8 @@ func (sc *protoScan) value(b []byte, depth int) error {
 		case 7: // bytes
 			return sc.spend(len(v) + base64.StdEncoding.EncodedLen(len(v)) + 2)
 		case 8: // number text
-			if len(v) > sc.lim.MaxNumberLength {
-				return errNumber(sc.lim, len(v))
+			if mantissaDigits(v) > sc.lim.MaxNumberDigits {
+				return errNumber(sc.lim)
 			}
 			return sc.spend(2 * len(v))
 		case 9, 10: // object members, array items

@@ -102,8 +102,8 @@ func walkJSON(raw []byte, lim Limits, s sink) error {
 			s.str(tok.String())
 		case '0':
 			t := tok.String()
-			if len(t) > lim.MaxNumberLength {
-				le := errNumber(lim, len(t))
+			if mantissaDigits([]byte(t)) > lim.MaxNumberDigits {
+				le := errNumber(lim)
 				return &EncodeError{Reason: le.Error(), Err: le}
 			}
 			n, ok := classify(t)

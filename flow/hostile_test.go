@@ -54,7 +54,7 @@ func TestHostileFramesBeforeInitialize(t *testing.T) {
 		"json batch of 2^20 zeros":              {hostileBatch(codec.JSON), "batch of more than 1024 elements"},
 		"cbor batch of 2^20 zeros":              {hostileBatch(codec.CBOR), "malformed cbor payload at byte 0: batch of more than 1024 elements"},
 		"protobuf batch of 2^20 empty messages": {hostileBatch(codec.Protobuf), "malformed protobuf payload: batch of more than 1024 elements"},
-		"cbor request with an 8 MiB bignum id":  {bignum, "MaxNumberLength"},
+		"cbor request with an 8 MiB bignum id":  {bignum, "MaxNumberDigits"},
 	}
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -90,7 +90,7 @@ func TestHostileFramesBeforeInitialize(t *testing.T) {
 }
 
 // TestHugeIDInProtobufSession: an id of 4M digits in a protobuf session is
-// -32700 (MaxNumberLength), answered at once; before, encoding the reply ran
+// -32700 (MaxNumberDigits), answered at once; before, encoding the reply ran
 // big.Int.SetString for 17 s. The session carries on.
 func TestHugeIDInProtobufSession(t *testing.T) {
 	srv := startServer(t, nil)
