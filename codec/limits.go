@@ -22,7 +22,7 @@ type Limits struct {
 	// digits before any exponent, integer and fraction parts together (in
 	// JSON text leading zeros count; CBOR and protobuf carry at most as
 	// many).
-	// Default 1024; values below 32 are taken as 32, so that every float64
+	// Default 256; values below 32 are taken as 32, so that every float64
 	// and 64-bit integer fits. It keeps bignums and decimal fractions away
 	// from math/big's superlinear conversions: a CBOR bignum is refused from
 	// its length, before any conversion. (An exponent costs linear time; in
@@ -32,18 +32,19 @@ type Limits struct {
 	// it is decoded: its JSON text, plus, for protobuf, ProtobufValueCost
 	// bytes per value for the tree it is unmarshalled into (counted by a
 	// scan of the wire bytes before anything is unmarshalled). Default
-	// 64 MiB.
+	// 32 MiB, twice the default control frame: raise it with
+	// flow.Limits.MaxFrameSize.
 	MaxDecoded int
 }
 
 // ProtobufValueCost is what MaxDecoded counts for each value of a protobuf
 // payload: about the heap one unmarshalled pb.Value, its oneof wrapper and
 // its slot in the parent take.
-const ProtobufValueCost = 96
+const ProtobufValueCost = 128
 
 // DefaultLimits returns the default limits.
 func DefaultLimits() Limits {
-	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20, MaxBatch: 1024, MaxNumberDigits: 1024, MaxDecoded: 64 << 20}
+	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20, MaxBatch: 1024, MaxNumberDigits: 256, MaxDecoded: 32 << 20}
 }
 
 func (l Limits) withDefaults() Limits {
