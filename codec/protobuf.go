@@ -392,6 +392,21 @@ func (sc *protoScan) fields(b []byte, f func(num protowire.Number, v []byte) err
 	return nil
 }
 
+// repeated calls f with each occurrence of field 1 in b (the repeated
+// field of Batch, Object and Array), failing with tooMany past max of them.
+func (sc *protoScan) repeated(b []byte, max int, tooMany func(Limits) error, f func([]byte) error) error {
+	n := 0
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		if n++; n > max {
+			return tooMany(sc.lim)
+		}
+		return f(v)
+	})
+}
+
 func (sc *protoScan) spend(n int) error {
 	if sc.cost += n; sc.cost > sc.lim.MaxDecoded {
 		return errDecoded(sc.lim)
@@ -405,16 +420,7 @@ func (sc *protoScan) payload(b []byte) error {
 		case 1:
 			return sc.message(v)
 		case 2:
-			n := 0
-			return sc.fields(v, func(num protowire.Number, v []byte) error {
-				if num != 1 {
-					return nil
-				}
-				if n++; n > sc.lim.MaxBatch {
-					return errBatch(sc.lim)
-				}
-				return sc.message(v)
-			})
+			return sc.repeated(v, sc.lim.MaxBatch, errBatch, sc.message)
 		}
 		return nil
 	})
@@ -451,20 +457,10 @@ func (sc *protoScan) value(b []byte, depth int) error {
 				return errNumber(sc.lim)
 			}
 			return sc.spend(2 * len(v))
-		case 9, 10: // object members, array items
-			n := 0
-			return sc.fields(v, func(f protowire.Number, v []byte) error {
-				if f != 1 {
-					return nil
-				}
-				if n++; n > sc.lim.MaxElements {
-					return errTooMany(sc.lim)
-				}
-				if num == 10 {
-					return sc.value(v, depth+1)
-				}
-				return sc.member(v, depth)
-			})
+		case 9: // object members
+			return sc.repeated(v, sc.lim.MaxElements, errTooMany, func(v []byte) error { return sc.member(v, depth) })
+		case 10: // array items
+			return sc.repeated(v, sc.lim.MaxElements, errTooMany, func(v []byte) error { return sc.value(v, depth+1) })
 		}
 		return nil
 	})
