@@ -56,7 +56,7 @@ type LimitError struct {
 
 var _ error = (*LimitError)(nil)
 
-func (e *LimitError) Error() string { return e.msg }
+func (e *LimitError) Error() string { return e.msg + " (limit " + e.Limit + ")" }
 
 var _ error = (*EncodeError)(nil)
 

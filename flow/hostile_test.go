@@ -169,3 +169,37 @@ func TestBatchReplyTooLarge(t *testing.T) {
 		}
 	}
 }
+
+// TestEncodingMismatchAtNumberBound: a CBOR request in a JSON session is
+// -32003 with its id when the id is within MaxNumberDigits (256), and -32700
+// naming the limit when it is one digit longer: the frame is tried in CBOR
+// once, with the session's limits (spec §4.3, §8).
+func TestEncodingMismatchAtNumberBound(t *testing.T) {
+	srv := startServer(t, nil)
+	p := initRaw(t, srv)
+	enc, err := codec.New(codec.CBOR, codec.Limits{MaxNumberDigits: 1000}) // a peer with other limits
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, digits := range []int{256, 257} {
+		id := strings.Repeat("9", digits)
+		pid, err := jsonrpc.ParseID([]byte(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := enc.Append(nil, &jsonrpc.Request{ID: pid, Method: "ping"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.write(wire.AppendFrame(nil, b))
+		reply := p.read()
+		if digits == 256 {
+			expectError(t, reply, id, jsonrpc.CodeEncodingMismatch)
+			continue
+		}
+		expectError(t, reply, "null", jsonrpc.CodeParseError)
+		if !strings.Contains(string(reply), "MaxNumberDigits") {
+			t.Fatalf("the -32700 does not name the limit: %s", reply)
+		}
+	}
+}
