@@ -755,7 +755,7 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		_, n := r.head()
 		mag := r.data[r.pos : r.pos+int(n)]
 		r.pos += int(n)
-		mag, err := r.magnitude(mag)
+		mag, err := r.magnitude(mag, start)
 		if err != nil {
 			return dst, err
 		}
@@ -820,7 +820,7 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 				return dst, r.fail("bignum tag without a byte string")
 			}
 			_, n := r.head()
-			mag, err := r.magnitude(r.data[r.pos : r.pos+int(n)])
+			mag, err := r.magnitude(r.data[r.pos:r.pos+int(n)], start)
 			if err != nil {
 				return dst, err
 			}
@@ -864,12 +864,13 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 // decimal text would exceed MaxNumberDigits, from its length alone: k bytes
 // with a non-zero first byte make at least 2.4·(k-1)+1 digits. No
 // conversion (superlinear in math/big) starts on a magnitude past the limit.
-func (r *cborReader) magnitude(mag []byte) ([]byte, error) {
+// at is the offset of the number, for the error.
+func (r *cborReader) magnitude(mag []byte, at int) ([]byte, error) {
 	for len(mag) > 0 && mag[0] == 0 {
 		mag = mag[1:]
 	}
 	if len(mag) > r.lim.MaxNumberDigits/2 {
-		e := decodeErr(CBOR, r.pos, errNumber(r.lim))
+		e := decodeErr(CBOR, at, errNumber(r.lim))
 		e.Reason = "a bignum of " + strconv.Itoa(len(mag)) + " bytes has more than " + strconv.Itoa(r.lim.MaxNumberDigits) + " digits (limit MaxNumberDigits)"
 		return nil, e
 	}
