@@ -53,7 +53,8 @@ type Limits struct {
 	// Default 0: quic-go's autotuned window (up to 6 MiB per stream, 15 MiB
 	// per connection). Client side only for now.
 	StreamReceiveWindow int
-	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
+	// Codec bounds decoding (depth, sizes, batches, number digits, decoded
+	// size; spec §8); default codec.DefaultLimits().
 	Codec *codec.Limits
 }
 
