@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"math"
 	"math/big"
 	"strconv"
@@ -379,7 +380,18 @@ func (c *cborCodec) check(data []byte) error {
 	// allocating from any declared length; the walk below can then trust
 	// every length it reads.
 	if err := c.dm.Wellformed(data); err != nil {
-		return &DecodeError{Encoding: CBOR, Offset: -1, Reason: err.Error()}
+		var (
+			nest  *cbor.MaxNestedLevelError
+			arr   *cbor.MaxArrayElementsError
+			pairs *cbor.MaxMapPairsError
+		)
+		switch {
+		case errors.As(err, &nest):
+			err = errTooDeep(c.lim)
+		case errors.As(err, &arr), errors.As(err, &pairs):
+			err = errTooMany(c.lim)
+		}
+		return decodeErr(CBOR, -1, err)
 	}
 	return nil
 }
@@ -389,7 +401,7 @@ func (c *cborCodec) DecodeValue(data []byte) (json.RawMessage, error) {
 		return nil, err
 	}
 	r := &cborReader{data: data, lim: c.lim}
-	out, err := r.value(make([]byte, 0, len(data)+len(data)/2), 1)
+	out, err := r.value(make([]byte, 0, min(len(data)+len(data)/2, c.lim.MaxDecoded)), 1)
 	if err != nil {
 		return nil, err
 	}
@@ -401,11 +413,14 @@ func (c *cborCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 		return jsonrpc.Payload{}, err
 	}
 	r := &cborReader{data: data, lim: c.lim}
-	// One output buffer for every member's JSON text, sized for the worst
-	// common case (byte strings grow by a third as base64).
-	buf := make([]byte, 0, len(data)+len(data)/2+64)
 	var envs []envSpans
 	major, n := r.head()
+	if major == 4 && n > uint64(c.lim.MaxBatch) {
+		return jsonrpc.Payload{}, decodeErr(CBOR, 0, errBatch(c.lim))
+	}
+	// One output buffer for every member's JSON text, sized for the worst
+	// common case (byte strings grow by a third as base64).
+	buf := make([]byte, 0, min(len(data)+len(data)/2+64, c.lim.MaxDecoded))
 	switch major {
 	case 5:
 		e, b, err := r.envelope(buf, n)
@@ -560,9 +575,33 @@ func (r *cborReader) skip() {
 	}
 }
 
-// value appends the JSON text of the next item to dst.
+// room checks that dst may grow by n more bytes within MaxDecoded.
+func (r *cborReader) room(dst []byte, n int) error {
+	if n > r.lim.MaxDecoded-len(dst) {
+		return decodeErr(CBOR, r.pos, errDecoded(r.lim))
+	}
+	return nil
+}
+
+// roomQuoted checks that dst may take s as a JSON string within MaxDecoded.
+// The exact length is only counted when the worst case (every byte escaped
+// as \u00XX) does not fit.
+// extra counts what follows (a map key's colon).
+func (r *cborReader) roomQuoted(dst, s []byte, extra int) error {
+	if 6*len(s)+2+extra <= r.lim.MaxDecoded-len(dst) {
+		return nil
+	}
+	return r.room(dst, quotedLen(s)+extra)
+}
+
+// value appends the JSON text of the next item to dst. Every item that may
+// expand (strings, byte strings, bignums) is measured before it is written,
+// so dst never grows past MaxDecoded by more than a few bytes.
 func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 	start := r.pos
+	if err := r.room(dst, 0); err != nil {
+		return dst, err
+	}
 	major, n := r.head()
 	switch major {
 	case 0:
@@ -576,10 +615,16 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 		return v.Append(dst, 10), nil
 	case 2:
 		b := r.data[r.pos : r.pos+int(n)]
+		if err := r.room(dst, base64.StdEncoding.EncodedLen(len(b))+2); err != nil {
+			return dst, err
+		}
 		r.pos += int(n)
 		return appendBase64(dst, base64.StdEncoding, b), nil
 	case 3:
 		s := r.data[r.pos : r.pos+int(n)]
+		if err := r.roomQuoted(dst, s, 0); err != nil {
+			return dst, err
+		}
 		r.pos += int(n)
 		if !utf8.Valid(s) {
 			return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "text string is not valid UTF-8"}
@@ -621,6 +666,9 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 			r.pos += int(kl)
 			if !utf8.Valid(k) {
 				return dst, r.fail("map key is not valid UTF-8")
+			}
+			if err := r.roomQuoted(dst, k, 1); err != nil {
+				return dst, err
 			}
 			if n <= uint64(len(small)) {
 				for _, o := range small[:i] {
@@ -680,10 +728,10 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 // enforced its own, coarser bounds.)
 func (r *cborReader) container(start, depth int, n uint64) error {
 	if depth > r.lim.MaxDepth {
-		return &DecodeError{Encoding: CBOR, Offset: start, Reason: errTooDeep(r.lim).Error()}
+		return decodeErr(CBOR, start, errTooDeep(r.lim))
 	}
 	if n > uint64(r.lim.MaxElements) {
-		return &DecodeError{Encoding: CBOR, Offset: start, Reason: errTooMany(r.lim).Error()}
+		return decodeErr(CBOR, start, errTooMany(r.lim))
 	}
 	return nil
 }
@@ -707,6 +755,10 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		_, n := r.head()
 		mag := r.data[r.pos : r.pos+int(n)]
 		r.pos += int(n)
+		mag, err := r.magnitude(mag, start)
+		if err != nil {
+			return dst, err
+		}
 		if len(mag) <= 8 {
 			var u uint64
 			for _, b := range mag {
@@ -723,7 +775,7 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		if tag == 3 {
 			v.Add(v, big.NewInt(1)).Neg(v)
 		}
-		return v.Append(dst, 10), nil
+		return r.number(dst, v.Append(dst, 10))
 	case 4:
 		// [exponent, mantissa]: exponent an integer, mantissa an integer or
 		// bignum.
@@ -768,7 +820,11 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 				return dst, r.fail("bignum tag without a byte string")
 			}
 			_, n := r.head()
-			mant.SetBytes(r.data[r.pos : r.pos+int(n)])
+			mag, err := r.magnitude(r.data[r.pos:r.pos+int(n)], start)
+			if err != nil {
+				return dst, err
+			}
+			mant.SetBytes(mag)
 			r.pos += int(n)
 			if neg {
 				mant.Add(mant, big.NewInt(1)).Neg(mant)
@@ -776,7 +832,7 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		default:
 			return dst, r.fail("decimal fraction mantissa is not an integer")
 		}
-		return appendDecimal(dst, mant, exp), nil
+		return r.number(dst, appendDecimal(dst, mant, exp))
 	case 21, 22, 23:
 		if inner != 2 {
 			// The tags are hints for byte strings; on anything else they
@@ -785,6 +841,9 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		}
 		_, n := r.head()
 		b := r.data[r.pos : r.pos+int(n)]
+		if err := r.room(dst, 2*len(b)+2); err != nil { // hex, the longest of the three
+			return dst, err
+		}
 		r.pos += int(n)
 		switch tag {
 		case 21:
@@ -799,6 +858,47 @@ func (r *cborReader) tagged(dst []byte, tag uint64, start, depth int) ([]byte, e
 		return r.value(dst, depth)
 	}
 	return dst, &DecodeError{Encoding: CBOR, Offset: start, Reason: "tag " + strconv.FormatUint(tag, 10) + " is not supported"}
+}
+
+// magnitude strips a bignum magnitude's leading zeros and refuses one whose
+// decimal text would exceed MaxNumberDigits, from its length alone: k bytes
+// with a non-zero first byte make at least 2.4·(k-1)+1 digits. No
+// conversion (superlinear in math/big) starts on a magnitude past the limit.
+// at is the offset of the number, for the error.
+func (r *cborReader) magnitude(mag []byte, at int) ([]byte, error) {
+	for len(mag) > 0 && mag[0] == 0 {
+		mag = mag[1:]
+	}
+	if len(mag) > r.lim.MaxNumberDigits/2 {
+		e := decodeErr(CBOR, at, errNumber(r.lim))
+		e.Reason = "a bignum of " + strconv.Itoa(len(mag)) + " bytes has more than " + strconv.Itoa(r.lim.MaxNumberDigits) + " digits (limit MaxNumberDigits)"
+		return nil, e
+	}
+	return mag, nil
+}
+
+// number checks the number text that was appended to prev to make dst.
+func (r *cborReader) number(prev, dst []byte) ([]byte, error) {
+	if mantissaDigits(dst[len(prev):]) > r.lim.MaxNumberDigits {
+		return prev, decodeErr(CBOR, r.pos, errNumber(r.lim))
+	}
+	return dst, nil
+}
+
+// quotedLen returns the length of s as a JSON string written by
+// appendQuotedUTF8.
+func quotedLen(s []byte) int {
+	n := len(s) + 2
+	for _, c := range s {
+		switch {
+		case c >= 0x20 && c != '"' && c != '\\':
+		case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f':
+			n++
+		default:
+			n += 5
+		}
+	}
+	return n
 }
 
 func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
@@ -832,7 +932,7 @@ func encodeErr(enc Name, err error) error {
 		e.Encoding = enc
 		return e
 	}
-	return &EncodeError{Encoding: enc, Reason: err.Error()}
+	return &EncodeError{Encoding: enc, Reason: err.Error(), Err: err}
 }
 
 // appendQuotedUTF8 appends valid UTF-8 text as a JSON string in the same

@@ -385,14 +385,14 @@ func TestDetect(t *testing.T) {
 			if _, err := Default(negotiated).Decode(wire); err == nil {
 				t.Fatalf("%s frame decoded as %s", from, negotiated)
 			}
-			got, ok := Detect(wire, negotiated)
-			if !ok || got != from {
-				t.Errorf("Detect(%s frame, negotiated %s) = %q, %v", from, negotiated, got, ok)
+			got, p, _ := Detect(wire, negotiated, nil)
+			if got != from || p.Batch || len(p.Elems) != 1 || string(p.Elems[0].ID) != "5" {
+				t.Errorf("Detect(%s frame, negotiated %s) = %q, %+v", from, negotiated, got, p)
 			}
 		}
 	}
 	for _, junk := range [][]byte{[]byte("hello"), {0xff, 0x00, 0x01}, []byte(`{"a":1}`), bytes.Repeat([]byte{0x0a}, 10)} {
-		if got, ok := Detect(junk, JSON); ok {
+		if got, _, _ := Detect(junk, JSON, nil); got != "" {
 			t.Errorf("Detect(%q) = %s", junk, got)
 		}
 	}

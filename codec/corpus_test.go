@@ -105,7 +105,7 @@ func jsonEqual(a, b []byte) (bool, string) {
 	if err != nil {
 		return false, "right: " + err.Error()
 	}
-	return valueEqual(va, vb, "$", ratEqual)
+	return valueEqual(va, vb, "$", sameNumber)
 }
 
 func decodeAny(b []byte) (any, error) {
@@ -116,10 +116,37 @@ func decodeAny(b []byte) (any, error) {
 	return v, err
 }
 
-func ratEqual(a, b string) bool {
-	ra, ok1 := new(big.Rat).SetString(a)
-	rb, ok2 := new(big.Rat).SetString(b)
-	return ok1 && ok2 && ra.Cmp(rb) == 0 && strings.HasPrefix(a, "-") == strings.HasPrefix(b, "-")
+// sameNumber reports whether two JSON numbers have the same decimal value
+// and sign, for any exponent: the exponent is a big.Int, never an int64 or a
+// big.Rat (which refuse exponents past 64 bits: the codec carried
+// 0e10000000000000000000 unchanged, and the comparison called it a change).
+func sameNumber(a, b string) bool {
+	if a == b {
+		return true
+	}
+	an, ad, ae, aok := bigDecimal(a)
+	bn, bd, be, bok := bigDecimal(b)
+	return aok && bok && an == bn && ad == bd && (ad == "" || ae.Cmp(be) == 0)
+}
+
+// bigDecimal splits a JSON number into sign, significant digits (no leading
+// or trailing zeros, "" for zero) and exponent.
+func bigDecimal(s string) (neg bool, digits string, exp *big.Int, ok bool) {
+	neg = strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	mant, e, hasExp := strings.Cut(strings.ToLower(s), "e")
+	exp = new(big.Int)
+	if hasExp {
+		if _, ok := exp.SetString(strings.TrimPrefix(e, "+"), 10); !ok {
+			return false, "", nil, false
+		}
+	}
+	ip, fp, _ := strings.Cut(mant, ".")
+	exp.Sub(exp, big.NewInt(int64(len(fp))))
+	d := strings.TrimLeft(ip+fp, "0")
+	t := strings.TrimRight(d, "0")
+	exp.Add(exp, big.NewInt(int64(len(d)-len(t))))
+	return neg, t, exp, true
 }
 
 func valueEqual(a, b any, path string, numEq func(a, b string) bool) (bool, string) {

@@ -12,9 +12,17 @@ type DecodeError struct {
 	Encoding Name
 	Offset   int // byte offset in the payload where it went wrong, -1 if unknown
 	Reason   string
+	Err      error // the cause when there is one: a *LimitError for a payload past a limit
 }
 
 var _ error = (*DecodeError)(nil)
+
+func decodeErr(enc Name, off int, err error) *DecodeError {
+	return &DecodeError{Encoding: enc, Offset: off, Reason: err.Error(), Err: err}
+}
+
+// Unwrap returns the cause.
+func (e *DecodeError) Unwrap() error { return e.Err }
 
 func (e *DecodeError) Error() string {
 	s := "codec: malformed " + string(e.Encoding) + " payload"
@@ -32,7 +40,23 @@ func (e *DecodeError) Code() jsonrpc.Code { return jsonrpc.CodeParseError }
 type EncodeError struct {
 	Encoding Name
 	Reason   string
+	Err      error // the cause when there is one: a *LimitError for a value past a limit
 }
+
+// Unwrap returns the cause.
+func (e *EncodeError) Unwrap() error { return e.Err }
+
+// LimitError reports a payload or value past one of the Limits (spec §8); a
+// DecodeError or an EncodeError wraps it.
+type LimitError struct {
+	Limit string // the Limits field: "MaxDepth", "MaxElements", "MaxBatch", "MaxNumberDigits", "MaxDecoded"
+	Max   int    // its value
+	msg   string
+}
+
+var _ error = (*LimitError)(nil)
+
+func (e *LimitError) Error() string { return e.msg + " (limit " + e.Limit + ")" }
 
 var _ error = (*EncodeError)(nil)
 

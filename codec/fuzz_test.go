@@ -3,6 +3,8 @@ package codec
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -56,7 +58,7 @@ func checkDecode(t *testing.T, c Codec, data []byte) {
 }
 
 // valueEqualText compares JSON texts as values, numbers by normalised
-// decimal (cheap for any exponent, unlike math/big).
+// decimal, for any exponent (sameNumber).
 func valueEqualText(a, b []byte) (bool, string) {
 	va, err := decodeAny(a)
 	if err != nil {
@@ -66,7 +68,7 @@ func valueEqualText(a, b []byte) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
-	return valueEqual(va, vb, "$", sameDecimal)
+	return valueEqual(va, vb, "$", sameNumber)
 }
 
 func FuzzJSONDecode(f *testing.F) {
@@ -150,6 +152,122 @@ func FuzzRoundTrip(f *testing.F) {
 			}
 			if ok, why := valueEqualText(data, back); !ok {
 				t.Fatalf("%s: %s came back as %s: %s", n, data, back, why)
+			}
+		}
+	})
+}
+
+// smallLimits are the limits the bound fuzz targets cross.
+var smallLimits = Limits{MaxDepth: 8, MaxElements: 16, MaxBatch: 4, MaxNumberDigits: 40, MaxDecoded: 4096}
+
+// FuzzBounds decodes any payload in every encoding with smallLimits: what
+// decodes holds at most MaxBatch elements and no number longer than
+// MaxNumberDigits, a CBOR or protobuf payload no more than MaxDecoded bytes
+// of JSON text, and a refusal is always a *DecodeError.
+func FuzzBounds(f *testing.F) {
+	for _, enc := range Names {
+		for _, n := range []int{1, 4, 5} {
+			batch := make([]jsonrpc.Message, n)
+			for i := range batch {
+				batch[i] = &jsonrpc.Request{ID: jsonrpc.Int64ID(int64(i)), Method: "m", Params: json.RawMessage(`[1e39,-123456789012345678901234567890123456789]`)}
+			}
+			b, err := Default(enc).AppendBatch(nil, batch)
+			if err != nil {
+				f.Fatal(err)
+			}
+			f.Add(b)
+		}
+	}
+	f.Add([]byte{0x81, 0xa1, 0x62, 'i', 'd', 0xc2, 0x58, 0x20, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	codecs := map[Name]Codec{}
+	for _, n := range Names {
+		c, err := New(n, smallLimits)
+		if err != nil {
+			f.Fatal(err)
+		}
+		codecs[n] = c
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		for _, n := range Names {
+			p, err := codecs[n].Decode(data)
+			if err != nil {
+				var de *DecodeError
+				if !errors.As(err, &de) {
+					t.Fatalf("%s: error of type %T: %v", n, err, err)
+				}
+				continue
+			}
+			if p.Batch && len(p.Elems) > smallLimits.MaxBatch {
+				t.Fatalf("%s: a batch of %d elements passed MaxBatch %d", n, len(p.Elems), smallLimits.MaxBatch)
+			}
+			total := 0
+			for _, e := range p.Elems {
+				for _, m := range [][]byte{e.JSONRPC, e.ID, e.Method, e.Params, e.Result, e.Error} {
+					total += len(m)
+					if l := mostDigits(m); l > smallLimits.MaxNumberDigits {
+						t.Fatalf("%s: a number of %d digits passed MaxNumberDigits in %s", n, l, m)
+					}
+				}
+			}
+			if n != JSON && total > smallLimits.MaxDecoded {
+				t.Fatalf("%s: %d bytes decoded past MaxDecoded %d", n, total, smallLimits.MaxDecoded)
+			}
+		}
+	})
+}
+
+// mostDigits returns the most mantissa digits of a number in JSON text b.
+func mostDigits(b []byte) int {
+	d := jsontext.NewDecoder(bytes.NewReader(b))
+	longest := 0
+	for {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return longest
+		}
+		if tok.Kind() == '0' {
+			longest = max(longest, mantissaDigits([]byte(tok.String())))
+		}
+	}
+}
+
+// FuzzNumberBound: a number goes through every encoding (AppendValue, then
+// DecodeValue with smallLimits) unchanged when its mantissa is within
+// MaxNumberDigits, and is refused for that limit when it is not.
+func FuzzNumberBound(f *testing.F) {
+	for _, s := range []string{"0", "-0", "1e400", "0.1", "18446744073709551616", strings.Repeat("9", 40), strings.Repeat("9", 41),
+		"-" + strings.Repeat("1", 39), "0." + strings.Repeat("1", 45), "1" + strings.Repeat("0", 60) + "e-60"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		if !validNumber(s) {
+			return
+		}
+		for _, n := range Names {
+			c, err := New(n, smallLimits)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := c.AppendValue(nil, json.RawMessage(s))
+			var le *LimitError
+			if d := mantissaDigits([]byte(s)); d > smallLimits.MaxNumberDigits {
+				if !errors.As(err, &le) || le.Limit != "MaxNumberDigits" {
+					t.Fatalf("%s: a number of %d digits: err %v, want MaxNumberDigits", n, d, err)
+				}
+				continue
+			}
+			if err != nil {
+				if _, ok := err.(*EncodeError); ok && !errors.As(err, &le) {
+					continue // an exponent beyond 64 bits, refused on purpose
+				}
+				t.Fatalf("%s: %s: %v", n, s, err)
+			}
+			back, err := c.DecodeValue(b)
+			if err != nil {
+				t.Fatalf("%s: decoding our own encoding of %s: %v", n, s, err)
+			}
+			if !sameNumber(s, string(back)) {
+				t.Fatalf("%s: %s came back as %s", n, s, back)
 			}
 		}
 	})

@@ -29,7 +29,12 @@ func (c *jsonCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, er
 	return jsonrpc.AppendBatchJSON(dst, batch), nil
 }
 
+// AppendValue checks v against the limits, as the binary encodings do, so
+// that what one encoding sends every other can carry.
 func (c *jsonCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
+	if err := c.checkShape(v, 0); err != nil {
+		return dst, encodeErr(JSON, err)
+	}
 	return append(dst, v...), nil
 }
 
@@ -67,7 +72,7 @@ func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 		if err == io.EOF {
 			err = io.ErrUnexpectedEOF
 		}
-		return jsonrpc.Payload{}, &DecodeError{Encoding: JSON, Offset: off, Reason: err.Error()}
+		return jsonrpc.Payload{}, decodeErr(JSON, off, err)
 	}
 	var p jsonrpc.Payload
 	switch d.PeekKind() {
@@ -95,8 +100,8 @@ func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 				}
 				p.Elems = append(p.Elems, jsonrpc.Envelope{NotObject: true})
 			}
-			if len(p.Elems) > c.lim.MaxElements {
-				return fail(errTooMany(c.lim))
+			if len(p.Elems) > c.lim.MaxBatch {
+				return fail(errBatch(c.lim))
 			}
 		}
 		if _, err := d.ReadToken(); err != nil {
@@ -161,13 +166,28 @@ func (c *jsonCodec) object(d *jsontext.Decoder, data []byte) (jsonrpc.Envelope, 
 	return e, err
 }
 
-// checkShape enforces MaxDepth and MaxElements on a valid JSON value, at
-// nesting depth base. Strings are skipped with bytes.IndexByte, so the scan
-// costs little next to the validation jsontext has done.
+// checkShape enforces MaxDepth, MaxElements and MaxNumberDigits on a valid
+// JSON value, at nesting depth base. Strings are skipped with
+// bytes.IndexByte, so the scan costs little next to the validation jsontext
+// has done.
 func (c *jsonCodec) checkShape(b []byte, base int) error {
 	var counts [128]int
 	depth := base
+	digits, inExp := 0, false // of the number being scanned
 	for i := 0; i < len(b); i++ {
+		switch ch := b[i]; {
+		case ch >= '0' && ch <= '9':
+			if digits++; !inExp && digits > c.lim.MaxNumberDigits {
+				return errNumber(c.lim)
+			}
+			continue
+		case ch == 'e' || ch == 'E':
+			inExp = true
+			continue
+		case ch == '-' || ch == '+' || ch == '.':
+			continue
+		}
+		digits, inExp = 0, false
 		switch b[i] {
 		case '"':
 			for {
@@ -204,9 +224,35 @@ func (c *jsonCodec) checkShape(b []byte, base int) error {
 }
 
 func errTooDeep(l Limits) error {
-	return errors.New("nesting deeper than " + strconv.Itoa(l.MaxDepth) + " levels")
+	return &LimitError{"MaxDepth", l.MaxDepth, "nesting deeper than " + strconv.Itoa(l.MaxDepth) + " levels"}
 }
 
 func errTooMany(l Limits) error {
-	return errors.New("more than " + strconv.Itoa(l.MaxElements) + " elements in one array or object")
+	return &LimitError{"MaxElements", l.MaxElements, "more than " + strconv.Itoa(l.MaxElements) + " elements in one array or object"}
+}
+
+func errBatch(l Limits) error {
+	return &LimitError{"MaxBatch", l.MaxBatch, "batch of more than " + strconv.Itoa(l.MaxBatch) + " elements"}
+}
+
+func errNumber(l Limits) error {
+	return &LimitError{"MaxNumberDigits", l.MaxNumberDigits, "number with more than " + strconv.Itoa(l.MaxNumberDigits) + " digits"}
+}
+
+// mantissaDigits counts the digits of a JSON number before its exponent.
+func mantissaDigits(s []byte) int {
+	n := 0
+	for _, c := range s {
+		switch {
+		case c >= '0' && c <= '9':
+			n++
+		case c == 'e' || c == 'E':
+			return n
+		}
+	}
+	return n
+}
+
+func errDecoded(l Limits) error {
+	return &LimitError{"MaxDecoded", l.MaxDecoded, "payload expands past the limit of " + strconv.Itoa(l.MaxDecoded) + " decoded bytes"}
 }

@@ -14,11 +14,37 @@ type Limits struct {
 	// MaxPayload bounds one payload in bytes. Default 64 MiB (a control
 	// frame is bounded by its own, smaller limit first).
 	MaxPayload int
+	// MaxBatch bounds the elements of one JSON-RPC batch. Default 1024. It
+	// is checked against the count a CBOR or protobuf payload declares, or
+	// while a JSON batch is scanned, before anything is kept per element.
+	MaxBatch int
+	// MaxNumberDigits bounds the digits of one number's mantissa: the
+	// digits before any exponent, integer and fraction parts together (in
+	// JSON text leading zeros count; CBOR and protobuf carry at most as
+	// many).
+	// Default 256; values below 32 are taken as 32, so that every float64
+	// and 64-bit integer fits. It keeps bignums and decimal fractions away
+	// from math/big's superlinear conversions: a CBOR bignum is refused from
+	// its length, before any conversion. (An exponent costs linear time; in
+	// CBOR it is 64 bits.)
+	MaxNumberDigits int
+	// MaxDecoded bounds what one CBOR or protobuf payload expands to while
+	// it is decoded: its JSON text, plus, for protobuf, ProtobufValueCost
+	// bytes per value for the tree it is unmarshalled into (counted by a
+	// scan of the wire bytes before anything is unmarshalled). Default
+	// 32 MiB, twice the default control frame: raise it with
+	// flow.Limits.MaxFrameSize.
+	MaxDecoded int
 }
+
+// ProtobufValueCost is what MaxDecoded counts for each value of a protobuf
+// payload: about the heap one unmarshalled pb.Value, its oneof wrapper and
+// its slot in the parent take.
+const ProtobufValueCost = 128
 
 // DefaultLimits returns the default limits.
 func DefaultLimits() Limits {
-	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20}
+	return Limits{MaxDepth: 64, MaxElements: 1 << 20, MaxPayload: 64 << 20, MaxBatch: 1024, MaxNumberDigits: 256, MaxDecoded: 32 << 20}
 }
 
 func (l Limits) withDefaults() Limits {
@@ -31,6 +57,16 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.MaxPayload <= 0 {
 		l.MaxPayload = d.MaxPayload
+	}
+	if l.MaxBatch <= 0 {
+		l.MaxBatch = d.MaxBatch
+	}
+	if l.MaxNumberDigits <= 0 {
+		l.MaxNumberDigits = d.MaxNumberDigits
+	}
+	l.MaxNumberDigits = max(l.MaxNumberDigits, 32)
+	if l.MaxDecoded <= 0 {
+		l.MaxDecoded = d.MaxDecoded
 	}
 	return l
 }

@@ -1,7 +1,10 @@
 package codec
 
 import (
+	"errors"
 	"fmt"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"slices"
 	"strings"
 )
@@ -30,23 +33,39 @@ func Negotiate(clientPrefs []string, supported []Name) (Name, error) {
 
 // Detect reports whether data, which did not decode in the negotiated
 // encoding, is a JSON-RPC payload in another encoding (spec §4.3: -32003
-// rather than -32700). It is strict: the payload must decode, and a message
-// in it must carry "jsonrpc": "2.0", so random bytes do not pass for
-// protobuf.
-func Detect(data []byte, negotiated Name) (Name, bool) {
+// rather than -32700), and returns that payload, so that nothing decodes it
+// twice. It is strict: the payload must decode, and a message in it must
+// carry "jsonrpc": "2.0", so random bytes do not pass for protobuf.
+//
+// When no other encoding decodes data but one of them refused it for a
+// limit (a CBOR batch past MaxBatch in a JSON session, say), Detect returns
+// that *DecodeError as limitErr, which says more than the negotiated
+// encoding's syntax error.
+//
+// codecs gives the codec of each encoding, with the session's limits, which
+// bound every decoding Detect tries; nil means DefaultLimits.
+func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (n Name, p jsonrpc.Payload, limitErr error) {
 	for _, n := range []Name{JSON, CBOR, Protobuf} {
 		if n == negotiated {
 			continue
 		}
-		p, err := Default(n).Decode(data)
+		c := codecs[n]
+		if c == nil {
+			c = Default(n)
+		}
+		p, err := c.Decode(data)
 		if err != nil {
+			var le *LimitError
+			if limitErr == nil && errors.As(err, &le) {
+				limitErr = err
+			}
 			continue
 		}
 		for _, e := range p.Elems {
 			if string(e.JSONRPC) == `"2.0"` {
-				return n, true
+				return n, p, nil
 			}
 		}
 	}
-	return "", false
+	return "", jsonrpc.Payload{}, limitErr
 }

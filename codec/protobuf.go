@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -159,6 +160,18 @@ func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
 	if len(data) > c.lim.MaxPayload {
 		return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "payload of " + strconv.Itoa(len(data)) + " bytes exceeds the limit of " + strconv.Itoa(c.lim.MaxPayload)}
 	}
+	// proto.Unmarshal allocates the whole tree before any limit could be
+	// checked on it: a scan of the wire bytes checks them first.
+	sc := &protoScan{lim: c.lim}
+	var err error
+	if _, ok := m.(*pb.Payload); ok {
+		err = sc.payload(data)
+	} else {
+		err = sc.value(data, 1)
+	}
+	if err != nil {
+		return decodeErr(Protobuf, -1, err)
+	}
 	// Each JSON level is three protobuf levels (Value, Object, Member).
 	opts := proto.UnmarshalOptions{RecursionLimit: 3*c.lim.MaxDepth + 8}
 	if err := opts.Unmarshal(data, m); err != nil {
@@ -185,8 +198,8 @@ func (c *protoCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 		e, err := c.envelope(b.Message)
 		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e}}, err
 	case *pb.Payload_Batch:
-		if len(b.Batch.Messages) > c.lim.MaxElements {
-			return jsonrpc.Payload{}, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: errTooMany(c.lim).Error()}
+		if len(b.Batch.Messages) > c.lim.MaxBatch { // the scan has checked it already
+			return jsonrpc.Payload{}, decodeErr(Protobuf, -1, errBatch(c.lim))
 		}
 		out := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(b.Batch.Messages))}
 		for i, m := range b.Batch.Messages {
@@ -257,10 +270,10 @@ func (c *protoCodec) json(dst []byte, v *pb.Value, depth int) ([]byte, error) {
 		return append(dst, k.Number...), nil
 	case *pb.Value_Array:
 		if depth > c.lim.MaxDepth {
-			return fail(errTooDeep(c.lim).Error())
+			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
 		}
 		if len(k.Array.Items) > c.lim.MaxElements {
-			return fail(errTooMany(c.lim).Error())
+			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
 		}
 		dst = append(dst, '[')
 		for i, it := range k.Array.Items {
@@ -275,11 +288,11 @@ func (c *protoCodec) json(dst []byte, v *pb.Value, depth int) ([]byte, error) {
 		return append(dst, ']'), nil
 	case *pb.Value_Object:
 		if depth > c.lim.MaxDepth {
-			return fail(errTooDeep(c.lim).Error())
+			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
 		}
 		ms := k.Object.Members
 		if len(ms) > c.lim.MaxElements {
-			return fail(errTooMany(c.lim).Error())
+			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
 		}
 		seen := make(map[string]struct{}, len(ms))
 		dst = append(dst, '{')
@@ -341,4 +354,126 @@ func validNumber(s string) bool {
 		}
 	}
 	return i == len(s)
+}
+
+// protoScan checks a protobuf payload's wire bytes against the limits
+// before it is unmarshalled (spec §8): the elements of a batch (MaxBatch),
+// of each array and object (MaxElements), the nesting (MaxDepth), the text
+// of each number (MaxNumberDigits), and what the payload expands to
+// (MaxDecoded: ProtobufValueCost per value and member, plus the text of its
+// strings and bytes as Go strings and as JSON). It allocates nothing and
+// costs one pass over the bytes; malformed wire bytes are refused here too.
+type protoScan struct {
+	lim  Limits
+	cost int
+}
+
+// fields calls f with the number and contents of each length-delimited
+// field of the message in b, skipping the others.
+func (sc *protoScan) fields(b []byte, f func(num protowire.Number, v []byte) error) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		m := protowire.ConsumeFieldValue(num, typ, b)
+		if m < 0 {
+			return protowire.ParseError(m)
+		}
+		if typ == protowire.BytesType {
+			v, _ := protowire.ConsumeBytes(b)
+			if err := f(num, v); err != nil {
+				return err
+			}
+		}
+		b = b[m:]
+	}
+	return nil
+}
+
+// repeated calls f with each occurrence of field 1 in b (the repeated
+// field of Batch, Object and Array), failing with tooMany past max of them.
+func (sc *protoScan) repeated(b []byte, max int, tooMany func(Limits) error, f func([]byte) error) error {
+	n := 0
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		if num != 1 {
+			return nil
+		}
+		if n++; n > max {
+			return tooMany(sc.lim)
+		}
+		return f(v)
+	})
+}
+
+func (sc *protoScan) spend(n int) error {
+	if sc.cost += n; sc.cost > sc.lim.MaxDecoded {
+		return errDecoded(sc.lim)
+	}
+	return nil
+}
+
+func (sc *protoScan) payload(b []byte) error {
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 1:
+			return sc.message(v)
+		case 2:
+			return sc.repeated(v, sc.lim.MaxBatch, errBatch, sc.message)
+		}
+		return nil
+	})
+}
+
+func (sc *protoScan) message(b []byte) error {
+	if err := sc.spend(ProtobufValueCost); err != nil {
+		return err
+	}
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 2, 4, 5, 6: // id, params, result, error
+			return sc.value(v, 2) // the message is level 1, as in the json codec
+		}
+		return sc.spend(2*len(v) + 2) // jsonrpc, method
+	})
+}
+
+func (sc *protoScan) value(b []byte, depth int) error {
+	if err := sc.spend(ProtobufValueCost); err != nil {
+		return err
+	}
+	if depth > sc.lim.MaxDepth+1 {
+		return errTooDeep(sc.lim)
+	}
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		switch num {
+		case 6: // string
+			return sc.spend(len(v) + quotedLen(v))
+		case 7: // bytes
+			return sc.spend(len(v) + base64.StdEncoding.EncodedLen(len(v)) + 2)
+		case 8: // number text
+			if mantissaDigits(v) > sc.lim.MaxNumberDigits {
+				return errNumber(sc.lim)
+			}
+			return sc.spend(2 * len(v))
+		case 9: // object members
+			return sc.repeated(v, sc.lim.MaxElements, errTooMany, func(v []byte) error { return sc.member(v, depth) })
+		case 10: // array items
+			return sc.repeated(v, sc.lim.MaxElements, errTooMany, func(v []byte) error { return sc.value(v, depth+1) })
+		}
+		return nil
+	})
+}
+
+func (sc *protoScan) member(b []byte, depth int) error {
+	if err := sc.spend(ProtobufValueCost); err != nil {
+		return err
+	}
+	return sc.fields(b, func(num protowire.Number, v []byte) error {
+		if num == 2 {
+			return sc.value(v, depth+1)
+		}
+		return sc.spend(len(v) + quotedLen(v) + 1) // the key
+	})
 }

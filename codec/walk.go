@@ -32,7 +32,7 @@ type sink interface {
 func isBinaryKey(k string) bool { return k == "data" || k == "blob" }
 
 // walkJSON reads one JSON value from raw and replays it into s. It enforces
-// lim's depth and element limits; jsontext validates the syntax, UTF-8 and
+// lim's depth, element and number limits; jsontext validates the syntax, UTF-8 and
 // duplicate member names.
 func walkJSON(raw []byte, lim Limits, s sink) error {
 	d := jsontext.NewDecoder(bytes.NewReader(raw))
@@ -101,9 +101,14 @@ func walkJSON(raw []byte, lim Limits, s sink) error {
 		case '"':
 			s.str(tok.String())
 		case '0':
-			n, ok := classify(tok.String())
+			t := tok.String()
+			if mantissaDigits([]byte(t)) > lim.MaxNumberDigits {
+				le := errNumber(lim)
+				return &EncodeError{Reason: le.Error(), Err: le}
+			}
+			n, ok := classify(t)
 			if !ok {
-				return &EncodeError{Reason: "number " + clip(tok.String()) + " has an exponent beyond 64 bits"}
+				return &EncodeError{Reason: "number " + clip(t) + " has an exponent beyond 64 bits"}
 			}
 			s.number(n)
 		case '[', '{':

@@ -79,7 +79,8 @@ type Limits struct {
 	// connection's datagram queue is full, so congestion and loss slow it
 	// down. Default 1000; negative: no cap but the connection's.
 	MaxProgressRate int
-	// Codec bounds decoding (depth, sizes); default codec.DefaultLimits().
+	// Codec bounds decoding (depth, sizes, batches, number digits, decoded
+	// size; spec §8); default codec.DefaultLimits().
 	Codec *codec.Limits
 }
 

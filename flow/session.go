@@ -212,11 +212,31 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 	}
 	if err := wire.FinishFrame(buf, 0, s.handshake().peerMaxFrame); err != nil {
 		var tl *wire.FrameTooLargeError
-		if resp, ok := m.(*jsonrpc.Response); ok && errors.As(err, &tl) && resp.Error == nil {
-			// A result too large for the peer's frames: tell the peer rather
-			// than leave the request hanging (spec §8.1).
-			return s.sendWith(c, jsonrpc.NewErrorResponse(resp.ID, jsonrpc.NewError(jsonrpc.CodeContentTooLarge,
-				"result exceeds the peer's maxFrameSize; send it on an execution stream")), nil)
+		if !errors.As(err, &tl) {
+			return err
+		}
+		// A result too large for the peer's frames: tell the peer rather
+		// than leave the request hanging (spec §8.1). In a batch reply,
+		// every result becomes that error.
+		tooLarge := func(id jsonrpc.ID) *jsonrpc.Response {
+			return jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeContentTooLarge,
+				"result exceeds the peer's maxFrameSize; send it on an execution stream"))
+		}
+		if resp, ok := m.(*jsonrpc.Response); ok && resp.Error == nil {
+			return s.sendWith(c, tooLarge(resp.ID), nil)
+		}
+		if m == nil {
+			changed := false
+			errs := make([]jsonrpc.Message, len(batch))
+			for i, r := range batch {
+				errs[i] = r
+				if resp, ok := r.(*jsonrpc.Response); ok && resp.Error == nil {
+					errs[i], changed = tooLarge(resp.ID), true
+				}
+			}
+			if changed {
+				return s.sendWith(c, nil, errs)
+			}
 		}
 		return err
 	}
@@ -671,17 +691,22 @@ func (s *Session) handleFrame(data []byte) {
 
 // undecodable answers a frame that did not decode in the encoding in force:
 // -32003 if it is a valid payload in another encoding (with its id, when it
-// has one), else -32700 (spec §4.3).
+// has one), else -32700 (spec §4.3), which names the limit when another
+// encoding refused the frame for one (spec §8).
 func (s *Session) undecodable(c codec.Codec, data []byte, err error) {
-	if other, ok := codec.Detect(data, c.Name()); ok {
+	other, p, limitErr := codec.Detect(data, c.Name(), s.codecs)
+	if other != "" {
 		id := jsonrpc.NullID
-		if p, err := s.codecs[other].Decode(data); err == nil && !p.Batch && len(p.Elems) == 1 && p.Elems[0].ID != nil {
+		if !p.Batch && len(p.Elems) == 1 && p.Elems[0].ID != nil {
 			if v, err := jsonrpc.ParseID(p.Elems[0].ID); err == nil {
 				id = v
 			}
 		}
 		s.replyError(id, jsonrpc.CodeEncodingMismatch, "frame is "+string(other)+", but the session's encoding is "+string(c.Name())+" (spec §4.3)")
 		return
+	}
+	if limitErr != nil {
+		err = limitErr // a payload in another encoding, past a limit
 	}
 	s.replyError(jsonrpc.NullID, jsonrpc.CodeParseError, err.Error())
 }

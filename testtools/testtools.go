@@ -18,6 +18,7 @@ import (
 	"mime"
 	"os"
 	"path/filepath"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -29,7 +30,13 @@ import (
 type Config struct {
 	// Root is the directory read_file serves; empty disables read_file.
 	Root string
+	// MaxFileSize bounds the size of a file read_file serves; a larger one
+	// is refused (spec §8, §9). 0 means DefaultMaxFileSize.
+	MaxFileSize int64
 }
+
+// DefaultMaxFileSize is the default bound on a file read_file serves: 1 GiB.
+const DefaultMaxFileSize = 1 << 30
 
 // New returns the tools.
 func New(cfg Config) []tools.Tool {
@@ -72,13 +79,16 @@ func New(cfg Config) []tools.Tool {
 		},
 	}
 	if cfg.Root != "" {
-		root := cfg.Root
+		root, limit := cfg.Root, cfg.MaxFileSize
+		if limit <= 0 {
+			limit = DefaultMaxFileSize
+		}
 		ts = append(ts, tools.Tool{
 			Name:        "read_file",
-			Description: "Streams a file under the server's root directory on an execution stream.",
+			Description: fmt.Sprintf("Streams a regular file of at most %d bytes under the server's root directory on an execution stream (a test tool).", limit),
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"path":{"type":"string"}},"required":["path"]}`),
 			Func: func(ctx context.Context, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
-				return readFile(root, req, args)
+				return readFile(root, limit, req, args)
 			},
 		})
 	}
@@ -266,46 +276,90 @@ func askSampling(ctx context.Context, req *flow.Request, args json.RawMessage) (
 	return &tools.Result{Content: []any{tools.NewText(r.Content.Text)}, StructuredContent: json.RawMessage(resp.Result)}, nil
 }
 
-// readFile serves a file under root. The path is resolved with os.Root, so
-// that no path (.., absolute, or a symlink) can escape root.
-func readFile(root string, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
+// readFile serves a file under root, for tests and demonstrations: it is
+// no file server (spec §9). The path is resolved with os.Root, so that no
+// path (.., absolute, or a symlink) can escape root; a symlink inside root
+// is followed. Only a regular file of at most limit bytes is served,
+// checked on the opened file itself (fstat), so nothing can be swapped in
+// between a check and the open. The open never blocks: O_NONBLOCK makes a
+// FIFO open at once (and then be refused) instead of holding an OS thread
+// until a writer comes, which is how 1,000 calls once exhausted the
+// runtime's 10,000 threads. The stream carries the size found at the open
+// and no more, even if the file grows.
+func readFile(root string, limit int64, req *flow.Request, args json.RawMessage) (*tools.Result, error) {
 	var a struct {
 		Path string `json:"path"`
 	}
 	if json.Unmarshal(args, &a) != nil || a.Path == "" {
 		return nil, bad("read_file needs {path: string}")
 	}
-	r, err := os.OpenRoot(root)
+	f, size, err := openRegular(root, a.Path, limit)
 	if err != nil {
 		return nil, err
-	}
-	defer r.Close()
-	f, err := r.Open(filepath.Clean(a.Path))
-	if err != nil {
-		return nil, fmt.Errorf("read_file: %s: %w", a.Path, errors.Unwrap(err))
-	}
-	st, err := f.Stat()
-	if err != nil || st.IsDir() {
-		f.Close()
-		return nil, fmt.Errorf("read_file: %s is not a regular file", a.Path)
 	}
 	mt := mime.TypeByExtension(filepath.Ext(a.Path))
 	if mt == "" {
 		mt = "application/octet-stream"
 	}
-	ref, err := req.StreamFrom(&closingReader{f}, mt)
+	ref, err := req.StreamFrom(&closingReader{f: f, r: io.LimitReader(f, size)}, mt)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
-	return &tools.Result{Content: []any{ref, tools.NewText(fmt.Sprintf("%s: %d bytes", a.Path, st.Size()))}}, nil
+	return &tools.Result{Content: []any{ref, tools.NewText(fmt.Sprintf("%s: %d bytes", a.Path, size))}}, nil
 }
 
-// closingReader closes the file at EOF or error.
-type closingReader struct{ f *os.File }
+// openRegular opens path under root, without blocking, and returns it if it
+// is a regular file of at most limit bytes. Its errors are tool errors, for
+// the model to read.
+func openRegular(root, path string, limit int64) (*os.File, int64, error) {
+	r, err := os.OpenRoot(root)
+	if err != nil {
+		return nil, 0, err
+	}
+	defer r.Close()
+	f, err := r.OpenFile(filepath.Clean(path), os.O_RDONLY|syscall.O_NONBLOCK|syscall.O_NOCTTY, 0)
+	if err != nil {
+		return nil, 0, fmt.Errorf("read_file: %s: %w", path, errors.Unwrap(err))
+	}
+	st, err := f.Stat()
+	switch {
+	case err != nil:
+		err = fmt.Errorf("read_file: %s: %w", path, err)
+	case !st.Mode().IsRegular():
+		err = fmt.Errorf("read_file: %s is not a regular file but %s", path, kindOf(st.Mode()))
+	case st.Size() > limit:
+		err = fmt.Errorf("read_file: %s is %d bytes, over the limit of %d", path, st.Size(), limit)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, st.Size(), nil
+}
+
+func kindOf(m os.FileMode) string {
+	switch {
+	case m.IsDir():
+		return "a directory"
+	case m&os.ModeNamedPipe != 0:
+		return "a named pipe"
+	case m&os.ModeDevice != 0:
+		return "a device"
+	case m&os.ModeSocket != 0:
+		return "a socket"
+	}
+	return "of type " + m.Type().String()
+}
+
+// closingReader reads r and closes f at EOF or error.
+type closingReader struct {
+	f *os.File
+	r io.Reader
+}
 
 func (c *closingReader) Read(p []byte) (int, error) {
-	n, err := c.f.Read(p)
+	n, err := c.r.Read(p)
 	if err != nil {
 		c.f.Close()
 	}

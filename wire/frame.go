@@ -29,6 +29,10 @@ func AppendFrame(dst, payload []byte) []byte {
 
 // FrameReader reads control frames from an io.Reader (spec §3.1).
 //
+// A FrameReader keeps its buffer between frames, up to RetainedFrameBuffer
+// bytes: a buffer grown for a larger frame is dropped at the next ReadFrame,
+// so an idle session does not hold its largest frame's memory (spec §8).
+//
 // A FrameReader is not safe for concurrent use: one goroutine reads.
 type FrameReader struct {
 	r   io.Reader
@@ -36,6 +40,11 @@ type FrameReader struct {
 	hdr [FrameHeaderLen]byte
 	buf []byte
 }
+
+// RetainedFrameBuffer is the largest buffer a FrameReader keeps from one frame
+// to the next: 64 KiB. A larger frame's buffer is released when the next
+// ReadFrame starts (before it waits for the next frame).
+const RetainedFrameBuffer = 64 << 10
 
 // NewFrameReader returns a reader of frames from r that rejects frames longer
 // than max bytes (max 0 means DefaultMaxFrameSize). It reads r through a
@@ -51,13 +60,17 @@ func NewFrameReader(r io.Reader, max uint32) *FrameReader {
 func (fr *FrameReader) MaxFrameSize() uint32 { return fr.max }
 
 // ReadFrame reads the next frame and returns its payload. The payload is only
-// valid until the next call to ReadFrame.
+// valid until the next call to ReadFrame, which drops a buffer larger than
+// RetainedFrameBuffer before it reads anything.
 //
 // It returns io.EOF at a clean end between frames, io.ErrUnexpectedEOF when
 // the stream ends inside a frame, ErrZeroLength for a zero length and a
 // *FrameTooLargeError for a length above the limit; in the last two cases
 // nothing past the prefix has been read and nothing has been allocated for it.
 func (fr *FrameReader) ReadFrame() ([]byte, error) {
+	if cap(fr.buf) > RetainedFrameBuffer {
+		fr.buf = nil
+	}
 	if _, err := io.ReadFull(fr.r, fr.hdr[:]); err != nil {
 		return nil, err
 	}
@@ -81,7 +94,7 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 	fr.buf = fr.buf[:0]
 	for uint32(len(fr.buf)) < n {
 		if len(fr.buf) == cap(fr.buf) {
-			fr.buf = slices.Grow(fr.buf, min(int(n), max(2*cap(fr.buf), 64<<10))-len(fr.buf))
+			fr.buf = slices.Grow(fr.buf, min(int(n), max(2*cap(fr.buf), RetainedFrameBuffer))-len(fr.buf))
 		}
 		m, err := io.ReadFull(fr.r, fr.buf[len(fr.buf):min(int(n), cap(fr.buf))])
 		fr.buf = fr.buf[:len(fr.buf)+m]

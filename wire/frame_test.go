@@ -190,3 +190,25 @@ func FuzzReadFrame(f *testing.F) {
 		}
 	})
 }
+
+// TestReadFrameReleasesLargeBuffer: after a frame larger than
+// RetainedFrameBuffer, the next ReadFrame drops that buffer, so a session
+// that sent one 16 MiB frame and went idle does not keep 16 MiB (spec §8).
+func TestReadFrameReleasesLargeBuffer(t *testing.T) {
+	var in []byte
+	for _, n := range []int{RetainedFrameBuffer, 10, 1 << 20, 10, 20} {
+		in = AppendFrame(in, bytes.Repeat([]byte{'x'}, n))
+	}
+	fr := NewFrameReader(bytes.NewReader(in), 0)
+	for i := range 5 {
+		p, err := fr.ReadFrame()
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		// A frame up to the threshold keeps its buffer for the next one; a
+		// larger one gets a buffer of its own, dropped at the next read.
+		if big := len(p) > RetainedFrameBuffer; big != (cap(fr.buf) > RetainedFrameBuffer) {
+			t.Fatalf("after frame %d (%d bytes): buffer capacity %d, threshold %d", i, len(p), cap(fr.buf), RetainedFrameBuffer)
+		}
+	}
+}

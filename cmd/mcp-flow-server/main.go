@@ -1,6 +1,8 @@
 // Command mcp-flow-server serves MCP over MCP-Flow (WebTransport) with test
 // tools that exercise every feature of the protocol: echo, read_file,
-// generate, slow, fail_midstream and ask_sampling.
+// generate, slow, fail_midstream and ask_sampling. They are test tools, not
+// a file server: read_file serves regular files under -root, of at most
+// -read-file-max bytes (default 1 GiB), to whoever can connect.
 //
 // It listens on 127.0.0.1:4433 at /mcp-flow by default, creates a
 // development certificate on first run (ECDSA P-256, valid 13 days, renewed
@@ -40,7 +42,8 @@ func run(args []string) int {
 	var (
 		addr      = fs.String("addr", "127.0.0.1:4433", "UDP address to listen on")
 		path      = fs.String("path", flow.DefaultPath, "URL path of the WebTransport endpoint")
-		root      = fs.String("root", ".", "directory that read_file serves (no path may escape it)")
+		root      = fs.String("root", ".", "directory that the test tool read_file serves (no path may escape it; regular files only)")
+		fileMax   = fs.Int64("read-file-max", testtools.DefaultMaxFileSize, "largest file read_file serves, in bytes")
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
@@ -104,7 +107,7 @@ func run(args []string) int {
 			encs = append(encs, codec.Name(e))
 		}
 	}
-	reg, err := tools.New(testtools.New(testtools.Config{Root: *root})...)
+	reg, err := tools.New(testtools.New(testtools.Config{Root: *root, MaxFileSize: *fileMax})...)
 	if err != nil {
 		log.Error("tools", "err", err)
 		return 1
