@@ -102,7 +102,8 @@ func alive(p *probe, o outcome) outcome {
 // ServerChecks returns every check of server mode, in order.
 func ServerChecks() []Check {
 	return []Check{
-		{"init.json", MUST, Guide, "4.1", "initialize is answered in JSON with the transport capabilities", checkInitJSON},
+		{"init.json", MUST, Guide, "4.1", "initialize is answered in JSON with the schema's transport capabilities (type, version, encoding, maxConcurrentStreams, datagramsSupported)", checkInitJSON},
+		{"init.max-frame-size", SHOULD, Project, "4.1", "the transport capabilities announce maxFrameSize (this project's addition)", checkInitMaxFrame},
 		{"negotiate.none", MUST, Guide, "4.1", "a client naming no encodings gets json", checkNegotiateNone},
 		{"negotiate.cbor", MUST, Guide, "4.2", "after choosing cbor both sides speak CBOR", negotiate(codec.CBOR)},
 		{"negotiate.protobuf", SHOULD, Project, "4.2", "after choosing protobuf both sides speak protobuf", negotiate(codec.Protobuf)},
@@ -113,7 +114,7 @@ func ServerChecks() []Check {
 		{"frame.too-large", MUST, Project, "3.1", "a 4 GiB length is refused without hanging (-32600 or a closed session)", checkTooLarge},
 		{"frame.parse-error", MUST, Guide, "4.3", "an undecodable frame is -32700 with a null id", checkParseError},
 		{"encoding.mismatch", MUST, Guide, "4.3", "a frame in another encoding is -32003", checkMismatch},
-		{"batch.empty", SHOULD, Guide, "1", "an empty batch gets one -32600", checkEmptyBatch},
+		{"batch.empty", SHOULD, Project, "1", "an empty batch gets one -32600", checkEmptyBatch},
 		{"stream.header", MUST, Guide, "3.2/5.1", "an execution stream starts with the request id and tag, big-endian, and carries the payload", checkStreamHeader},
 		{"stream.multiple", SHOULD, Guide, "5.2", "one result can name several streams with distinct tags", checkStreamMultiple},
 		{"stream.error", MUST, Guide, "5.4", "a failing stream is reset and reported with $/streamError", checkStreamError},
@@ -135,31 +136,23 @@ func ServerChecks() []Check {
 }
 
 func checkInitJSON(ctx context.Context, t Target) outcome {
-	p, _, err := dial(ctx, t, nil)
-	if err != nil {
-		return fail("dial: %v", err)
+	tr, o := initTransport(ctx, t)
+	if tr == nil {
+		return o
 	}
-	defer p.close()
-	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"json"}})
-	if err != nil {
-		return fail("%v", err)
-	}
-	if r.Error != nil {
-		return fail("initialize failed: %d %s", r.Error.Code, r.Error.Message)
-	}
-	tr := p.init.Transport
+	// What the published v0.1 schema's ServerTransportCapabilities requires.
 	var missing []string
 	if tr.Type != "mcp-flow" {
 		missing = append(missing, fmt.Sprintf("type %q", tr.Type))
+	}
+	if tr.Version == "" {
+		missing = append(missing, "version")
 	}
 	if tr.Encoding != codec.JSON {
 		missing = append(missing, fmt.Sprintf("encoding %q", tr.Encoding))
 	}
 	if tr.MaxConcurrentStreams <= 0 {
 		missing = append(missing, "maxConcurrentStreams")
-	}
-	if tr.MaxFrameSize == 0 {
-		missing = append(missing, "maxFrameSize")
 	}
 	if tr.DatagramsSupported == nil {
 		missing = append(missing, "datagramsSupported")
@@ -169,6 +162,37 @@ func checkInitJSON(ctx context.Context, t Target) outcome {
 	}
 	b, _ := json.Marshal(tr)
 	return pass("transport %s", b)
+}
+
+func checkInitMaxFrame(ctx context.Context, t Target) outcome {
+	tr, o := initTransport(ctx, t)
+	if tr == nil {
+		return o
+	}
+	if tr.MaxFrameSize == 0 {
+		b, _ := json.Marshal(tr)
+		return fail("no maxFrameSize in %s", b)
+	}
+	return pass("maxFrameSize %d", tr.MaxFrameSize)
+}
+
+// initTransport initializes a session in JSON and returns the server's
+// transport object, or nil and the failed outcome.
+func initTransport(ctx context.Context, t Target) (*transportSeen, outcome) {
+	p, _, err := dial(ctx, t, nil)
+	if err != nil {
+		return nil, fail("dial: %v", err)
+	}
+	defer p.close()
+	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"json"}})
+	if err != nil {
+		return nil, fail("%v", err)
+	}
+	if r.Error != nil {
+		return nil, fail("initialize failed: %d %s", r.Error.Code, r.Error.Message)
+	}
+	tr := p.init.Transport
+	return &tr, outcome{}
 }
 
 func checkNegotiateNone(ctx context.Context, t Target) outcome {

@@ -132,7 +132,8 @@ func TestControlStreamOnlyServer(t *testing.T) {
 	want := map[string]Status{
 		"negotiate.none":          Pass,
 		"negotiate.cbor":          Skip, // it chose json: allowed
-		"init.json":               Fail, // no maxConcurrentStreams, maxFrameSize, datagramsSupported
+		"init.json":               Fail, // no maxConcurrentStreams, datagramsSupported
+		"init.max-frame-size":     Fail,
 		"negotiate.unknown-type":  Fail,
 		"state.before-initialize": Fail,
 		"frame.zero-length":       Fail,

@@ -46,15 +46,19 @@ type probe struct {
 }
 
 type initResult struct {
-	Transport struct {
-		Type                 string     `json:"type"`
-		Version              string     `json:"version"`
-		Encoding             codec.Name `json:"encoding"`
-		MaxConcurrentStreams int        `json:"maxConcurrentStreams"`
-		DatagramsSupported   *bool      `json:"datagramsSupported"`
-		MaxFrameSize         uint32     `json:"maxFrameSize"`
-	} `json:"transport"`
+	Transport    transportSeen   `json:"transport"`
 	Capabilities json.RawMessage `json:"capabilities"`
+}
+
+// transportSeen is the transport object of an initialize result as the
+// server sent it (absent fields stay absent).
+type transportSeen struct {
+	Type                 string     `json:"type"`
+	Version              string     `json:"version"`
+	Encoding             codec.Name `json:"encoding"`
+	MaxConcurrentStreams int        `json:"maxConcurrentStreams"`
+	DatagramsSupported   *bool      `json:"datagramsSupported"`
+	MaxFrameSize         uint32     `json:"maxFrameSize"`
 }
 
 // dial opens a session and its control stream. h is sent with the CONNECT.

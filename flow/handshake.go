@@ -152,7 +152,13 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		ProtocolVersion: version,
 		Capabilities:    caps,
 		ClientInfo:      cfg.Info,
-		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs, Datagrams: new(!cfg.DisableDatagrams)},
+		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs},
+	}
+	if cfg.DisableDatagrams {
+		// Only the refusal is sent: the published schema's
+		// ClientTransportCapabilities allows no other members, and absent
+		// means datagrams (spec §4.1).
+		p.Transport.Datagrams = new(false)
 	}
 	num := s.nextID.Add(1)
 	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), MethodInitialize, p)
