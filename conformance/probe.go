@@ -58,7 +58,7 @@ type transportSeen struct {
 	Encoding             codec.Name `json:"encoding"`
 	MaxConcurrentStreams int        `json:"maxConcurrentStreams"`
 	DatagramsSupported   *bool      `json:"datagramsSupported"`
-	MaxFrameSize         uint32     `json:"maxFrameSize"`
+	MaxFrameSize         uint32     `json:"maxFrameSize,omitempty"`
 }
 
 // dial opens a session and its control stream. h is sent with the CONNECT.
