@@ -98,10 +98,17 @@ func main() {
 		}
 		b.WriteString("\n")
 	}
+	fmt.Print(b.String())
+	// Runs by hand against peers that cannot be built here (the published
+	// v0.1 examples) stand below the marker and are kept.
+	if old, err := os.ReadFile(*out); err == nil {
+		if i := strings.Index(string(old), manualMarker); i >= 0 {
+			b.WriteString("\n" + string(old[i:]))
+		}
+	}
 	if err := os.WriteFile(*out, []byte(b.String()), 0o644); err != nil {
 		fatal(err)
 	}
-	fmt.Print(b.String())
 	if failed > 0 {
 		fmt.Fprintf(os.Stderr, "interop: %d failing cells\n", failed)
 		os.Exit(1)
@@ -114,6 +121,10 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// manualMarker starts the part of INTEROP.md written by hand, which a new
+// run keeps.
+const manualMarker = "<!-- manual runs: kept by make interop -->"
 
 func fatal(err error) {
 	fmt.Fprintln(os.Stderr, "interop:", err)
