@@ -454,6 +454,9 @@ func (h *HTTPFront) newSession() *httpSession {
 		streams: map[int]*sseStream{0: st0}, standalone: st0}
 	s.core = NewStdio(h.cfg.Stdio)
 	s.core.emit = s.route
+	// A session whose MCP-Flow session ended is over: its id gets 404 and
+	// the client starts over with a new initialize (spec §10).
+	s.core.onLost = func(err error) { h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err)) }
 	return s
 }
 
@@ -584,6 +587,9 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 				go s.core.finish()
 				h.tooMany(w)
 				return
+			}
+			if s.core.session() == nil { // lost before it was registered
+				h.end(s, "its MCP-Flow session ended during initialize")
 			}
 			w.Header().Set("MCP-Session-Id", s.id)
 		} else {

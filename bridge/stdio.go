@@ -38,6 +38,20 @@ type StdioConfig struct {
 	// FileDir receives streams past InlineLimit. Default: os.TempDir().
 	FileDir string
 	Logger  *slog.Logger
+	// ExitOnDisconnect: when the MCP-Flow session ends other than by the
+	// host's EOF, Run answers the requests in flight and returns a
+	// *ServerLostError instead of reconnecting (spec §10), for hosts that
+	// restart their servers themselves.
+	ExitOnDisconnect bool
+	// ReconnectMin and ReconnectMax bound the backoff between reconnection
+	// attempts: the first waits ReconnectMin, each next one twice as long,
+	// up to ReconnectMax; attempts go on until one succeeds or the host's
+	// input ends. Defaults 100 ms and 5 s.
+	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectWait bounds how long a host request that arrives while the
+	// front reconnects waits for the new session before it fails with
+	// -32603 (default 10 s).
+	ReconnectWait time.Duration
 }
 
 // Stdio is one stdio front. Run it once.
@@ -50,11 +64,25 @@ type Stdio struct {
 	emit    func(jsonrpc.Message) // when set, replaces writing to out (the HTTP front)
 
 	mu       sync.Mutex
-	sess     *flow.Session
+	sess     *flow.Session                 // nil before initialize and while reconnecting
+	initReq  *jsonrpc.Request              // the host's initialize, once it succeeded: replayed on reconnection
+	proto    string                        // the MCP version the host was answered
+	changed  chan struct{}                 // closed (and replaced) whenever sess changes
+	lostErr  error                         // why the last session ended, while there is none
+	closing  bool                          // the host's input ended: no more reconnection
 	pending  map[string]context.CancelFunc // the host's requests in flight, by id
 	hostWait waiters                       // the host's answers to requests forwarded from the server
 	hostID   atomic.Uint64
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // the host's requests in flight
+	// bg counts the watchers of sessions and the reconnection loop; stop
+	// ends them.
+	bg   sync.WaitGroup
+	stop context.Context
+	halt context.CancelFunc
+	// onLost, when set, replaces reconnection (the HTTP front ends its
+	// session); lost receives the end of the session with ExitOnDisconnect.
+	onLost func(error)
+	lost   chan error
 }
 
 // NewStdio returns a stdio front.
@@ -68,17 +96,65 @@ func NewStdio(cfg StdioConfig) *Stdio {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
-	return &Stdio{cfg: cfg, log: cfg.Logger, pending: map[string]context.CancelFunc{}}
+	if cfg.ReconnectMin <= 0 {
+		cfg.ReconnectMin = 100 * time.Millisecond
+	}
+	if cfg.ReconnectMax < cfg.ReconnectMin {
+		cfg.ReconnectMax = max(cfg.ReconnectMin, 5*time.Second)
+	}
+	if cfg.ReconnectWait <= 0 {
+		cfg.ReconnectWait = 10 * time.Second
+	}
+	b := &Stdio{cfg: cfg, log: cfg.Logger, pending: map[string]context.CancelFunc{},
+		changed: make(chan struct{}), lost: make(chan error, 1)}
+	b.stop, b.halt = context.WithCancel(context.Background())
+	return b
 }
 
 // Run serves the host on in and out until in ends; then it lets the work in
 // flight finish, shuts the MCP-Flow session down and returns nil. Only
-// protocol messages are written to out.
+// protocol messages are written to out. When the MCP-Flow session ends
+// otherwise, the front reconnects (spec §10); with ExitOnDisconnect, Run
+// returns a *ServerLostError instead, and the goroutine reading in ends
+// when in does.
 func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	b.out = out
-	r := NewReader(in)
+	type read struct {
+		msg     []byte
+		framing Framing
+		err     error
+	}
+	reads := make(chan read)
+	quit := make(chan struct{})
+	defer close(quit)
+	go func() {
+		r := NewReader(in)
+		for {
+			msg, framing, err := r.Read()
+			select {
+			case reads <- read{bytes.Clone(msg), framing, err}:
+			case <-quit:
+				return
+			}
+			var fe *FramingError
+			if err != nil && !errors.As(err, &fe) {
+				return
+			}
+		}
+	}()
 	for {
-		msg, framing, err := r.Read()
+		var rd read
+		select {
+		case rd = <-reads:
+		case err := <-b.lost:
+			// ExitOnDisconnect: the requests in flight fail at once (their
+			// session is over); then Run ends.
+			b.wg.Wait()
+			b.halt()
+			b.bg.Wait()
+			return err
+		}
+		msg, framing, err := rd.msg, rd.framing, rd.err
 		var fe *FramingError
 		switch {
 		case errors.As(err, &fe):
@@ -93,7 +169,7 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		}
 		// Answer in the framing the host uses.
 		b.framing.Store(int32(framing))
-		p, err := codec.Default(codec.JSON).Decode(bytes.Clone(msg))
+		p, err := codec.Default(codec.JSON).Decode(msg)
 		if err != nil {
 			b.write(jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
 			continue
@@ -135,10 +211,9 @@ func alreadyInitialized(id jsonrpc.ID) *jsonrpc.Response {
 // version is the session's negotiated MCP protocol version ("" before
 // initialize).
 func (b *Stdio) version() string {
-	if s := b.session(); s != nil {
-		return s.InitializeResult().ProtocolVersion
-	}
-	return ""
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.proto
 }
 
 // batch answers a batch (JSON-RPC 2.0 §6) where the protocol version allows
@@ -211,12 +286,15 @@ func (b *Stdio) writeBody(body []byte) {
 	}
 }
 
-// finish waits for the host's requests in flight, then ends the session.
+// finish waits for the host's requests in flight, then ends the session
+// and stops reconnecting.
 func (b *Stdio) finish() error {
 	b.wg.Wait()
 	b.mu.Lock()
 	s := b.sess
+	b.closing = true
 	b.mu.Unlock()
+	b.halt()
 	if s != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -224,6 +302,7 @@ func (b *Stdio) finish() error {
 			b.log.Debug("shutdown", "err", err)
 		}
 	}
+	b.bg.Wait()
 	return nil
 }
 
@@ -261,7 +340,10 @@ func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 			return
 		}
 		if m.Method == flow.MethodInitialize {
-			if b.session() != nil {
+			b.mu.Lock()
+			done := b.initReq != nil
+			b.mu.Unlock()
+			if done {
 				b.write(alreadyInitialized(m.ID))
 				return
 			}
@@ -283,6 +365,168 @@ func (b *Stdio) session() *flow.Session {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.sess
+}
+
+// setSession makes s the session in force (nil: none) and wakes the
+// requests waiting for a change. b.mu must be held.
+func (b *Stdio) setSessionLocked(s *flow.Session) {
+	b.sess = s
+	close(b.changed)
+	b.changed = make(chan struct{})
+}
+
+// current returns the session a request goes on: nil before initialize;
+// while the front reconnects, the next session, waited for up to
+// ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
+// at once when this front does not reconnect.
+func (b *Stdio) current(ctx context.Context) (*flow.Session, error) {
+	var timeout <-chan time.Time
+	for {
+		b.mu.Lock()
+		s, changed, inited, closing, lostErr := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr
+		b.mu.Unlock()
+		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
+			return s, nil
+		}
+		switch {
+		case !inited:
+			return nil, nil
+		case s == nil && (closing || !b.reconnects()):
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr}
+		}
+		var ended <-chan struct{} // a draining session: wait for its end
+		if s != nil {
+			select {
+			case <-s.Done():
+			default:
+				ended = s.Done()
+			}
+		}
+		if timeout == nil {
+			t := time.NewTimer(b.cfg.ReconnectWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-ended:
+		case <-timeout:
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// reconnects reports whether this front reconnects after losing its
+// session: the stdio front does, unless ExitOnDisconnect; the HTTP front's
+// sessions do not (their clients start over after a 404).
+func (b *Stdio) reconnects() bool { return b.onLost == nil && !b.cfg.ExitOnDisconnect }
+
+// ServerLostError answers the host's requests when the MCP-Flow session
+// ended other than by the host's EOF (spec §10): the requests in flight,
+// and those that found no new session in time.
+type ServerLostError struct {
+	URL    string
+	Err    error         // why the session ended (or the last reconnection failed)
+	Waited time.Duration // how long the request waited for a reconnection
+}
+
+var _ error = (*ServerLostError)(nil)
+
+func (e *ServerLostError) Error() string {
+	msg := "MCP-Flow server " + e.URL + " lost"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)
+	}
+	return msg
+}
+
+func (e *ServerLostError) Unwrap() error { return e.Err }
+
+// watch waits for the end of s and handles it unless the host ended first.
+func (b *Stdio) watch(s *flow.Session) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		select {
+		case <-s.Done():
+		case <-b.stop.Done():
+			return
+		}
+		b.mu.Lock()
+		if b.closing || b.sess != s {
+			b.mu.Unlock()
+			return
+		}
+		err := s.Err()
+		b.lostErr = err
+		b.setSessionLocked(nil)
+		b.mu.Unlock()
+		b.log.Warn("MCP-Flow session lost; its requests in flight failed, and the server's state for this host is gone "+
+			"(resource subscriptions, the logging/setLevel level, requests from the server to the host, progress and execution streams)",
+			"server", b.cfg.URL, "err", err)
+		switch {
+		case b.onLost != nil:
+			b.onLost(err)
+		case b.cfg.ExitOnDisconnect:
+			b.lost <- &ServerLostError{URL: b.cfg.URL, Err: err}
+		default:
+			b.bg.Add(1)
+			go b.reconnect()
+		}
+	}()
+}
+
+// reconnect dials the server again with the host's original initialize,
+// with a backoff from ReconnectMin doubling up to ReconnectMax, until it
+// succeeds or the host's input ends (spec §10). Each attempt is logged.
+func (b *Stdio) reconnect() {
+	defer b.bg.Done()
+	b.mu.Lock()
+	req := b.initReq
+	b.mu.Unlock()
+	var p flow.InitializeParams
+	_ = json.Unmarshal(req.Params, &p) // it was decoded once already
+	delay := b.cfg.ReconnectMin
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-t.C:
+		case <-b.stop.Done():
+			return
+		}
+		b.log.Warn("reconnecting to the MCP-Flow server", "server", b.cfg.URL, "attempt", attempt)
+		s, err := b.dial(b.stop, p)
+		if err == nil {
+			b.mu.Lock()
+			if b.closing {
+				b.mu.Unlock()
+				s.Close()
+				return
+			}
+			b.lostErr = nil
+			b.setSessionLocked(s)
+			b.mu.Unlock()
+			b.watch(s)
+			b.log.Warn("reconnected to the MCP-Flow server; the host's initialize was sent again", "server", b.cfg.URL,
+				"attempt", attempt, "serverInfo", s.InitializeResult().ServerInfo.Name)
+			if v := s.InitializeResult().ProtocolVersion; v != b.version() {
+				b.log.Warn("the server now answers another MCP version than the host was told", "was", b.version(), "now", v)
+			}
+			return
+		}
+		delay = min(2*delay, b.cfg.ReconnectMax)
+		b.log.Warn("reconnection failed", "server", b.cfg.URL, "attempt", attempt, "err", err, "next", delay)
+		b.mu.Lock()
+		b.lostErr = err
+		b.mu.Unlock()
+		t.Reset(delay)
+	}
 }
 
 func (b *Stdio) notification(n *jsonrpc.Request) {
@@ -309,13 +553,42 @@ func (b *Stdio) notification(n *jsonrpc.Request) {
 // call answers one request of the host through the MCP-Flow session; nil
 // when the host cancelled it (MCP sends no response then).
 func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
-	s := b.session()
-	if s == nil {
-		if m.Method == flow.MethodPing {
-			return &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
+	for {
+		s, err := b.current(ctx)
+		switch {
+		case err != nil:
+			return jsonrpc.NewErrorResponse(m.ID, lostError(err))
+		case s == nil:
+			if m.Method == flow.MethodPing {
+				return &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
+			}
+			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
 		}
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
+		if r, retry := b.callOn(ctx, s, m); !retry {
+			return r
+		}
+		// The session began to shut down before the request left: it goes
+		// on the next one.
 	}
+}
+
+// lostError is the JSON-RPC error for a request that lost its server.
+func lostError(err error) *jsonrpc.Error {
+	e := jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
+	var le *ServerLostError
+	if errors.As(err, &le) {
+		why := ""
+		if le.Err != nil {
+			why = le.Err.Error()
+		}
+		e.Data, _ = json.Marshal(map[string]string{"server": le.URL, "reason": why})
+	}
+	return e
+}
+
+// callOn answers m on session s; retry reports that m was not sent because
+// s is shutting down.
+func (b *Stdio) callOn(ctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
 	cctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	b.mu.Lock()
@@ -339,29 +612,67 @@ func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response 
 	}
 	resp, err := s.Call(cctx, m.Method, params, opts...)
 	if cctx.Err() != nil && ctx.Err() == nil {
-		return nil // the host cancelled: MCP sends no response
+		return nil, false // the host cancelled: MCP sends no response
 	}
 	var je *jsonrpc.Error
+	var se *flow.SessionError
 	switch {
+	case err == flow.ErrShuttingDown && b.reconnects():
+		return nil, true
+	case errors.As(err, &se):
+		// The session ended with the request in flight (spec §10).
+		return jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se})), false
 	case errors.As(err, &je):
-		return jsonrpc.NewErrorResponse(m.ID, je)
+		return jsonrpc.NewErrorResponse(m.ID, je), false
 	case err != nil:
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error())), false
 	}
 	result, err := b.inline(cctx, resp)
 	if err != nil {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
+		if serr := s.Err(); serr != nil {
+			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}
+			return jsonrpc.NewErrorResponse(m.ID, lostError(err)), false
+		}
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())), false
 	}
-	return &jsonrpc.Response{ID: m.ID, Result: result}
+	return &jsonrpc.Response{ID: m.ID, Result: result}, false
 }
 
 // initialize dials the MCP-Flow server with the host's initialize and
-// answers with the server's result, minus the transport object.
+// answers with the server's result, minus the transport object. The request
+// is kept: a reconnection sends it again (spec §10).
 func (b *Stdio) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
 	var p flow.InitializeParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error()))
 	}
+	s, err := b.dial(ctx, p)
+	if err != nil {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
+	}
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		s.Close()
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "the bridge is closing"))
+	}
+	b.initReq = m
+	b.proto = s.InitializeResult().ProtocolVersion
+	b.setSessionLocked(s)
+	b.mu.Unlock()
+	b.watch(s)
+	res := *s.InitializeResult()
+	out := map[string]any{"protocolVersion": res.ProtocolVersion, "capabilities": res.Capabilities, "serverInfo": res.ServerInfo}
+	if res.Instructions != "" {
+		out["instructions"] = res.Instructions
+	}
+	r, _ := jsonrpc.NewResult(m.ID, out)
+	return r
+}
+
+// dial opens an MCP-Flow session with the host's initialize params (flow.Dial
+// sends notifications/initialized).
+func (b *Stdio) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
 	cc := b.cfg.Client
 	cc.Info, cc.Capabilities, cc.ProtocolVersion = p.ClientInfo, p.Capabilities, p.ProtocolVersion
 	// A plain MCP host expects every progress notification, in order and
@@ -374,20 +685,7 @@ func (b *Stdio) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Res
 			b.write(n)
 		}
 	}
-	s, err := flow.Dial(ctx, b.cfg.URL, cc)
-	if err != nil {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
-	}
-	b.mu.Lock()
-	b.sess = s
-	b.mu.Unlock()
-	res := *s.InitializeResult()
-	out := map[string]any{"protocolVersion": res.ProtocolVersion, "capabilities": res.Capabilities, "serverInfo": res.ServerInfo}
-	if res.Instructions != "" {
-		out["instructions"] = res.Instructions
-	}
-	r, _ := jsonrpc.NewResult(m.ID, out)
-	return r
+	return flow.Dial(ctx, b.cfg.URL, cc)
 }
 
 // forwardToHost sends the server's request (sampling, roots, elicitation)

@@ -16,7 +16,8 @@
 //
 // Exit codes: 0 success; 1 the server answered with an error (a JSON-RPC
 // error, or a tool result with isError); 2 usage; 3 could not connect or
-// initialize; 4 an execution stream failed or was cut off.
+// initialize, or (bridge stdio -exit-on-disconnect) lost the server; 4 an
+// execution stream failed or was cut off.
 package main
 
 import (
@@ -70,6 +71,8 @@ type options struct {
 	maxSessions                          int
 	idleTimeout                          time.Duration
 	peerIdle, keepAlive                  time.Duration
+	exitOnDisconnect                     bool
+	reconnectWait                        time.Duration
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -93,6 +96,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "bridge http: end a session idle this long (its id then gets 404)")
 	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
+	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers)")
+	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio: how long a request waits for a reconnection before it fails")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -151,7 +156,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return usage(stderr, err.Error())
 		}
 		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
-			Client: flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()}}
+			Client:           flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()},
+			ExitOnDisconnect: o.exitOnDisconnect, ReconnectWait: o.reconnectWait}
 		if o.webtransport == "draft02" {
 			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
 		}
