@@ -7,12 +7,14 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -582,4 +584,87 @@ func TestHTTPFrontAfterServerRestart(t *testing.T) {
 	if r, _ := send(t, ts.URL, "DELETE", "", map[string]string{"MCP-Session-Id": sid3}); r.StatusCode != http.StatusNoContent {
 		t.Fatalf("DELETE: %d", r.StatusCode)
 	}
+}
+
+// recordHandler is a slog.Handler that hands each record's message and
+// attributes to a channel.
+type recordHandler struct{ ch chan map[string]string }
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h recordHandler) WithGroup(string) slog.Handler            { return h }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	m := map[string]string{"msg": r.Message}
+	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
+	select {
+	case h.ch <- m:
+	default: // the test reads what it waits for; the rest may go
+	}
+	return nil
+}
+
+// TestStdioFrontReconnectWait: while the server is down, attempts follow
+// the backoff (ReconnectMin doubling to ReconnectMax), each logged; a host
+// request waits ReconnectWait for a new session and then fails with an
+// error naming the server; once the server is back, the host's requests
+// succeed.
+func TestStdioFrontReconnectWait(t *testing.T) {
+	srv := startServer(t, buildServer(t))
+	hash, _ := certs.ParseHash(srv.hash)
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})
+	records := make(chan map[string]string, 256)
+	log := slog.New(recordHandler{records})
+	const wait = 500 * time.Millisecond
+	b := bridge.NewStdio(bridge.StdioConfig{URL: srv.url, Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet,
+		Limits: flow.Limits{PeerIdleTimeout: liveness, KeepAlivePeriod: keepAlive}}, Logger: log, ReconnectWait: wait, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})
+	hostIn, bridgeIn := io.Pipe()
+	bridgeOut, hostOut := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- b.Run(context.Background(), hostIn, hostOut); hostOut.Close() }()
+	defer func() {
+		bridgeIn.Close()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	}()
+	h := newLineHost(t, bridgeIn, bridgeOut, srv.logs)
+	h.initialize()
+	h.startSlow("1")
+	t0 := time.Now()
+	srv.kill()
+	h.lost("1", srv.url, t0)
+	// Wait for a record, skipping others.
+	await := func(msg string, attempt int) map[string]string {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case r := <-records:
+				if r["msg"] == msg && (attempt == 0 || r["attempt"] == strconv.Itoa(attempt)) {
+					return r
+				}
+			case <-timeout:
+				t.Fatalf("no log %q (attempt %d) in 30 s", msg, attempt)
+			}
+		}
+	}
+	// A request while the server is down waits ReconnectWait, then fails.
+	t1 := time.Now()
+	h.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	m, line := h.response("2", 10*time.Second)
+	if took := time.Since(t1); took < wait || took > lostBound {
+		t.Fatalf("the request during the outage failed after %v, want %v to %v", took, wait, lostBound)
+	}
+	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, srv.url) || !strings.Contains(m.Error.Message, "no new session within "+wait.String()) {
+		t.Fatalf("answer during the outage: %s", line)
+	}
+	// The backoff: 100 ms after the first failure, then capped at 100 ms.
+	for attempt, next := range []string{"100ms", "100ms"} {
+		if r := await("reconnection failed", attempt+1); r["next"] != next || r["server"] != srv.url {
+			t.Fatalf("attempt %d logged %v, want next=%s and the server", attempt+1, r, next)
+		}
+	}
+	srv.start()
+	await("reconnected to the MCP-Flow server; the host's initialize was sent again", 0)
+	h.ok("3", "tools/call", `{"name":"echo","arguments":{"text":"back"}}`, 10*time.Second)
 }
