@@ -12,7 +12,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"strings"
@@ -71,12 +70,7 @@ type serverProc struct {
 }
 
 func buildServer(t *testing.T) string {
-	t.Helper()
-	out := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if b, err := exec.Command("go", "build", "-o", out, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
-	}
-	return out
+	return buildBinary(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 }
 
 // startServer starts the server on a free UDP port; restart uses the same.
@@ -657,6 +651,14 @@ func TestStdioFrontReconnectWait(t *testing.T) {
 	}
 	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, srv.url) || !strings.Contains(m.Error.Message, "no new session within "+wait.String()) {
 		t.Fatalf("answer during the outage: %s", line)
+	}
+	// A request the host cancels while it waits gets no answer (MCP): the
+	// next answer is the following request's.
+	h.send(`{"jsonrpc":"2.0","id":4,"method":"ping"}`)
+	h.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":4,"reason":"host gave up"}}`)
+	h.send(`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	if m, line := h.response("5", 10*time.Second); m.Error == nil {
+		t.Fatalf("ping during the outage: %s", line)
 	}
 	// The backoff: 100 ms after the first failure, then capped at 100 ms.
 	for attempt, next := range []string{"100ms", "100ms"} {

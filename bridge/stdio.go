@@ -502,6 +502,12 @@ func (b *Stdio) reconnect() {
 		}
 		b.log.Warn("reconnecting to the MCP-Flow server", "server", b.cfg.URL, "attempt", attempt)
 		s, err := b.dial(b.stop, p)
+		if b.stop.Err() != nil { // the host's input ended
+			if s != nil {
+				s.Close()
+			}
+			return
+		}
 		if err == nil {
 			b.mu.Lock()
 			if b.closing {
@@ -553,9 +559,22 @@ func (b *Stdio) notification(n *jsonrpc.Request) {
 // call answers one request of the host through the MCP-Flow session; nil
 // when the host cancelled it (MCP sends no response then).
 func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
+	// The host may cancel the request while it waits for a session, too.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.mu.Lock()
+	b.pending[m.ID.Raw()] = cancel
+	b.mu.Unlock()
+	defer func() {
+		b.mu.Lock()
+		delete(b.pending, m.ID.Raw())
+		b.mu.Unlock()
+	}()
 	for {
-		s, err := b.current(ctx)
+		s, err := b.current(cctx)
 		switch {
+		case cctx.Err() != nil && ctx.Err() == nil:
+			return nil // the host cancelled: MCP sends no response
 		case err != nil:
 			return jsonrpc.NewErrorResponse(m.ID, lostError(err))
 		case s == nil:
@@ -564,7 +583,7 @@ func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response 
 			}
 			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
 		}
-		if r, retry := b.callOn(ctx, s, m); !retry {
+		if r, retry := b.callOn(ctx, cctx, s, m); !retry {
 			return r
 		}
 		// The session began to shut down before the request left: it goes
@@ -586,19 +605,10 @@ func lostError(err error) *jsonrpc.Error {
 	return e
 }
 
-// callOn answers m on session s; retry reports that m was not sent because
-// s is shutting down.
-func (b *Stdio) callOn(ctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
-	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	b.mu.Lock()
-	b.pending[m.ID.Raw()] = cancel
-	b.mu.Unlock()
-	defer func() {
-		b.mu.Lock()
-		delete(b.pending, m.ID.Raw())
-		b.mu.Unlock()
-	}()
+// callOn answers m on session s; cctx is ctx cancelled by the host's
+// notifications/cancelled. retry reports that m was not sent because s is
+// shutting down.
+func (b *Stdio) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
 	var opts []flow.CallOption
 	params := m.Params
 	if tok := progressToken(params); tok != nil {

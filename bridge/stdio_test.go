@@ -27,10 +27,15 @@ import (
 )
 
 func buildCLI(t *testing.T) string {
+	return buildBinary(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+}
+
+// buildBinary builds the command pkg into a temporary directory.
+func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), "mcp-flow")
-	if b, err := exec.Command("go", "build", "-o", out, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
+	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
+		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
 	}
 	return out
 }
