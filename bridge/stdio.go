@@ -241,10 +241,12 @@ func (b *Stdio) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*js
 		}
 		b.wg.Add(1)
 		calls.Add(1)
+		cctx, release := b.track(ctx, req.ID)
 		go func() {
 			defer b.wg.Done()
 			defer calls.Done()
-			if r := b.call(ctx, req); r != nil {
+			defer release()
+			if r := b.call(ctx, cctx, req); r != nil {
 				mu.Lock()
 				out = append(out, r)
 				mu.Unlock()
@@ -352,9 +354,11 @@ func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 			return
 		}
 		b.wg.Add(1)
+		cctx, release := b.track(ctx, m.ID)
 		go func() {
 			defer b.wg.Done()
-			if r := b.call(ctx, m); r != nil {
+			defer release()
+			if r := b.call(ctx, cctx, m); r != nil {
 				b.write(r)
 			}
 		}()
@@ -556,20 +560,26 @@ func (b *Stdio) notification(n *jsonrpc.Request) {
 	}
 }
 
-// call answers one request of the host through the MCP-Flow session; nil
-// when the host cancelled it (MCP sends no response then).
-func (b *Stdio) call(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
-	// The host may cancel the request while it waits for a session, too.
+// track registers a request of the host, on the reading goroutine so that
+// a notifications/cancelled read after it finds it (while it waits for a
+// session, too): cctx is ctx cancelled by it; release forgets the request.
+func (b *Stdio) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, release func()) {
 	cctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	b.mu.Lock()
-	b.pending[m.ID.Raw()] = cancel
+	b.pending[id.Raw()] = cancel
 	b.mu.Unlock()
-	defer func() {
+	return cctx, func() {
+		cancel()
 		b.mu.Lock()
-		delete(b.pending, m.ID.Raw())
+		delete(b.pending, id.Raw())
 		b.mu.Unlock()
-	}()
+	}
+}
+
+// call answers one request of the host through the MCP-Flow session; cctx
+// is ctx cancelled by the host (track). nil when the host cancelled it (MCP
+// sends no response then).
+func (b *Stdio) call(ctx, cctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
 	for {
 		s, err := b.current(cctx)
 		switch {
