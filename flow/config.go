@@ -45,12 +45,14 @@ type Limits struct {
 	// is over, and the session ends with a *SessionError (spec §8). It is
 	// how long a killed peer or a cut path takes to notice. The peers use
 	// the smaller of their two values, but quic-go takes the peer's as 5 s
-	// at least: a side that wants to know sooner sets its own. Default 10 s.
+	// at least: a side that wants to know sooner sets its own. A dead peer
+	// is noticed within PeerIdleTimeout + KeepAlivePeriod of its last
+	// packet. Default 8 s (10 s with the keep-alive).
 	PeerIdleTimeout time.Duration
 	// KeepAlivePeriod is how long a quiet connection waits before it sends
 	// a QUIC PING, so that a live but quiet peer does not hit
 	// PeerIdleTimeout (quic-go sends one at half the idle timeout at the
-	// latest). Default 2 s: a PING lost on a lossy path then has 8 s of
+	// latest). Default 2 s: a PING lost on a lossy path then has 6 s of
 	// the default PeerIdleTimeout to be retransmitted (QUIC's loss
 	// recovery) and answered, so a lost packet or two does not end a live
 	// session. Negative: no keep-alive (a quiet session then ends after
@@ -85,9 +87,12 @@ type Limits struct {
 }
 
 // The liveness defaults (spec §8): a killed peer is noticed within
-// DefaultPeerIdleTimeout of its last packet.
+// DefaultPeerIdleTimeout + DefaultKeepAlivePeriod (10 s) of its last packet.
+// quic-go starts the idle timer at the later of the last packet received and
+// the first ack-eliciting packet sent after it, which on a quiet connection
+// is the next keep-alive PING.
 const (
-	DefaultPeerIdleTimeout = 10 * time.Second
+	DefaultPeerIdleTimeout = 8 * time.Second
 	DefaultKeepAlivePeriod = 2 * time.Second
 )
 

@@ -38,7 +38,10 @@ var _ error = (*SessionError)(nil)
 
 func (e *SessionError) Error() string {
 	who := "closed here"
-	if e.Remote {
+	switch {
+	case e.Code == CloseConnectionLost:
+		who = "noticed here" // nobody closed it: the peer fell silent
+	case e.Remote:
 		who = "closed by the peer"
 	}
 	s := fmt.Sprintf("flow: session ended: %s (code %d, %s)", CloseText(e.Code), e.Code, who)

@@ -129,6 +129,19 @@ func TestDeadServerNoticed(t *testing.T) {
 		// quic-go takes a peer's idle timeout as 5 s at least.
 		noticed(t, s, 5*time.Second, kill(t, proc), stderr)
 	})
+	t.Run("defaults", func(t *testing.T) {
+		// Nothing set on either side: a killed server is noticed within
+		// PeerIdleTimeout + KeepAlivePeriod (10 s, spec §8), with code 7 and
+		// words that say so.
+		t.Parallel()
+		url, hash, proc, _, stderr := liveServer(t, srvBin)
+		s := session(t, url, hash, flow.Limits{})
+		noticed(t, s, flow.DefaultPeerIdleTimeout+flow.DefaultKeepAlivePeriod-slack+time.Second, kill(t, proc), stderr)
+		var se *flow.SessionError
+		if !errors.As(s.Err(), &se) || se.Code != flow.CloseConnectionLost || !strings.Contains(s.Err().Error(), "peer gone") || strings.Contains(s.Err().Error(), "closed by the peer") {
+			t.Errorf("a killed server reported as %v, want code %d, peer gone, noticed here", s.Err(), flow.CloseConnectionLost)
+		}
+	})
 	t.Run("client limit", func(t *testing.T) {
 		t.Parallel()
 		url, hash, proc, _, stderr := liveServer(t, srvBin)
