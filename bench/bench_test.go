@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 )
 
 // full reports whether the full mode was asked for (MCP_FLOW_BENCH_FULL=1):
@@ -401,37 +404,83 @@ func BenchmarkIdleSessions(b *testing.B) {
 	}
 }
 
-// BenchmarkDatagramProgress: progress updates delivered per second and the
-// share lost (scenario 6), as datagrams and on the control stream.
+// BenchmarkDatagramProgress measures progress delivery (spec §6.2) for
+// bursts of 2,000 updates sent as fast as the tool can (progress_burst) and
+// for 200 updates paced a millisecond apart (slow): on
+// loopback and through a relay that loses 5 % of the datagrams each way
+// (internal/lossrelay), with datagrams and on the control stream. Per call:
+// what the sender coalesced (superseded), sent as datagrams, and sent on the
+// control stream (the newest value before the result); what the receiver got
+// as datagrams, how many datagrams were lost on the path (sent − received),
+// how many updates reached the callback, and how often the newest value
+// (2,000) reached it before the result (newest-%, the goal is 100).
 func BenchmarkDatagramProgress(b *testing.B) {
-	srv := flowServer(b)
-	for _, dg := range []bool{true, false} {
-		name := "datagrams"
-		if !dg {
-			name = "control-stream"
-		}
-		b.Run(name, func(b *testing.B) {
-			ctx := context.Background()
-			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{codec.CBOR}, DisableDatagrams: !dg, Logger: quiet})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			const count = 2000
-			var got atomic.Int64
-			var sent int64
-			t0 := time.Now()
-			for b.Loop() {
-				_, err := s.Call(ctx, "tools/call", map[string]any{"name": "progress_burst", "arguments": map[string]int{"count": count}},
-					flow.WithProgress(func(flow.Progress) { got.Add(1) }))
-				if err != nil {
-					b.Fatal(err)
+	const count = 2000
+	servers := make(chan *flow.Session, 16)
+	srv := flowtest.Serve(b, flow.ServerConfig{Logger: quiet, Limits: flow.Limits{MaxSessions: 4096, MaxRequestsInFlight: 1024},
+		OnSession: func(s *flow.Session) { servers <- s }})
+	workloads := []struct {
+		name  string
+		tool  string
+		args  map[string]int
+		final int64
+	}{
+		{"burst", "progress_burst", map[string]int{"count": count}, count},
+		{"paced", "slow", map[string]int{"steps": 200, "delayMs": 1}, 200}, // one update a millisecond
+	}
+	for _, w := range workloads {
+		for _, loss := range []float64{0, 0.05} {
+			for _, dg := range []bool{true, false} {
+				path := "datagrams"
+				if !dg {
+					path = "control-stream"
 				}
-				sent += count
+				b.Run(fmt.Sprintf("%s/loss=%g%%/%s", w.name, loss*100, path), func(b *testing.B) {
+					ctx := context.Background()
+					url := srv.URL()
+					if loss > 0 {
+						path := lossrelay.Path{Loss: loss}
+						relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: path, Down: path, Seed: 5})
+						if err != nil {
+							b.Fatal(err)
+						}
+						defer relay.Close()
+						url = "https://" + relay.Addr().String() + flow.DefaultPath
+					}
+					s, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: pinnedTLS(), Encodings: []codec.Name{codec.CBOR}, DisableDatagrams: !dg, Logger: quiet})
+					if err != nil {
+						b.Fatal(err)
+					}
+					defer s.Close()
+					ss := <-servers
+					var calls, newest int
+					var last atomic.Int64
+					t0 := time.Now()
+					for b.Loop() {
+						last.Store(0)
+						_, err := s.Call(ctx, "tools/call", map[string]any{"name": w.tool, "arguments": w.args},
+							flow.WithProgress(func(p flow.Progress) { last.Store(int64(p.Progress)) }))
+						if err != nil {
+							b.Fatal(err)
+						}
+						calls++
+						if last.Load() == w.final {
+							newest++
+						}
+					}
+					el := time.Since(t0)
+					sent, got := ss.Stats(), s.Stats()
+					per := func(v uint64) float64 { return float64(v) / float64(calls) }
+					b.ReportMetric(per(got.ProgressDelivered)/el.Seconds()*float64(calls), "delivered/s")
+					b.ReportMetric(per(sent.ProgressSuperseded), "superseded/call")
+					b.ReportMetric(per(sent.ProgressDatagramsSent), "sent-dg/call")
+					b.ReportMetric(per(sent.ProgressOnControl), "on-control/call")
+					b.ReportMetric(per(got.ProgressDatagramsReceived), "received-dg/call")
+					b.ReportMetric(per(sent.ProgressDatagramsSent-min(sent.ProgressDatagramsSent, got.ProgressDatagramsReceived)), "lost-dg/call")
+					b.ReportMetric(per(got.ProgressDelivered), "delivered/call")
+					b.ReportMetric(100*float64(newest)/float64(calls), "newest-%")
+				})
 			}
-			time.Sleep(50 * time.Millisecond) // stragglers
-			b.ReportMetric(float64(got.Load())/time.Since(t0).Seconds(), "updates/s")
-			b.ReportMetric(100*float64(sent-got.Load())/float64(sent), "lost-%")
-		})
+		}
 	}
 }
