@@ -229,9 +229,18 @@ func TestLimits(t *testing.T) {
 			}
 			io.Copy(io.Discard, sr)
 		}
-		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": 10, "streams": 5}})
+		// The limit bounds streams open at once, so the first four must
+		// still be open when the fifth is asked for. A 10-byte stream can
+		// finish first and free its slot; one of 16 MiB cannot, since it is
+		// larger than the client's QUIC flow-control windows (6 MiB per
+		// stream, 15 MiB per connection) and this client reads nothing
+		// before the answer comes.
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": 16 << 20, "streams": 5}})
 		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")) {
 			t.Fatalf("5 streams over a limit of 4: %v, want -32000", err)
+		}
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("session after a refused stream: %v", err)
 		}
 	})
 	t.Run("maxRequestsInFlight", func(t *testing.T) {
