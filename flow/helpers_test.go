@@ -144,3 +144,27 @@ func (p *rawPeer) read() []byte {
 	}
 	return b
 }
+
+// gateTool wraps c.Handler so that each call of the test tool named tool
+// reports on started when its handler runs and then, if release is not nil,
+// waits for release to close (or the call to end) before doing its work.
+// Tests wait on started instead of sleeping for a call to be in flight.
+func gateTool(c *flow.ServerConfig, tool string, release <-chan struct{}) <-chan struct{} {
+	started := make(chan struct{}, 64)
+	inner := c.Handler
+	c.Handler = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct{ Name string }
+		if req.Method == "tools/call" && json.Unmarshal(req.Params, &p) == nil && p.Name == tool {
+			started <- struct{}{}
+			if release != nil {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, context.Cause(ctx)
+				}
+			}
+		}
+		return inner.HandleRequest(ctx, req)
+	})
+	return started
+}
