@@ -85,7 +85,7 @@ func TestShutdownDrainsStreams(t *testing.T) {
 func TestClientShutdown(t *testing.T) {
 	release := make(chan struct{})
 	var started <-chan struct{}
-	srv := startServer(t, func(c *flow.ServerConfig) { started = gateTool(c, "slow", release) })
+	srv, ends, _ := endings(t, func(c *flow.ServerConfig) { started = gateTool(c, "slow", release) })
 	s := dial(t, srv, nil)
 	done := make(chan error, 1)
 	go func() {
@@ -107,13 +107,8 @@ func TestClientShutdown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("in-flight call: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.Sessions() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := srv.Sessions(); n != 0 {
-		t.Fatalf("server still holds %d sessions", n)
-	}
+	// The server's side of the session ends too, cleanly.
+	wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseOK, false)
 }
 
 func TestManySessionsManyCalls(t *testing.T) {
