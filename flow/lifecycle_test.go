@@ -219,29 +219,44 @@ func TestProgressDatagramsAndFallback(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Run("maxConcurrentStreams", func(t *testing.T) {
-		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxConcurrentStreams = 4 })
+		release := make(chan struct{})
+		defer close(release)
+		srv := startServer(t, func(c *flow.ServerConfig) {
+			c.Limits.MaxConcurrentStreams = 4
+			c.Handler.(flow.Mux)["hold"] = holdStreams(release)
+		})
 		s := dial(t, srv, nil)
 		if got := s.InitializeResult().Transport.MaxConcurrentStreams; got != 4 {
 			t.Fatalf("announced maxConcurrentStreams %d", got)
 		}
-		// Four streams fit; a fifth in the same result crosses the limit.
+		// Four streams fit.
 		r := callTool(t, s, "generate", map[string]any{"bytes": 10, "streams": 4})
 		for _, ref := range r.Refs {
 			sr, err := r.Stream(context.Background(), ref.StreamTag)
 			if err != nil {
 				t.Fatal(err)
 			}
-			io.Copy(io.Discard, sr)
+			if n, err := io.Copy(io.Discard, sr); err != nil || n != 10 {
+				t.Fatalf("stream %d: %d bytes, %v", ref.StreamTag, n, err)
+			}
 		}
-		// The limit bounds streams open at once, so the first four must
-		// still be open when the fifth is asked for. A 10-byte stream can
-		// finish first and free its slot; one of 16 MiB cannot, since it is
-		// larger than the client's QUIC flow-control windows (6 MiB per
-		// stream, 15 MiB per connection) and this client reads nothing
-		// before the answer comes.
-		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": 16 << 20, "streams": 5}})
-		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")) {
+		// The limit bounds the streams open at once, so these are held
+		// open (a finished stream frees its slot): a fifth in one result
+		// crosses it, and so does one more in another request while four
+		// are open.
+		holding := func(n int) error {
+			_, err := s.Call(context.Background(), "hold", map[string]int{"n": n})
+			return err
+		}
+		overLimit := jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")
+		if err := holding(5); !errors.Is(err, overLimit) {
 			t.Fatalf("5 streams over a limit of 4: %v, want -32000", err)
+		}
+		if err := holding(4); err != nil {
+			t.Fatalf("4 streams within a limit of 4: %v", err)
+		}
+		if err := holding(1); !errors.Is(err, overLimit) {
+			t.Fatalf("a fifth stream while four are open: %v, want -32000", err)
 		}
 		if err := s.Ping(context.Background()); err != nil {
 			t.Fatalf("session after a refused stream: %v", err)
@@ -281,6 +296,40 @@ func TestLimits(t *testing.T) {
 		if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
 			t.Fatalf("after the first two finished: %v", err)
 		}
+	})
+	t.Run("maxRequestsInFlight counts unanswered requests", func(t *testing.T) {
+		// A request is in flight until its answer is sent: one answered
+		// whose execution stream is still open no longer counts, and
+		// neither does one whose answer is on its way when the next
+		// request comes.
+		release := make(chan struct{})
+		defer close(release)
+		srv := startServer(t, func(c *flow.ServerConfig) {
+			c.Limits.MaxRequestsInFlight = 2
+			c.Handler.(flow.Mux)["hold"] = holdStreams(release)
+		})
+		s := dial(t, srv, nil)
+		for i := range 2 {
+			if _, err := s.Call(context.Background(), "hold", map[string]int{"n": 1}); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
+			t.Fatalf("a request while two answered requests' streams are open: %v", err)
+		}
+		// Two at a time, each sent as soon as an answer came: never -32005.
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
+						t.Errorf("tools/list with at most two in flight: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	})
 	t.Run("maxSessions", func(t *testing.T) {
 		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxSessions = 2 })

@@ -74,6 +74,7 @@ type Session struct {
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
 	handling    map[jsonrpc.ID]*inbound
+	unanswered  int             // of handling, those whose answer is not sent: MaxRequestsInFlight counts them
 	openStreams int             // execution streams we are writing
 	shutdown    bool            // $/shutdown sent or received
 	sentShut    bool            // we sent $/shutdown
