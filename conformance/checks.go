@@ -618,7 +618,13 @@ func checkCancel(code bool) func(context.Context, Target) outcome {
 			if err != nil {
 				return fail("%v", err)
 			}
-			time.Sleep(30 * time.Millisecond)
+			// A ping answered after the request was sent means the server
+			// has read the request: the cancel finds it in flight.
+			if r, _, err := p.call("ping", nil, nil); err != nil {
+				return fail("ping behind the slow request: %v", err)
+			} else if r.Error != nil {
+				return fail("ping behind the slow request: error %d %s", r.Error.Code, r.Error.Message)
+			}
 			c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/cancel", map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "conformance"})
 			_ = p.send(c)
 			r, err := p.response(id, nil)

@@ -175,10 +175,16 @@ func clientScenarios() []scenario {
 			}},
 		{Check: Check{ID: "client.shutdown", Level: MUST, Source: Guide, Section: "7.2", Title: "after $/shutdown the client finishes its side and the session closes cleanly"},
 			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, _ func(string, ...any)) (any, error) {
+			tool: func(ctx context.Context, req *flow.Request, _ func(string, ...any)) (any, error) {
 				s := req.Session
 				go s.Shutdown(context.Background(), "conformance: server shutting down")
-				time.Sleep(50 * time.Millisecond) // the answer comes after $/shutdown
+				// The answer comes after $/shutdown, which is sent by the
+				// time Draining closes: this session has no calls of its own.
+				select {
+				case <-s.Draining():
+				case <-ctx.Done():
+					return nil, context.Cause(ctx)
+				}
 				return text("ok"), nil
 			},
 			judge: func(exit int, notes []string, s *flow.Session) outcome {

@@ -26,7 +26,9 @@ type Limits struct {
 	// OpenStream fails with -32000. Default 64.
 	MaxConcurrentStreams int
 	// MaxRequestsInFlight bounds the peer's requests being handled at once per
-	// session; past it a request is answered with -32005. Default 256.
+	// session; past it a request is answered with -32005. A request counts
+	// until its answer is sent, not while its execution streams flow (those
+	// MaxConcurrentStreams bounds). Default 256.
 	MaxRequestsInFlight int
 	// MaxSessions bounds the sessions a server holds at once; past it a CONNECT
 	// gets HTTP 503. Default 1024.

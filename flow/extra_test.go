@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"sync"
+	"fmt"
 	"testing"
 	"time"
 
@@ -65,36 +65,29 @@ func TestLogAndAudioDatagrams(t *testing.T) {
 	})
 	for _, dg := range []bool{true, false} {
 		srv := customServer(t, handler, nil)
-		var mu sync.Mutex
-		var got []string
+		arrived := make(chan string, 16)
 		s := dial(t, srv, func(c *flow.ClientConfig) {
 			c.DisableDatagrams = !dg
 			c.Hooks.Datagram = func(_ *flow.Session, h wire.DatagramHeader, p json.RawMessage) {
-				mu.Lock()
-				got = append(got, h.Channel.String()+" "+string(p))
-				mu.Unlock()
+				arrived <- h.Channel.String() + " " + string(p)
 			}
 			c.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
-				mu.Lock()
-				got = append(got, n.Method+" "+string(n.Params))
-				mu.Unlock()
+				arrived <- n.Method + " " + string(n.Params)
 			}
 		})
 		r, err := s.Call(context.Background(), "x", nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			mu.Lock()
-			n := len(got)
-			mu.Unlock()
-			if (dg && n >= 2) || (!dg && n >= 1) || time.Now().After(deadline) {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+		// Datagrams may trail the result: wait for as many as are sent.
+		want := 1
+		if dg {
+			want = 2
 		}
-		mu.Lock()
+		var got []string
+		for range want {
+			got = append(got, receive(t, arrived, fmt.Sprintf("message %d of %d (so far %q)", len(got)+1, want, got)))
+		}
 		if dg {
 			want := map[string]bool{`log {"data":"hello log","level":"info","logger":"test"}`: true, `audio {"data":"AAECAw==","mimeType":"audio/pcm"}`: true}
 			if len(got) != 2 || !want[got[0]] || !want[got[1]] || string(r.Result) != `{"audio":"sent"}` {
@@ -110,6 +103,5 @@ func TestLogAndAudioDatagrams(t *testing.T) {
 				t.Errorf("audio sent without datagrams")
 			}
 		}
-		mu.Unlock()
 	}
 }

@@ -242,7 +242,11 @@ func TestCancel(t *testing.T) {
 	// The server answers the $/cancel with -32800; over a raw peer we see it.
 	p := initRaw(t, srv)
 	p.write(frame(`{"jsonrpc":"2.0","id":99,"method":"tools/call","params":{"name":"slow","arguments":{"steps":1000,"delayMs":10}}}`))
-	time.Sleep(50 * time.Millisecond)
+	// The ping's answer shows the server has read request 99.
+	p.write(frame(`{"jsonrpc":"2.0","id":98,"method":"ping"}`))
+	if got := string(p.read()); got != `{"jsonrpc":"2.0","id":98,"result":{}}` {
+		t.Fatalf("ping behind request 99: %s", got)
+	}
 	p.write(frame(`{"jsonrpc":"2.0","method":"$/cancel","params":{"requestId":99,"reason":"User pressed Escape"}}`))
 	expectError(t, p.read(), `99`, jsonrpc.CodeRequestCancelled)
 	// A cancel for a finished request is ignored: the next reply is ping's.

@@ -144,3 +144,62 @@ func (p *rawPeer) read() []byte {
 	}
 	return b
 }
+
+// gateTool wraps c.Handler so that each call of the test tool named tool
+// reports on started when its handler runs and then, if release is not nil,
+// waits for release to close (or the call to end) before doing its work.
+// Tests wait on started instead of sleeping for a call to be in flight.
+func gateTool(c *flow.ServerConfig, tool string, release <-chan struct{}) <-chan struct{} {
+	started := make(chan struct{}, 64)
+	inner := c.Handler
+	c.Handler = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct{ Name string }
+		if req.Method == "tools/call" && json.Unmarshal(req.Params, &p) == nil && p.Name == tool {
+			started <- struct{}{}
+			if release != nil {
+				select {
+				case <-release:
+				case <-ctx.Done():
+					return nil, context.Cause(ctx)
+				}
+			}
+		}
+		return inner.HandleRequest(ctx, req)
+	})
+	return started
+}
+
+// holdStreams is a handler that opens params.n empty execution streams and
+// answers at once with their refs, holding the streams open until release
+// closes. When one cannot be opened it fails those it opened and answers
+// with that error.
+func holdStreams(release <-chan struct{}) flow.Handler {
+	return flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct{ N int }
+		if err := json.Unmarshal(req.Params, &p); err != nil {
+			return nil, err
+		}
+		var ws []*flow.StreamWriter
+		for range p.N {
+			w, err := req.OpenStream("application/octet-stream")
+			if err != nil {
+				for _, w := range ws {
+					w.Fail(err)
+				}
+				return nil, err
+			}
+			ws = append(ws, w)
+		}
+		content := make([]any, len(ws))
+		for i, w := range ws {
+			content[i] = w.Ref()
+		}
+		go func() {
+			<-release
+			for _, w := range ws {
+				_ = w.Close()
+			}
+		}()
+		return map[string]any{"content": content}, nil
+	})
+}

@@ -67,7 +67,7 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		cancel(nil)
 		fail(jsonrpc.CodeShuttingDown, "session is shutting down; no new requests (spec §7.2)")
 		return
-	case len(s.handling) >= s.lim.MaxRequestsInFlight:
+	case s.unanswered >= s.lim.MaxRequestsInFlight:
 		s.mu.Unlock()
 		cancel(nil)
 		fail(jsonrpc.CodeTooManyRequests, fmt.Sprintf("more than %d requests in flight (spec §8)", s.lim.MaxRequestsInFlight))
@@ -79,6 +79,7 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		return
 	}
 	s.handling[m.ID] = in
+	s.unanswered++
 	s.mu.Unlock()
 	req := &Request{Request: m, Session: s, in: in}
 	go s.run(ctx, req)
@@ -122,6 +123,7 @@ func (s *Session) respond(in *inbound, resp *jsonrpc.Response) {
 		return
 	}
 	in.responded = true
+	s.unanswered--
 	s.mu.Unlock()
 	s.finishProgress(in, true)
 	in.answer(resp)
@@ -175,7 +177,10 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		// MCP: no response after notifications/cancelled.
 		s.finishProgress(in, false)
 		s.mu.Lock()
-		in.responded = true
+		if !in.responded {
+			in.responded = true
+			s.unanswered--
+		}
 		s.mu.Unlock()
 		s.settleInbound(in)
 	}

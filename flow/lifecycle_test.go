@@ -23,7 +23,9 @@ import (
 // flight and a stream is flowing; every byte and every reply arrives, then
 // the session closes cleanly (spec §7.2, guide §7).
 func TestShutdownDrainsStreams(t *testing.T) {
-	srv := startServer(t, nil)
+	release := make(chan struct{})
+	var started <-chan struct{}
+	srv := startServer(t, func(c *flow.ServerConfig) { started = gateTool(c, "slow", release) })
 	s := dial(t, srv, nil)
 	const size = 32 << 20
 	r := callTool(t, s, "generate", map[string]any{"bytes": size})
@@ -31,16 +33,17 @@ func TestShutdownDrainsStreams(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A slow call in flight when shutdown starts.
+	// A slow call in flight when shutdown starts: its handler is running
+	// and held until the client has seen $/shutdown.
 	slowDone := make(chan error, 1)
 	go func() {
-		r, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 5, "delayMs": 60}})
+		r, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 5, "delayMs": 10}})
 		if err == nil && textOf(t, r) != "done after 5 steps" {
 			err = fmt.Errorf("slow answered %s", r.Result)
 		}
 		slowDone <- err
 	}()
-	time.Sleep(50 * time.Millisecond)
+	receive(t, started, "slow call at the server")
 	shutdownDone := make(chan error, 1)
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -48,16 +51,14 @@ func TestShutdownDrainsStreams(t *testing.T) {
 		shutdownDone <- srv.Shutdown(ctx)
 	}()
 	// New requests are refused once $/shutdown has arrived.
-	deadline := time.Now().Add(5 * time.Second)
-	for s.State() != flow.StateDraining && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	receive(t, s.Draining(), "$/shutdown at the client")
 	if s.State() != flow.StateDraining {
 		t.Fatalf("client state %v after server shutdown, want DRAINING", s.State())
 	}
 	if _, err := s.Call(context.Background(), "tools/list", nil); !errors.Is(err, flow.ErrShuttingDown) {
 		t.Fatalf("new call during drain: %v, want ErrShuttingDown", err)
 	}
+	close(release)
 	h := sha256.New()
 	n, err := io.Copy(h, sr)
 	if err != nil || n != size || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
@@ -82,14 +83,22 @@ func TestShutdownDrainsStreams(t *testing.T) {
 
 // TestClientShutdown: the client starts the shutdown.
 func TestClientShutdown(t *testing.T) {
-	srv := startServer(t, nil)
+	release := make(chan struct{})
+	var started <-chan struct{}
+	srv, ends, _ := endings(t, func(c *flow.ServerConfig) { started = gateTool(c, "slow", release) })
 	s := dial(t, srv, nil)
 	done := make(chan error, 1)
 	go func() {
-		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "delayMs": 50}})
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 3, "delayMs": 10}})
 		done <- err
 	}()
-	time.Sleep(30 * time.Millisecond)
+	// The call is in flight at the server when the shutdown starts, and
+	// held there until the drain is under way.
+	receive(t, started, "slow call at the server")
+	go func() {
+		<-s.Draining()
+		close(release)
+	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := s.Shutdown(ctx, "bye"); err != nil {
@@ -98,13 +107,8 @@ func TestClientShutdown(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("in-flight call: %v", err)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for srv.Sessions() != 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	if n := srv.Sessions(); n != 0 {
-		t.Fatalf("server still holds %d sessions", n)
-	}
+	// The server's side of the session ends too, cleanly.
+	wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseOK, false)
 }
 
 func TestManySessionsManyCalls(t *testing.T) {
@@ -215,43 +219,117 @@ func TestProgressDatagramsAndFallback(t *testing.T) {
 
 func TestLimits(t *testing.T) {
 	t.Run("maxConcurrentStreams", func(t *testing.T) {
-		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxConcurrentStreams = 4 })
+		release := make(chan struct{})
+		defer close(release)
+		srv := startServer(t, func(c *flow.ServerConfig) {
+			c.Limits.MaxConcurrentStreams = 4
+			c.Handler.(flow.Mux)["hold"] = holdStreams(release)
+		})
 		s := dial(t, srv, nil)
 		if got := s.InitializeResult().Transport.MaxConcurrentStreams; got != 4 {
 			t.Fatalf("announced maxConcurrentStreams %d", got)
 		}
-		// Four streams fit; a fifth in the same result crosses the limit.
+		// Four streams fit.
 		r := callTool(t, s, "generate", map[string]any{"bytes": 10, "streams": 4})
 		for _, ref := range r.Refs {
 			sr, err := r.Stream(context.Background(), ref.StreamTag)
 			if err != nil {
 				t.Fatal(err)
 			}
-			io.Copy(io.Discard, sr)
+			if n, err := io.Copy(io.Discard, sr); err != nil || n != 10 {
+				t.Fatalf("stream %d: %d bytes, %v", ref.StreamTag, n, err)
+			}
 		}
-		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": 10, "streams": 5}})
-		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")) {
+		// The limit bounds the streams open at once, so these are held
+		// open (a finished stream frees its slot): a fifth in one result
+		// crosses it, and so does one more in another request while four
+		// are open.
+		holding := func(n int) error {
+			_, err := s.Call(context.Background(), "hold", map[string]int{"n": n})
+			return err
+		}
+		overLimit := jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, "")
+		if err := holding(5); !errors.Is(err, overLimit) {
 			t.Fatalf("5 streams over a limit of 4: %v, want -32000", err)
+		}
+		if err := holding(4); err != nil {
+			t.Fatalf("4 streams within a limit of 4: %v", err)
+		}
+		if err := holding(1); !errors.Is(err, overLimit) {
+			t.Fatalf("a fifth stream while four are open: %v, want -32000", err)
+		}
+		if err := s.Ping(context.Background()); err != nil {
+			t.Fatalf("session after a refused stream: %v", err)
 		}
 	})
 	t.Run("maxRequestsInFlight", func(t *testing.T) {
-		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxRequestsInFlight = 2 })
+		release := make(chan struct{})
+		var started <-chan struct{}
+		srv := startServer(t, func(c *flow.ServerConfig) {
+			c.Limits.MaxRequestsInFlight = 2
+			started = gateTool(c, "slow", release)
+		})
 		s := dial(t, srv, nil)
 		var wg sync.WaitGroup
+		errs := make(chan error, 2)
 		for range 2 {
 			wg.Go(func() {
-				s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "delayMs": 100}})
+				_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 2, "delayMs": 1}})
+				errs <- err
 			})
 		}
-		time.Sleep(50 * time.Millisecond)
+		// Both are being handled, and held, when the third comes.
+		receive(t, started, "first slow call at the server")
+		receive(t, started, "second slow call at the server")
 		_, err := s.Call(context.Background(), "tools/list", nil)
 		if !errors.Is(err, jsonrpc.NewError(jsonrpc.CodeTooManyRequests, "")) {
 			t.Fatalf("third request: %v, want -32005", err)
 		}
+		close(release)
 		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Fatalf("a call within the limit: %v", err)
+			}
+		}
 		if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
 			t.Fatalf("after the first two finished: %v", err)
 		}
+	})
+	t.Run("maxRequestsInFlight counts unanswered requests", func(t *testing.T) {
+		// A request is in flight until its answer is sent: one answered
+		// whose execution stream is still open no longer counts, and
+		// neither does one whose answer is on its way when the next
+		// request comes.
+		release := make(chan struct{})
+		defer close(release)
+		srv := startServer(t, func(c *flow.ServerConfig) {
+			c.Limits.MaxRequestsInFlight = 2
+			c.Handler.(flow.Mux)["hold"] = holdStreams(release)
+		})
+		s := dial(t, srv, nil)
+		for i := range 2 {
+			if _, err := s.Call(context.Background(), "hold", map[string]int{"n": 1}); err != nil {
+				t.Fatalf("request %d: %v", i, err)
+			}
+		}
+		if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
+			t.Fatalf("a request while two answered requests' streams are open: %v", err)
+		}
+		// Two at a time, each sent as soon as an answer came: never -32005.
+		var wg sync.WaitGroup
+		for range 2 {
+			wg.Go(func() {
+				for range 100 {
+					if _, err := s.Call(context.Background(), "tools/list", nil); err != nil {
+						t.Errorf("tools/list with at most two in flight: %v", err)
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
 	})
 	t.Run("maxSessions", func(t *testing.T) {
 		srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxSessions = 2 })

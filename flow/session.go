@@ -74,6 +74,7 @@ type Session struct {
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
 	handling    map[jsonrpc.ID]*inbound
+	unanswered  int             // of handling, those whose answer is not sent: MaxRequestsInFlight counts them
 	openStreams int             // execution streams we are writing
 	shutdown    bool            // $/shutdown sent or received
 	sentShut    bool            // we sent $/shutdown
@@ -89,6 +90,7 @@ type Session struct {
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
+	draining chan struct{} // closed when $/shutdown is in force
 	closeMu  sync.Mutex
 	closeErr error
 }
@@ -127,6 +129,7 @@ func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, l
 		streamCalls: map[uint32]*call{},
 		handling:    map[jsonrpc.ID]*inbound{},
 		done:        make(chan struct{}),
+		draining:    make(chan struct{}),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.enc.Store(&codecBox{codecs[codec.JSON]})
@@ -168,6 +171,13 @@ func (s *Session) InitializeResult() *InitializeResult { return s.handshake().re
 
 // Done is closed when the session has ended.
 func (s *Session) Done() <-chan struct{} { return s.done }
+
+// Draining is closed once a shutdown is in force (spec §7.2): $/shutdown
+// was received (or the peer finished its control stream), or Shutdown was
+// called, and in that case our $/shutdown has been sent already unless our
+// own calls are still in flight. From then on Call refuses new requests.
+// It is never closed on a session that ends without a shutdown.
+func (s *Session) Draining() <-chan struct{} { return s.draining }
 
 // Err returns why the session ended, or nil while it is open. A session that
 // ended by a graceful $/shutdown has a *SessionError with code CloseOK.
@@ -578,6 +588,7 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 		}
 	}()
 	s.maybeFinish()
+	close(s.draining)
 }
 
 // ---- reading ----

@@ -19,8 +19,29 @@ type inStream struct {
 	tag     uint32
 	arrived chan struct{} // closed when rs is set
 	rs      WTReceiveStream
-	reason  string // from $/streamError
+	reason  string        // from $/streamError
+	noted   chan struct{} // closed when $/streamError has come
 	settled bool
+}
+
+// streamErrorWait bounds how long a reader whose stream was reset with 32603
+// waits for the $/streamError that gives the reason (spec §5.4): it travels
+// on the control stream and may trail the reset by a moment, or never come
+// from a peer that does not send it.
+const streamErrorWait = 100 * time.Millisecond
+
+func newInStream(s *Session, c *call, tag uint32) *inStream {
+	return &inStream{s: s, c: c, tag: tag, arrived: make(chan struct{}), noted: make(chan struct{})}
+}
+
+// note records the reason of a $/streamError. Under Session.mu.
+func (st *inStream) note(reason string) {
+	st.reason = reason
+	select {
+	case <-st.noted:
+	default:
+		close(st.noted)
+	}
 }
 
 // acceptStreams takes the execution streams the peer opens (spec §5).
@@ -65,7 +86,7 @@ func (s *Session) takeStream(rs WTReceiveStream) {
 		case st == nil && c.answered && !c.refs[h.StreamTag]:
 			c = nil // the result named no such stream
 		case st == nil:
-			st = &inStream{s: s, c: c, tag: h.StreamTag, arrived: make(chan struct{})}
+			st = newInStream(s, c, h.StreamTag)
 			if c.streams == nil {
 				c.streams = map[uint32]*inStream{}
 			}
@@ -104,7 +125,7 @@ func (s *Session) awaitedStream(c *call, tag uint32) *inStream {
 	defer s.mu.Unlock()
 	st := c.streams[tag]
 	if st == nil {
-		st = &inStream{s: s, c: c, tag: tag, arrived: make(chan struct{})}
+		st = newInStream(s, c, tag)
 		if c.streams == nil {
 			c.streams = map[uint32]*inStream{}
 		}
@@ -144,10 +165,11 @@ func (s *Session) noteStreamError(p StreamErrorParams) {
 	defer s.mu.Unlock()
 	if c := s.streamCalls[p.RequestID]; c != nil {
 		if st := c.streams[p.StreamTag]; st != nil {
-			st.reason = p.Error
+			st.note(p.Error)
 			return
 		}
-		st := &inStream{s: s, c: c, tag: p.StreamTag, arrived: make(chan struct{}), reason: p.Error}
+		st := newInStream(s, c, p.StreamTag)
+		st.note(p.Error)
 		if c.streams == nil {
 			c.streams = map[uint32]*inStream{}
 		}
@@ -225,16 +247,19 @@ func (sr *StreamReader) streamError(err error) error {
 	if se := sr.st.s.Err(); se != nil && !errors.As(err, &we) {
 		e.Err = se
 	}
-	// $/streamError may trail the reset on the control stream by a moment.
-	for range 20 {
-		sr.st.s.mu.Lock()
-		e.Reason = sr.st.reason
-		sr.st.s.mu.Unlock()
-		if e.Reason != "" || e.Code != jsonrpc.CodeInternalError {
-			break
+	if e.Code == jsonrpc.CodeInternalError {
+		// A failed writer's $/streamError may trail the reset.
+		t := time.NewTimer(streamErrorWait)
+		select {
+		case <-sr.st.noted:
+		case <-t.C:
+		case <-sr.st.s.done:
 		}
-		time.Sleep(5 * time.Millisecond)
+		t.Stop()
 	}
+	sr.st.s.mu.Lock()
+	e.Reason = sr.st.reason
+	sr.st.s.mu.Unlock()
 	return e
 }
 

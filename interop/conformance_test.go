@@ -26,16 +26,9 @@ import (
 func need(t *testing.T, what string, err error, out []byte) {
 	t.Helper()
 	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v\n%s", what, err, tail(out))
+		t.Fatalf("%s: %v\n%s", what, err, out)
 	}
-	t.Skipf("skipping: %s: %v\n%s", what, err, tail(out))
-}
-
-func tail(b []byte) []byte {
-	if len(b) > 3000 {
-		return b[len(b)-3000:]
-	}
-	return b
+	t.Skipf("skipping: %s: %v\n%s", what, err, out)
 }
 
 // npmPeers installs interop/node (the official conformance suite, Node 22,
@@ -86,7 +79,7 @@ func runSuite(t *testing.T, node, suite, url string) (passed, failed int, out []
 	out, _ = exec.CommandContext(ctx, node, suite, "server", "--url", url).CombinedOutput()
 	m := totalRE.FindSubmatch(out)
 	if m == nil {
-		t.Fatalf("no totals from the suite:\n%s", tail(out))
+		t.Fatalf("no totals from the suite:\n%s", out)
 	}
 	passed, _ = strconv.Atoi(string(m[1]))
 	failed, _ = strconv.Atoi(string(m[2]))
@@ -141,10 +134,10 @@ func TestOfficialConformanceSuite(t *testing.T) {
 		"same server via HTTP front → MCP-Flow → stdio upstream", cp, cf)
 	fmt.Print(report)
 	if df != 0 {
-		t.Errorf("the fixture itself fails %d checks:\n%s", df, tail(dout))
+		t.Errorf("the fixture itself fails %d checks:\n%s", df, dout)
 	}
 	if cp != dp || cf != df {
-		t.Errorf("the chain scores %d/%d, the fixture %d/%d:\n%s", cp, cp+cf, dp, dp+df, tail(cout))
+		t.Errorf("the chain scores %d/%d, the fixture %d/%d:\n%s", cp, cp+cf, dp, dp+df, cout)
 	}
 }
 
@@ -227,7 +220,7 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 		"same client → HTTP front → MCP-Flow → HTTP upstream → mocks", chained.passed, chained.failed, chained.warnings)
 	fmt.Print(report)
 	if len(direct.scenarios) == 0 || direct.failed != 0 {
-		t.Errorf("the go-sdk client itself fails:\n%s", tail(direct.out))
+		t.Errorf("the go-sdk client itself fails:\n%s", direct.out)
 	}
 	for name, ok := range direct.scenarios {
 		if ok && !chained.scenarios[name] {
@@ -235,6 +228,6 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 		}
 	}
 	if chained.failed != 0 || chained.warnings != 0 || len(chained.scenarios) != len(direct.scenarios) {
-		t.Errorf("chain: %d failed, %d warnings, %d scenarios:\n%s", chained.failed, chained.warnings, len(chained.scenarios), tail(chained.out))
+		t.Errorf("chain: %d failed, %d warnings, %d scenarios:\n%s", chained.failed, chained.warnings, len(chained.scenarios), chained.out)
 	}
 }
