@@ -43,3 +43,40 @@ func TestClientTransportWithinSchema(t *testing.T) {
 		}
 	}
 }
+
+// TestNotificationWithID: the published v0.1 example client sends
+// notifications/initialized with "id":0. The server takes it as the
+// notification it names and answers nothing, so that the next frame the
+// client reads is the answer to its next request (spec §2).
+func TestNotificationWithID(t *testing.T) {
+	srv := startServer(t, nil)
+	p, _, err := dialRaw(t, srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"v0.1-like","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["json"]}}}`))
+	p.read()
+	p.write(frame(`{"jsonrpc":"2.0","id":0,"method":"notifications/initialized"}`))
+	p.write(frame(`{"jsonrpc":"2.0","id":2,"method":"tools/list"}`))
+	// Read until the answer to a ping sent after the answer to tools/list:
+	// nothing may answer id 0 meanwhile.
+	var ids []string
+	for pinged := false; ; {
+		var got struct{ ID json.RawMessage }
+		b := p.read()
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("frame %s: %v", b, err)
+		}
+		ids = append(ids, string(got.ID))
+		if string(got.ID) == "2" && !pinged {
+			p.write(frame(`{"jsonrpc":"2.0","id":3,"method":"ping"}`))
+			pinged = true
+		}
+		if string(got.ID) == "3" {
+			break
+		}
+	}
+	if !slices.Equal(ids, []string{"2", "3"}) {
+		t.Fatalf("answers to ids %v, want [2 3]: notifications/initialized with an id was answered", ids)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -756,6 +757,16 @@ func (s *Session) dispatch(m jsonrpc.Message, col *collector) {
 		s.deliver(m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
+			s.handleNotification(m)
+			return
+		}
+		if strings.HasPrefix(m.Method, "notifications/") {
+			// MCP's notifications carry no id; the published v0.1 example
+			// client sends notifications/initialized with "id":0. Such a
+			// message is taken as the notification it names and not
+			// answered: an answer would be read as the reply to the
+			// client's next request (spec §2).
+			s.log.Debug("a notification with an id, taken as a notification", "method", m.Method, "id", m.ID.String())
 			s.handleNotification(m)
 			return
 		}
