@@ -373,8 +373,11 @@ func (js *judgeSession) handle(ctx context.Context, m jsonrpc.Message) {
 	case *jsonrpc.Request:
 		switch m.Method {
 		case "notifications/initialized":
-			if m.IsCall() { // the v0.1 example client sends it with "id":0
-				js.reply(m.ID, map[string]any{}, nil)
+			// The published v0.1 example client sends it with "id":0 and
+			// takes the next frame for the answer to its next request: the
+			// judge reads it as the notification its name says it is.
+			if m.IsCall() {
+				js.ev.set("notifications/initialized with an id")
 			}
 		case "$/shutdown":
 			js.ev.set("client shutdown")
@@ -429,8 +432,10 @@ func (js *judgeSession) call(ctx context.Context, req *jsonrpc.Request) {
 	}
 	_ = json.Unmarshal(req.Params, &p)
 	if p.Name != "scenario" {
-		js.reply(req.ID, nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "unknown tool "+p.Name))
-		return
+		// A client with a tool name of its own (the v0.1 example calls
+		// echo_joke) is judged all the same: the checks are about the
+		// transport, not about the name.
+		js.ev.set("tool " + p.Name)
 	}
 	js.mu.Lock()
 	if js.shutdown {
