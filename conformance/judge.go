@@ -457,6 +457,9 @@ func (js *judgeSession) call(ctx context.Context, req *jsonrpc.Request) {
 		defer js.inflight.Done()
 		defer cancel()
 		v, err := js.sc.tool(tctx, c)
+		// A cancelled call is answered with an error (guide §6); the code
+		// is the project's -32800, as the guide's -32000 is the stream
+		// limit's. No client check cancels: the contract has no abort.
 		if tctx.Err() != nil && ctx.Err() == nil {
 			js.reply(req.ID, nil, jsonrpc.NewError(jsonrpc.CodeRequestCancelled, "cancelled"))
 			return
