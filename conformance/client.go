@@ -108,7 +108,7 @@ func clientScenarios() []scenario {
 				if err != nil {
 					return nil, err
 				}
-				go func() {
+				c.spawn(func() {
 					// 8 MiB: more than flow control lets through unread.
 					n, err := io.Copy(w, testtools.Generate(8<<20))
 					if err != nil {
@@ -117,7 +117,7 @@ func clientScenarios() []scenario {
 					}
 					c.js.ev.set("stream complete")
 					_ = w.Close()
-				}()
+				})
 				return map[string]any{"content": []any{ref}}, nil
 			},
 			judge: func(exit int, ev *evidence) outcome {
@@ -134,10 +134,10 @@ func clientScenarios() []scenario {
 					return nil, err
 				}
 				wrote := make(chan struct{})
-				go func() {
+				c.spawn(func() {
 					defer close(wrote)
 					_, _ = io.Copy(w, testtools.Generate(100_000))
-				}()
+				})
 				// After the answer: the stream fails mid-transfer, is
 				// reset and reported (guide §4.3).
 				c.after = func() {

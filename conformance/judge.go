@@ -199,7 +199,8 @@ type judgeSession struct {
 	nextID    int64
 	pending   map[string]chan *jsonrpc.Response // our requests to the client, by id
 	tags      uint32
-	inflight  sync.WaitGroup
+	inflight  sync.WaitGroup                // tool calls
+	bg        sync.WaitGroup                // what tools started (stream writers); they end with the session
 	cancels   map[string]context.CancelFunc // tool calls by request id
 	shutdown  bool                          // $/shutdown sent or received
 	ctrlEOF   chan struct{}                 // closed when the client finished the control stream (FIN)
@@ -221,6 +222,7 @@ func (js *judgeSession) send(enc codec.Codec, m jsonrpc.Message) error {
 }
 
 func (js *judgeSession) run() {
+	defer js.bg.Wait()
 	defer js.inflight.Wait()
 	defer js.s.CloseWithError(0, "") //nolint:errcheck // the session may already be over
 	ctx := js.s.Context()
@@ -515,6 +517,10 @@ type judgeCall struct {
 }
 
 func (c *judgeCall) note(f string, a ...any) { c.js.ev.note(f, a...) }
+
+// spawn runs f on a goroutine of its own that the session waits for before
+// its evidence is judged.
+func (c *judgeCall) spawn(f func()) { c.js.bg.Go(f) }
 
 // requestID is the call's id as stream and datagram headers carry it.
 func (c *judgeCall) requestID() (uint32, error) {
