@@ -269,7 +269,7 @@ func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time
 	exit := cmd.ProcessState.ExitCode()
 	timedOut := cctx.Err() != nil
 	if sc.drain && !timedOut {
-		j.awaitEnd(judgeFINWait + time.Second)
+		j.awaitEnd(judgeFINWait + 5*time.Second) // the drain ends it within judgeFINWait; the rest is slack for a loaded machine
 	}
 	j.close()
 	var o outcome

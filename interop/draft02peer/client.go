@@ -28,8 +28,8 @@ import (
 // initializes in JSON (the only encoding it names), calls the tool
 // "scenario", answers the server's ping, reads every execution stream of the
 // result to its end by its 8-byte header, fails on a reset or a
-// $/streamError, and then sends $/shutdown (unless the server did) and waits
-// for the session to close. Like a client that follows only the guide, it
+// $/streamError; after the server's $/shutdown it closes the session, else
+// it sends $/shutdown and waits for the server to close it. Like a client that follows only the guide, it
 // names no `datagrams` field and never finishes the control stream.
 // webtransport-go v0.6 has no datagram API: datagrams are not read.
 
@@ -175,20 +175,22 @@ func runClient() error {
 			}
 		}
 	}
+	// The side that receives $/shutdown drains and closes (guide §1).
 	c.mu.Lock()
 	shut := c.gotShutdown
 	c.mu.Unlock()
-	if !shut {
-		if err := c.write(map[string]any{"jsonrpc": "2.0", "method": "$/shutdown"}); err != nil {
-			return err
-		}
+	if shut {
+		return sess.CloseWithError(0, "")
+	}
+	if err := c.write(map[string]any{"jsonrpc": "2.0", "method": "$/shutdown"}); err != nil {
+		return err
 	}
 	select {
 	case <-sess.Context().Done():
+		return nil
 	case <-time.After(clientWait):
-		fmt.Fprintln(os.Stderr, "draft02peer client: the server did not close the session; closing it")
+		return fmt.Errorf("the server did not close the session within %v of $/shutdown", clientWait)
 	}
-	return nil
 }
 
 func (c *peerClient) readStream(streams <-chan webtransport.ReceiveStream, tag uint32) error {

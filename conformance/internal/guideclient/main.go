@@ -8,10 +8,11 @@
 // What sets it apart from this project's client:
 //   - its initialize names no `datagrams` field (the schema has none), so it
 //     takes progress as datagrams, which it reads and checks (guide §2.3);
-//   - it never finishes (FIN) its direction of the control stream: after
-//     $/shutdown, its own or the server's, it waits for the session to close
-//     (guide §1: "Drain streams, close session") and closes it itself if the
-//     close does not come;
+//   - it never finishes (FIN) its direction of the control stream; after the
+//     server's $/shutdown it closes the session once its call is done, and
+//     after its own it waits for the server to close the session (guide §1:
+//     the side that receives $/shutdown drains streams and closes the
+//     session), failing if the close does not come;
 //   - it matches execution streams to its request by their 8-byte header.
 //
 // On exit it writes on stderr what it saw, e.g. "progress datagrams: 3".
@@ -183,28 +184,30 @@ func run() error {
 		}
 	}
 
-	// Guide §7: $/shutdown (unless the server sent one), then the session
-	// closes. No FIN: the guide does not ask for one.
 	c.mu.Lock()
-	shut := c.gotShutdown
+	shut, bad := c.gotShutdown, c.badDatagram
 	c.mu.Unlock()
-	if !shut {
-		sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
-		if err := c.send(sd); err != nil {
-			return err
-		}
+	if len(bad) > 0 {
+		return fmt.Errorf("datagrams against guide §2.3: %v", bad)
+	}
+	// Guide §1, §7: the side that receives $/shutdown drains and closes the
+	// session. After the server's, the client's work is done: it closes.
+	// Otherwise it sends $/shutdown and the server must close. No FIN
+	// either way: the guide does not ask for one.
+	if shut {
+		fmt.Fprintln(os.Stderr, "guideclient: closing the session after the server's $/shutdown")
+		return sess.CloseWithError(0, "")
+	}
+	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+	if err := c.send(sd); err != nil {
+		return err
 	}
 	select {
 	case <-sess.Context().Done():
+		return nil
 	case <-time.After(wait):
-		fmt.Fprintln(os.Stderr, "guideclient: the server did not close the session; closing it")
+		return fmt.Errorf("the server did not close the session within %v of $/shutdown (guide §1: drain streams, close session)", wait)
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if len(c.badDatagram) > 0 {
-		return fmt.Errorf("datagrams against guide §2.3: %v", c.badDatagram)
-	}
-	return nil
 }
 
 // readStream reads the execution stream whose header names callID and tag
