@@ -201,7 +201,7 @@ func clientScenarios() []scenario {
 			encodings: json1, tool: shutdownTool, drain: true,
 			judge: func(exit int, ev *evidence) outcome {
 				if exit != 0 {
-					return fail("client exited %d: the answer after $/shutdown was lost; %v", exit, ev.notes)
+					return fail("client exited %d after the server's $/shutdown and the answer that followed it; %v", exit, ev.notes)
 				}
 				if !ev.ended {
 					return fail("the session did not end after the drain")
