@@ -136,7 +136,7 @@ func ServerChecks() []Check {
 }
 
 func checkInitJSON(ctx context.Context, t Target) outcome {
-	tr, o := initTransport(ctx, t)
+	tr, o := serverTransport(ctx, t)
 	if tr == nil {
 		return o
 	}
@@ -165,7 +165,7 @@ func checkInitJSON(ctx context.Context, t Target) outcome {
 }
 
 func checkInitMaxFrame(ctx context.Context, t Target) outcome {
-	tr, o := initTransport(ctx, t)
+	tr, o := serverTransport(ctx, t)
 	if tr == nil {
 		return o
 	}
@@ -176,9 +176,9 @@ func checkInitMaxFrame(ctx context.Context, t Target) outcome {
 	return pass("maxFrameSize %d", tr.MaxFrameSize)
 }
 
-// initTransport initializes a session in JSON and returns the server's
+// serverTransport initializes a session in JSON and returns the server's
 // transport object, or nil and the failed outcome.
-func initTransport(ctx context.Context, t Target) (*transportSeen, outcome) {
+func serverTransport(ctx context.Context, t Target) (*transportSeen, outcome) {
 	p, _, err := dial(ctx, t, nil)
 	if err != nil {
 		return nil, fail("dial: %v", err)

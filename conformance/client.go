@@ -4,19 +4,16 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"os/exec"
-	"slices"
-	"sync"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
@@ -40,170 +37,184 @@ type ClientTarget struct {
 	Env      []string // extra environment
 }
 
-// scenario is one client-mode check: the server's behaviour and what it
-// concludes.
+// scenario is one client-mode check: what the judge's tool "scenario" does
+// and what the judge concludes.
 type scenario struct {
 	Check
 	encodings []codec.Name
-	// tool is the behaviour of the tool "scenario"; note records findings.
-	tool func(ctx context.Context, req *flow.Request, note func(string, ...any)) (any, error)
-	// judge turns the client's exit and the notes into an outcome.
-	judge func(exit int, notes []string, s *flow.Session) outcome
+	// tool is the behaviour of the tool "scenario" (see judge.go).
+	tool func(ctx context.Context, c *judgeCall) (any, error)
+	// judge turns the client's exit and the evidence into an outcome; it
+	// runs once the session is over.
+	judge func(exit int, ev *evidence) outcome
+	// drain: the judge lets the session end by itself (the drain of
+	// $/shutdown) before it is closed.
+	drain bool
 }
 
 func text(s string) map[string]any {
 	return map[string]any{"content": []any{map[string]string{"type": "text", "text": s}}}
 }
 
-func exitOK(exit int, notes []string, _ *flow.Session) outcome {
+// exitOK passes a client that exited 0 and gave the judge nothing to note.
+func exitOK(exit int, ev *evidence) outcome {
+	if len(ev.notes) > 0 {
+		return fail("%v (exit %d)", ev.notes, exit)
+	}
 	if exit != 0 {
-		return fail("client exited %d; server saw: %v", exit, notes)
+		return fail("client exited %d", exit)
 	}
 	return pass("client exited 0")
 }
 
+func answer(context.Context, *judgeCall) (any, error) { return text("ok"), nil }
+
+// shutdownTool sends $/shutdown before its answer, then the judge drains and
+// closes the session (guide §1, §7).
+func shutdownTool(_ context.Context, c *judgeCall) (any, error) {
+	if err := c.shutdown(); err != nil {
+		return nil, err
+	}
+	c.after = c.js.startDrain
+	return text("ok"), nil
+}
+
 func clientScenarios() []scenario {
+	json1 := []codec.Name{codec.JSON}
 	return []scenario{
 		{Check: Check{ID: "client.basic", Level: MUST, Source: Guide, Section: "2,4", Title: "the client initializes in JSON and calls a tool"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, note func(string, ...any)) (any, error) {
-				p := req.Session.InitializeParams()
-				if p.Transport == nil || p.Transport.Type != flow.TransportType {
-					note("initialize had no mcp-flow transport object")
-				}
-				return text("ok"), nil
-			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
-				if len(notes) > 0 {
-					return fail("%v", notes)
-				}
-				return exitOK(exit, notes, s)
-			}},
+			encodings: json1, tool: answer, judge: exitOK},
 		{Check: Check{ID: "client.ids", Level: MUST, Source: Guide, Section: "3.2", Title: "the client's request ids fit 32 bits"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, note func(string, ...any)) (any, error) {
-				if _, ok := req.ID.Uint32(); !ok {
-					note("request id %s is not an integer in [0, 2^32-1]", req.ID)
+			encodings: json1,
+			tool: func(_ context.Context, c *judgeCall) (any, error) {
+				if _, err := c.requestID(); err != nil {
+					c.note("%v", err)
 				}
 				return text("ok"), nil
 			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
-				if len(notes) > 0 {
-					return fail("%v", notes)
-				}
-				return exitOK(exit, notes, s)
-			}},
+			judge: exitOK},
 		{Check: Check{ID: "client.cbor", Level: MUST, Source: Guide, Section: "4.2", Title: "after choosing cbor the client speaks CBOR"},
-			encodings: []codec.Name{codec.CBOR, codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, note func(string, ...any)) (any, error) {
-				note("encoding %s", req.Session.Encoding())
-				return text("ok"), nil
-			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
-				if s != nil && s.Encoding() != codec.CBOR {
+			encodings: []codec.Name{codec.CBOR, codec.JSON}, tool: answer,
+			judge: func(exit int, ev *evidence) outcome {
+				if ev.encoding != codec.CBOR {
 					return skip("the client did not offer cbor")
 				}
-				return exitOK(exit, notes, s)
+				return exitOK(exit, ev)
 			}},
 		{Check: Check{ID: "client.stream", Level: MUST, Source: Guide, Section: "5", Title: "the client reads an execution stream to its end"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, note func(string, ...any)) (any, error) {
-				w, err := req.OpenStream("application/octet-stream")
+			encodings: json1,
+			tool: func(ctx context.Context, c *judgeCall) (any, error) {
+				w, ref, err := c.openStream(ctx, "application/octet-stream")
 				if err != nil {
 					return nil, err
 				}
-				go func() {
+				c.spawn(func() {
 					// 8 MiB: more than flow control lets through unread.
 					n, err := io.Copy(w, testtools.Generate(8<<20))
 					if err != nil {
-						note("stream write stopped after %d bytes: %v", n, err)
+						c.note("stream write stopped after %d bytes: %v", n, err)
 						return
 					}
-					note("stream complete")
+					c.js.ev.set("stream complete")
 					_ = w.Close()
-				}()
-				return map[string]any{"content": []any{w.Ref()}}, nil
+				})
+				return map[string]any{"content": []any{ref}}, nil
 			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
-				if !slices.Contains(notes, "stream complete") {
-					return fail("the stream was not read to its end: %v (exit %d)", notes, exit)
+			judge: func(exit int, ev *evidence) outcome {
+				if !ev.flags["stream complete"] {
+					return fail("the stream was not read to its end: %v (exit %d)", ev.notes, exit)
 				}
-				return exitOK(exit, notes, s)
+				return exitOK(exit, ev)
 			}},
 		{Check: Check{ID: "client.stream-error", Level: MUST, Source: Guide, Section: "5.4", Title: "the client does not take a failed stream for a whole one"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, req *flow.Request, _ func(string, ...any)) (any, error) {
-				ref, err := req.StreamFrom(io.MultiReader(testtools.Generate(100_000), errReader{}), "application/octet-stream")
+			encodings: json1,
+			tool: func(ctx context.Context, c *judgeCall) (any, error) {
+				w, ref, err := c.openStream(ctx, "application/octet-stream")
 				if err != nil {
 					return nil, err
 				}
+				wrote := make(chan struct{})
+				c.spawn(func() {
+					defer close(wrote)
+					_, _ = io.Copy(w, testtools.Generate(100_000))
+				})
+				// After the answer: the stream fails mid-transfer, is
+				// reset and reported (guide §4.3).
+				c.after = func() {
+					<-wrote
+					w.CancelWrite(flow.StreamCode(jsonrpc.CodeInternalError))
+					id, _ := c.requestID()
+					_ = c.notify("$/streamError", map[string]any{"requestId": id, "streamTag": ref["streamTag"], "error": "conformance: injected stream failure"})
+				}
 				return map[string]any{"content": []any{ref}}, nil
 			},
-			judge: func(exit int, notes []string, _ *flow.Session) outcome {
+			judge: func(exit int, _ *evidence) outcome {
 				if exit == 0 {
 					return fail("the client exited 0 after a stream reset with $/streamError")
 				}
 				return pass("client exited %d", exit)
 			}},
 		{Check: Check{ID: "client.invalid-ref", Level: MUST, Source: Guide, Section: "5.3", Title: "a ref/stream naming no stream fails the call (-32001) instead of hanging"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(_ context.Context, _ *flow.Request, _ func(string, ...any)) (any, error) {
+			encodings: json1,
+			tool: func(context.Context, *judgeCall) (any, error) {
 				return map[string]any{"content": []any{flow.StreamRef{Type: flow.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
 			},
-			judge: func(exit int, _ []string, _ *flow.Session) outcome {
+			judge: func(exit int, _ *evidence) outcome {
 				if exit == 0 {
 					return fail("the client exited 0 although the stream never came")
 				}
 				return pass("client exited %d", exit)
 			}},
 		{Check: Check{ID: "client.ping", Level: MUST, Source: Guide, Section: "2", Title: "the client answers the server's ping"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(ctx context.Context, req *flow.Request, note func(string, ...any)) (any, error) {
+			encodings: json1,
+			tool: func(ctx context.Context, c *judgeCall) (any, error) {
 				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 				defer cancel()
-				if err := req.Session.Ping(cctx); err != nil {
-					note("ping not answered: %v", err)
+				if err := c.ping(cctx); err != nil {
+					c.note("ping not answered: %v", err)
 					return nil, fmt.Errorf("ping not answered: %v", err)
 				}
 				return text("ok"), nil
 			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
-				if len(notes) > 0 {
-					return fail("%v", notes)
+			judge: exitOK},
+		{Check: Check{ID: "client.progress", Level: SHOULD, Source: Guide, Section: "6", Title: "progress datagrams during a call do not disturb the client, which need not ask for them"},
+			encodings: json1,
+			tool: func(_ context.Context, c *judgeCall) (any, error) {
+				if _, err := c.requestID(); err != nil {
+					c.js.ev.set("no datagram id") // client.ids judges the id
+					return text("ok"), nil
 				}
-				return exitOK(exit, notes, s)
-			}},
-		{Check: Check{ID: "client.shutdown", Level: MUST, Source: Guide, Section: "7.2", Title: "after $/shutdown the client finishes its side and the session closes cleanly"},
-			encodings: []codec.Name{codec.JSON},
-			tool: func(ctx context.Context, req *flow.Request, _ func(string, ...any)) (any, error) {
-				s := req.Session
-				go s.Shutdown(context.Background(), "conformance: server shutting down")
-				// The answer comes after $/shutdown, which is sent by the
-				// time Draining closes: this session has no calls of its own.
-				select {
-				case <-s.Draining():
-				case <-ctx.Done():
-					return nil, context.Cause(ctx)
+				for i := range 3 {
+					if err := c.progress(float64(i+1), 3); err != nil {
+						c.note("progress %d not sent: %v", i+1, err)
+					}
 				}
 				return text("ok"), nil
 			},
-			judge: func(exit int, notes []string, s *flow.Session) outcome {
+			judge: func(exit int, ev *evidence) outcome {
+				if ev.flags["no datagram id"] {
+					return skip("the request id does not fit a datagram header")
+				}
+				return exitOK(exit, ev)
+			}},
+		{Check: Check{ID: "client.shutdown", Level: MUST, Source: Guide, Section: "7.2", Title: "after the server's $/shutdown the client takes the answer in flight, and the session ends"},
+			encodings: json1, tool: shutdownTool, drain: true,
+			judge: func(exit int, ev *evidence) outcome {
 				if exit != 0 {
-					return fail("client exited %d: the answer after $/shutdown was lost", exit)
+					return fail("client exited %d after the server's $/shutdown and the answer that followed it; %v", exit, ev.notes)
 				}
-				if s == nil {
-					return fail("no session")
+				if !ev.ended {
+					return fail("the session did not end after the drain")
 				}
-				select {
-				case <-s.Done():
-				case <-time.After(3 * time.Second):
-					return fail("the session did not close after the drain")
+				return pass("the client took the answer and the session ended")
+			}},
+		{Check: Check{ID: "client.shutdown-fin", Level: MUST, Source: Project, Section: "7.2", Title: "after the server's $/shutdown the client finishes its direction of the control stream (FIN)"},
+			encodings: json1, tool: shutdownTool, drain: true,
+			judge: func(exit int, ev *evidence) outcome {
+				if !ev.flags["fin after shutdown"] {
+					return fail("no FIN on the control stream within %v of $/shutdown (exit %d)", judgeFINWait, exit)
 				}
-				var se *flow.SessionError
-				if !errors.As(s.Err(), &se) || se.Code != flow.CloseOK {
-					return fail("session ended with %v, not a clean drain", s.Err())
-				}
-				return pass("clean close")
+				return pass("FIN after $/shutdown")
 			}},
 	}
 }
@@ -241,69 +252,39 @@ func RunClient(ctx context.Context, ct ClientTarget, o Options) []Result {
 }
 
 func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time.Duration) outcome {
-	var mu sync.Mutex
-	var notes []string
-	var called *flow.Session // the session on which the client called the tool "scenario"
-	note := func(f string, a ...any) {
-		mu.Lock()
-		notes = append(notes, fmt.Sprintf(f, a...))
-		mu.Unlock()
-	}
-	srv, err := flow.NewServer(flow.ServerConfig{
-		Addr:      "127.0.0.1:0",
-		TLSConfig: ct.TLS,
-		Encodings: sc.encodings,
-		Handler: flow.Mux{
-			"tools/list": flow.HandlerFunc(func(context.Context, *flow.Request) (any, error) {
-				return json.RawMessage(`{"tools":[{"name":"scenario","inputSchema":{"type":"object"}}]}`), nil
-			}),
-			"tools/call": flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
-				mu.Lock()
-				if called == nil {
-					called = req.Session
-				}
-				mu.Unlock()
-				return sc.tool(ctx, req, note)
-			}),
-		},
-		Capabilities: json.RawMessage(`{"tools":{}}`),
-		Logger:       slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
+	ev := &evidence{}
+	j, err := newJudge(ct.TLS, sc, ev)
 	if err != nil {
 		return fail("runner: %v", err)
 	}
-	if err := srv.Listen(); err != nil {
-		return fail("runner: %v", err)
-	}
-	go srv.Serve()
-	defer srv.Close()
-
 	cctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	args := append(append([]string(nil), ct.Command[1:]...), "call", "scenario")
 	cmd := exec.CommandContext(cctx, ct.Command[0], args...)
-	cmd.Env = append(append(os.Environ(), ct.Env...), "MCP_FLOW_URL="+srv.URL(), "MCP_FLOW_CERT_HASH="+ct.CertHash)
+	cmd.Env = append(append(os.Environ(), ct.Env...), "MCP_FLOW_URL="+j.url, "MCP_FLOW_CERT_HASH="+ct.CertHash)
 	var stderr bytes.Buffer
 	cmd.Stdout = io.Discard
 	cmd.Stderr = &stderr
 	err = cmd.Run()
 	exit := cmd.ProcessState.ExitCode()
-	if cctx.Err() != nil {
-		return fail("the client did not finish within %v", timeout)
+	timedOut := cctx.Err() != nil
+	if sc.drain && !timedOut {
+		j.awaitEnd(judgeFINWait + 5*time.Second) // the drain ends it within judgeFINWait; the rest is slack for a loaded machine
 	}
-	if err != nil && exit < 0 {
-		return fail("cannot run the client: %v", err)
-	}
-	mu.Lock()
-	defer mu.Unlock()
+	j.close()
 	var o outcome
-	if called == nil {
+	switch {
+	case timedOut:
+		o = fail("the client did not finish within %v", timeout)
+	case err != nil && exit < 0:
+		o = fail("cannot run the client: %v", err)
+	case !ev.called:
 		// Every check needs evidence from the client: one that never
 		// connected, or never called the tool, passes none, whatever its
 		// exit status.
-		o = fail("the client never called the tool %q (exit %d)", "scenario", exit)
-	} else {
-		o = sc.judge(exit, notes, called)
+		o = fail("the client never called the tool %q (exit %d); judge saw: %v", "scenario", exit, ev.notes)
+	default:
+		o = sc.judge(exit, ev)
 	}
 	if stderr.Len() > 0 {
 		o.seen += "; client stderr: " + stderr.String()

@@ -65,7 +65,7 @@ func TestEachClientFaultIsCaught(t *testing.T) {
 		{"accept-truncated", []string{"client.stream-error"}},
 		{"skip-stream", []string{"client.invalid-ref", "client.stream", "client.stream-error"}},
 		{"no-ping", []string{"client.ping"}},
-		{"no-fin", []string{"client.shutdown"}},
+		{"no-fin", []string{"client.shutdown-fin"}}, // a project check: the guide asks for no FIN
 	} {
 		t.Run("fault="+tc.fault, func(t *testing.T) {
 			rs := RunClient(context.Background(), clientTarget(bin, "MCP_FLOW_FAULT="+tc.fault), Options{CheckTimeout: 20 * time.Second})

@@ -15,6 +15,9 @@
 // whose result names one execution stream of n bytes (8-byte header, then
 // the bytes i%251); unknown methods get -32601. After $/shutdown it closes
 // the session.
+//
+// With the arguments "call scenario" it is a client instead (client.go), for
+// the conformance runner's client mode.
 package main
 
 import (
@@ -43,6 +46,14 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "call" {
+		// Client mode (client.go): draft02peer call scenario.
+		if err := runClient(); err != nil {
+			fmt.Fprintln(os.Stderr, "draft02peer client:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "draft02peer:", err)
 		os.Exit(1)

@@ -35,10 +35,11 @@ type Peer struct {
 	TLS      *tls.Config
 }
 
-// Start builds the peer into t's temporary directory (the go command's
-// cache makes the second build quick), starts it, and stops it when t ends;
-// the peer's stderr is shown in full if t fails.
-func Start(t testing.TB) Peer {
+// Build builds the peer into t's temporary directory (the go command's
+// cache makes the second build quick) and returns the binary's path. Run
+// with the arguments "call scenario" the binary is a draft-02 client for
+// the conformance runner's client mode.
+func Build(t testing.TB) string {
 	t.Helper()
 	dir, err := peerDir()
 	if err != nil {
@@ -51,6 +52,14 @@ func Start(t testing.TB) Peer {
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("building interop/draft02peer: %v\n%s", err, out)
 	}
+	return bin
+}
+
+// Start builds the peer (see Build), starts it as a server, and stops it
+// when t ends; the peer's stderr is shown in full if t fails.
+func Start(t testing.TB) Peer {
+	t.Helper()
+	bin := Build(t)
 	cmd := exec.Command(bin)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -1,0 +1,317 @@
+// Command guideclient is an MCP-Flow client that does what the
+// implementation guide and the published v0.1 schema say a client does, and
+// nothing that only this project adds, for testing that the conformance
+// runner's client mode fails no `guide` check of such a client. It follows
+// the client contract of package conformance (CMD call scenario, with
+// MCP_FLOW_URL and MCP_FLOW_CERT_HASH).
+//
+// What sets it apart from this project's client:
+//   - its initialize names no `datagrams` field (the schema has none), so it
+//     takes progress as datagrams, which it reads and checks (guide §2.3);
+//   - it never finishes (FIN) its direction of the control stream; after the
+//     server's $/shutdown it closes the session once its call is done, and
+//     after its own it waits for the server to close the session (guide §1:
+//     the side that receives $/shutdown drains streams and closes the
+//     session), failing if the close does not come;
+//   - it matches execution streams to its request by their 8-byte header.
+//
+// On exit it writes on stderr what it saw, e.g. "progress datagrams: 3".
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
+)
+
+// callID is the id of the tools/call; it fits the 4 bytes of stream and
+// datagram headers (guide §2.2, §2.3).
+const callID = 2
+
+// wait bounds each wait of the client.
+const wait = 10 * time.Second
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintln(os.Stderr, "guideclient:", err)
+		os.Exit(1)
+	}
+}
+
+type client struct {
+	sess *webtransport.Session
+	ctrl *webtransport.Stream
+	wmu  sync.Mutex
+	enc  codec.Codec
+
+	mu          sync.Mutex
+	progress    int      // valid progress datagrams for callID
+	badDatagram []string // datagrams that break guide §2.3
+	gotShutdown bool
+	streamErrs  map[uint32]string // $/streamError by tag
+}
+
+func (c *client) send(m jsonrpc.Message) error {
+	b, err := c.enc.Append(nil, m)
+	if err != nil {
+		return err
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err = c.ctrl.Write(wire.AppendFrame(nil, b))
+	return err
+}
+
+func run() error {
+	h, err := certs.ParseHash(os.Getenv("MCP_FLOW_CERT_HASH"))
+	if err != nil {
+		return err
+	}
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{h}})
+	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
+	defer cancel()
+	_, sess, err := tr.Dial(ctx, os.Getenv("MCP_FLOW_URL"), nil)
+	if err != nil {
+		return err
+	}
+	defer sess.CloseWithError(0, "") //nolint:errcheck // may be closed already
+	ctrl, err := sess.OpenStreamSync(ctx)
+	if err != nil {
+		return err
+	}
+	c := &client{sess: sess, ctrl: ctrl, enc: codec.Default(codec.JSON), streamErrs: map[uint32]string{}}
+	defer func() {
+		c.mu.Lock()
+		fmt.Fprintf(os.Stderr, "guideclient: progress datagrams: %d; server $/shutdown: %v\n", c.progress, c.gotShutdown)
+		c.mu.Unlock()
+	}()
+
+	// Guide §1, §3: initialize in JSON, then the negotiated encoding.
+	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), "initialize", map[string]any{
+		"protocolVersion": "2024-11-05", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "guideclient", "version": "1.0"},
+		"transport": map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"cbor", "json"}}})
+	if err := c.send(initReq); err != nil {
+		return err
+	}
+	fr := wire.NewFrameReader(ctrl, wire.DefaultMaxFrameSize)
+	f, err := fr.ReadFrame()
+	if err != nil {
+		return fmt.Errorf("initialize: %w", err)
+	}
+	var init struct {
+		Result struct {
+			Transport struct {
+				Encoding           codec.Name `json:"encoding"`
+				DatagramsSupported bool       `json:"datagramsSupported"`
+			} `json:"transport"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(f, &init); err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	c.enc, err = codec.New(init.Result.Transport.Encoding, codec.DefaultLimits())
+	if err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/initialized", nil)
+	if err := c.send(n); err != nil {
+		return err
+	}
+	if init.Result.Transport.DatagramsSupported {
+		go c.readDatagrams(ctx)
+	}
+
+	// Execution streams, by their header.
+	streams := make(chan *webtransport.ReceiveStream, 8)
+	go func() {
+		for {
+			rs, err := sess.AcceptUniStream(ctx)
+			if err != nil {
+				return
+			}
+			streams <- rs
+		}
+	}()
+
+	call, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(callID), "tools/call", map[string]any{"name": "scenario", "arguments": map[string]any{}})
+	if err := c.send(call); err != nil {
+		return err
+	}
+	results := make(chan *jsonrpc.Response, 1)
+	go c.readControl(fr, results)
+	var res *jsonrpc.Response
+	select {
+	case res = <-results:
+	case <-time.After(wait):
+		return errors.New("no answer to tools/call")
+	}
+	if res.Error != nil {
+		return fmt.Errorf("tools/call: %d %s", res.Error.Code, res.Error.Message)
+	}
+	var content struct {
+		Content []struct {
+			Type      string `json:"type"`
+			StreamTag uint32 `json:"streamTag"`
+		} `json:"content"`
+		IsError bool `json:"isError"`
+	}
+	if err := json.Unmarshal(res.Result, &content); err != nil {
+		return fmt.Errorf("tools/call result: %w", err)
+	}
+	if content.IsError {
+		return fmt.Errorf("the tool failed: %s", res.Result)
+	}
+	for _, ct := range content.Content {
+		if ct.Type != "ref/stream" {
+			continue
+		}
+		if err := c.readStream(streams, ct.StreamTag); err != nil {
+			return err
+		}
+	}
+
+	c.mu.Lock()
+	shut, bad := c.gotShutdown, c.badDatagram
+	c.mu.Unlock()
+	if len(bad) > 0 {
+		return fmt.Errorf("datagrams against guide §2.3: %v", bad)
+	}
+	// Guide §1, §7: the side that receives $/shutdown drains and closes the
+	// session. After the server's, the client's work is done: it closes.
+	// Otherwise it sends $/shutdown and the server must close. No FIN
+	// either way: the guide does not ask for one.
+	if shut {
+		fmt.Fprintln(os.Stderr, "guideclient: closing the session after the server's $/shutdown")
+		return sess.CloseWithError(0, "")
+	}
+	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+	if err := c.send(sd); err != nil {
+		return err
+	}
+	select {
+	case <-sess.Context().Done():
+		return nil
+	case <-time.After(wait):
+		return fmt.Errorf("the server did not close the session within %v of $/shutdown (guide §1: drain streams, close session)", wait)
+	}
+}
+
+// readStream reads the execution stream whose header names callID and tag
+// to its end (guide §5); a reset, or a $/streamError for it, fails it
+// (guide §4.3); none arriving is an invalid stream reference (-32001).
+func (c *client) readStream(streams <-chan *webtransport.ReceiveStream, tag uint32) error {
+	for {
+		var rs *webtransport.ReceiveStream
+		select {
+		case rs = <-streams:
+		case <-time.After(wait):
+			return fmt.Errorf("no execution stream for streamTag %d (-32001)", tag)
+		}
+		h, err := wire.ReadStreamHeader(rs)
+		if err != nil {
+			return fmt.Errorf("execution stream header: %w", err)
+		}
+		if h.RequestID != callID || h.StreamTag != tag {
+			rs.CancelRead(32002) // not ours: guide §9, injection
+			continue
+		}
+		n, err := io.Copy(io.Discard, rs)
+		if err != nil {
+			return fmt.Errorf("execution stream %d failed after %d bytes: %w", tag, n, err)
+		}
+		c.mu.Lock()
+		e, failed := c.streamErrs[tag]
+		c.mu.Unlock()
+		if failed {
+			return fmt.Errorf("execution stream %d: $/streamError %s", tag, e)
+		}
+		fmt.Fprintf(os.Stderr, "guideclient: stream %d: %d bytes\n", tag, n)
+		return nil
+	}
+}
+
+// readControl reads the server's frames: the answer to the call, ping, and
+// the notifications of the guide.
+func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Response) {
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return
+		}
+		p, err := c.enc.Decode(f)
+		if err != nil {
+			continue
+		}
+		msgs, _ := jsonrpc.Validate(p)
+		for _, m := range msgs {
+			switch m := m.(type) {
+			case *jsonrpc.Response:
+				if id, ok := m.ID.Int64(); ok && id == callID {
+					results <- m
+				}
+			case *jsonrpc.Request:
+				switch {
+				case m.Method == "ping" && m.IsCall():
+					_ = c.send(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
+				case m.IsCall():
+					_ = c.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method)))
+				case m.Method == "$/shutdown":
+					c.mu.Lock()
+					c.gotShutdown = true
+					c.mu.Unlock()
+				case m.Method == "$/streamError":
+					var p struct {
+						StreamTag uint32 `json:"streamTag"`
+						Error     string `json:"error"`
+					}
+					_ = json.Unmarshal(m.Params, &p)
+					c.mu.Lock()
+					c.streamErrs[p.StreamTag] = p.Error
+					c.mu.Unlock()
+				}
+			}
+		}
+	}
+}
+
+// readDatagrams reads datagrams until the session ends and checks the
+// progress ones: channel 1, flags 0, the call's id, a payload in the
+// negotiated encoding (guide §2.3).
+func (c *client) readDatagrams(ctx context.Context) {
+	for {
+		b, err := c.sess.ReceiveDatagram(ctx)
+		if err != nil {
+			return
+		}
+		h, payload, err := wire.ParseDatagram(b)
+		c.mu.Lock()
+		switch {
+		case err != nil:
+			c.badDatagram = append(c.badDatagram, err.Error())
+		case h.Channel != wire.ChannelProgress:
+		case h.RequestID != callID:
+			c.badDatagram = append(c.badDatagram, fmt.Sprintf("progress for request %d", h.RequestID))
+		default:
+			if v, err := c.enc.DecodeValue(payload); err != nil {
+				c.badDatagram = append(c.badDatagram, fmt.Sprintf("progress payload not %s: %v", c.enc.Name(), err))
+			} else if json.Valid(v) {
+				c.progress++
+			}
+		}
+		c.mu.Unlock()
+	}
+}

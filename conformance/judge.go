@@ -1,0 +1,624 @@
+package conformance
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
+)
+
+// The judge is the client-mode server. It is written against the guide, not
+// against package flow's server: it speaks the wire itself (package wire for
+// frames and headers, package codec for encodings, package jsonrpc for
+// messages) and does for each scenario what the guide says a server does, and
+// nothing that only this project adds. A client that follows the guide alone
+// gets everything the guide promises from it: datagrams when it names no
+// `datagrams` field, and a session that ends after $/shutdown without its FIN.
+
+// The judge's capabilities, as guide §8 (ServerTransportCapabilities) names
+// them.
+const (
+	judgeVersion              = "0.1"
+	judgeMaxConcurrentStreams = 16
+	// judgeFINWait bounds how long the judge waits, after $/shutdown and its
+	// last answer, for the client to finish the control stream. Only the
+	// project's check looks at that FIN; the guide's never waits on it.
+	judgeFINWait = 3 * time.Second
+)
+
+// judgeServer serves one scenario on a port of its own.
+type judgeServer struct {
+	h3  *http3.Server
+	wt  *webtransport.Server
+	pc  net.PacketConn
+	url string
+
+	sc   scenario
+	ev   *evidence
+	wg   sync.WaitGroup // sessions being judged
+	one  sync.Once      // the first session is judged; later ones are refused
+	done chan struct{}  // closed when the judged session's control loop ended
+
+	mu   sync.Mutex
+	sess flow.WTSession // the judged session
+}
+
+// newJudge binds 127.0.0.1:0 and serves sc until close.
+func newJudge(tlsConf *tls.Config, sc scenario, ev *evidence) (*judgeServer, error) {
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		return nil, err
+	}
+	j := &judgeServer{pc: pc, sc: sc, ev: ev, done: make(chan struct{})}
+	tc := tlsConf.Clone()
+	tc.MinVersion = tls.VersionTLS13 // guide §9
+	mux := http.NewServeMux()
+	mux.HandleFunc("/mcp-flow", j.serveHTTP)
+	j.h3 = &http3.Server{
+		TLSConfig: http3.ConfigureTLSConfig(tc),
+		QUICConfig: &quic.Config{
+			EnableDatagrams:                  true,
+			EnableStreamResetPartialDelivery: true,
+			MaxIdleTimeout:                   30 * time.Second,
+		},
+		Handler: mux,
+	}
+	webtransport.ConfigureHTTP3Server(j.h3)
+	j.wt = &webtransport.Server{H3: j.h3, CheckOrigin: func(*http.Request) bool { return true }}
+	j.url = "https://" + pc.LocalAddr().String() + "/mcp-flow"
+	go j.wt.Serve(pc) //nolint:errcheck // ends with close
+	return j, nil
+}
+
+// awaitEnd waits up to d for the judged session to end by itself.
+func (j *judgeServer) awaitEnd(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-j.done:
+		j.ev.mu.Lock()
+		j.ev.ended = true
+		j.ev.mu.Unlock()
+	case <-t.C:
+	}
+}
+
+// close ends the judged session, stops the server and waits for both.
+func (j *judgeServer) close() {
+	j.mu.Lock()
+	if j.sess != nil {
+		_ = j.sess.CloseWithError(0, "conformance: scenario over")
+	}
+	j.mu.Unlock()
+	_ = j.wt.Close()
+	_ = j.pc.Close()
+	j.wg.Wait()
+}
+
+func (j *judgeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
+	first := false
+	j.one.Do(func() { first = true })
+	if !first {
+		w.WriteHeader(http.StatusServiceUnavailable)
+		return
+	}
+	j.wg.Add(1)
+	defer j.wg.Done()
+	s, err := j.wt.Upgrade(w, r)
+	if err != nil {
+		j.ev.note("WebTransport upgrade failed: %v", err)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	j.ev.setConnected()
+	js := &judgeSession{s: flow.WrapWebTransport(s), sc: j.sc, ev: j.ev, pending: map[string]chan *jsonrpc.Response{}}
+	j.mu.Lock()
+	j.sess = js.s
+	j.mu.Unlock()
+	defer close(j.done)
+	js.run()
+}
+
+// evidence is what the judge saw the client do.
+type evidence struct {
+	mu        sync.Mutex
+	connected bool
+	initOK    bool            // the first frame was a JSON initialize with an mcp-flow transport
+	transport initTransport   // as the client sent it
+	encoding  codec.Name      // negotiated
+	called    bool            // the client called the tool "scenario"
+	ended     bool            // the session ended by itself (drain scenarios)
+	callID    jsonrpc.ID      // ... with this id
+	notes     []string        // findings, in order
+	flags     map[string]bool // scenario findings ("stream complete"...)
+}
+
+// initTransport is the transport object of the client's initialize (guide
+// §3), with this project's `datagrams` addition.
+type initTransport struct {
+	Type      string   `json:"type"`
+	Version   string   `json:"version"`
+	Encodings []string `json:"encodings"`
+	Datagrams *bool    `json:"datagrams"`
+}
+
+func (e *evidence) note(f string, a ...any) {
+	e.mu.Lock()
+	e.notes = append(e.notes, fmt.Sprintf(f, a...))
+	e.mu.Unlock()
+}
+
+func (e *evidence) set(flag string) {
+	e.mu.Lock()
+	if e.flags == nil {
+		e.flags = map[string]bool{}
+	}
+	e.flags[flag] = true
+	e.mu.Unlock()
+}
+
+func (e *evidence) has(flag string) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.flags[flag]
+}
+
+func (e *evidence) setConnected() {
+	e.mu.Lock()
+	e.connected = true
+	e.mu.Unlock()
+}
+
+// judgeSession is one client session as the judge serves it. One goroutine
+// (run) reads the control stream; tools run on their own; writes are
+// serialized by wmu.
+type judgeSession struct {
+	s   flow.WTSession
+	sc  scenario
+	ev  *evidence
+	enc codec.Codec // negotiated; set before any tool runs
+
+	wmu  sync.Mutex
+	ctrl flow.WTStream
+
+	mu        sync.Mutex
+	nextID    int64
+	pending   map[string]chan *jsonrpc.Response // our requests to the client, by id
+	tags      uint32
+	inflight  sync.WaitGroup                // tool calls
+	bg        sync.WaitGroup                // what tools started (stream writers); they end with the session
+	cancels   map[string]context.CancelFunc // tool calls by request id
+	shutdown  bool                          // $/shutdown sent or received
+	ctrlEOF   chan struct{}                 // closed when the client finished the control stream (FIN)
+	sentShut  bool                          // the judge sent $/shutdown
+	draining  bool
+	drainDone chan struct{}
+}
+
+// send writes one message on the control stream in enc.
+func (js *judgeSession) send(enc codec.Codec, m jsonrpc.Message) error {
+	b, err := enc.Append(nil, m)
+	if err != nil {
+		return err
+	}
+	js.wmu.Lock()
+	defer js.wmu.Unlock()
+	_, err = js.ctrl.Write(wire.AppendFrame(nil, b))
+	return err
+}
+
+func (js *judgeSession) run() {
+	defer js.bg.Wait()
+	defer js.inflight.Wait()
+	defer js.s.CloseWithError(0, "") //nolint:errcheck // the session may already be over
+	ctx := js.s.Context()
+	actx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	ctrl, err := js.s.AcceptStream(actx)
+	cancel()
+	if err != nil {
+		js.ev.note("no control stream: %v", err)
+		return
+	}
+	js.ctrl = ctrl
+	js.ctrlEOF = make(chan struct{})
+	js.drainDone = make(chan struct{})
+	js.cancels = map[string]context.CancelFunc{}
+	fr := wire.NewFrameReader(ctrl, wire.DefaultMaxFrameSize)
+	if !js.initialize(fr) {
+		return
+	}
+	go js.datagrams(ctx)
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				js.mu.Lock()
+				if js.shutdown {
+					js.ev.set("fin after shutdown")
+				}
+				js.mu.Unlock()
+				js.ev.set("fin")
+				close(js.ctrlEOF)
+				// The client is done sending: drain, then end.
+				js.startDrain()
+				select {
+				case <-js.drainDone:
+				case <-ctx.Done():
+				}
+			}
+			return
+		}
+		p, err := js.enc.Decode(f)
+		if err != nil {
+			code := jsonrpc.CodeParseError
+			if _, jerr := codec.Default(codec.JSON).Decode(f); jerr == nil && js.enc.Name() != codec.JSON {
+				code = jsonrpc.CodeEncodingMismatch
+			}
+			js.ev.note("a frame not in the negotiated encoding %s (answered %d)", js.enc.Name(), code)
+			_ = js.send(codec.Default(codec.JSON), jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(code, "not "+string(js.enc.Name()))))
+			continue
+		}
+		msgs, replies := jsonrpc.Validate(p)
+		for _, r := range replies {
+			js.ev.note("an invalid JSON-RPC message: %d %s", r.Error.Code, r.Error.Message)
+			_ = js.send(js.enc, r)
+		}
+		for _, m := range msgs {
+			js.handle(ctx, m)
+		}
+	}
+}
+
+// initialize reads the client's first frame, which guide §1 and §3 make a
+// JSON initialize, and answers it with ServerTransportCapabilities.
+func (js *judgeSession) initialize(fr *wire.FrameReader) bool {
+	f, err := fr.ReadFrame()
+	if err != nil {
+		js.ev.note("no initialize: %v", err)
+		return false
+	}
+	json0 := codec.Default(codec.JSON)
+	p, err := json0.Decode(f)
+	if err != nil {
+		js.ev.note("the first frame is not JSON: %v", err)
+		_ = js.send(json0, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, "initialize must be JSON")))
+		return false
+	}
+	msgs, _ := jsonrpc.Validate(p)
+	var req *jsonrpc.Request
+	if len(msgs) == 1 {
+		req, _ = msgs[0].(*jsonrpc.Request)
+	}
+	if req == nil || req.Method != "initialize" || !req.IsCall() {
+		js.ev.note("the first frame is not an initialize request")
+		return false
+	}
+	var params struct {
+		ProtocolVersion string        `json:"protocolVersion"`
+		Transport       initTransport `json:"transport"`
+	}
+	_ = json.Unmarshal(req.Params, &params)
+	t := params.Transport
+	if t.Type != flow.TransportType {
+		js.ev.note("initialize had no mcp-flow transport object (type %q)", t.Type)
+		_ = js.send(json0, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "unknown transport type")))
+		return false
+	}
+	name, err := codec.Negotiate(t.Encodings, js.sc.encodings)
+	if err != nil {
+		js.ev.note("no common encoding: %v", err)
+		_ = js.send(json0, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, err.Error())))
+		return false
+	}
+	js.enc = codec.Default(name)
+	pv := params.ProtocolVersion
+	if pv == "" {
+		pv = "2024-11-05"
+	}
+	res, err := jsonrpc.NewResult(req.ID, map[string]any{
+		"protocolVersion": pv,
+		"capabilities":    map[string]any{"tools": map[string]any{}},
+		"serverInfo":      map[string]string{"name": "mcp-flow-conformance judge", "version": judgeVersion},
+		"transport": map[string]any{
+			"type": flow.TransportType, "version": judgeVersion, "encoding": name,
+			"maxConcurrentStreams": judgeMaxConcurrentStreams, "datagramsSupported": true,
+			"maxFrameSize": wire.DefaultMaxFrameSize,
+		},
+	})
+	if err != nil {
+		js.ev.note("judge: %v", err)
+		return false
+	}
+	if err := js.send(json0, res); err != nil {
+		js.ev.note("cannot answer initialize: %v", err)
+		return false
+	}
+	js.ev.mu.Lock()
+	js.ev.initOK, js.ev.transport, js.ev.encoding = true, t, name
+	js.ev.mu.Unlock()
+	return true
+}
+
+// datagrams drains the client's datagrams (the judge has no use for them).
+func (js *judgeSession) datagrams(ctx context.Context) {
+	for {
+		if _, err := js.s.ReceiveDatagram(ctx); err != nil {
+			return
+		}
+	}
+}
+
+func (js *judgeSession) handle(ctx context.Context, m jsonrpc.Message) {
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		js.mu.Lock()
+		ch := js.pending[m.ID.Raw()]
+		delete(js.pending, m.ID.Raw())
+		js.mu.Unlock()
+		if ch != nil {
+			ch <- m
+		}
+	case *jsonrpc.Request:
+		switch m.Method {
+		case "notifications/initialized":
+			// The published v0.1 example client sends it with "id":0 and
+			// takes the next frame for the answer to its next request: the
+			// judge reads it as the notification its name says it is.
+			if m.IsCall() {
+				js.ev.set("notifications/initialized with an id")
+			}
+		case "$/shutdown":
+			js.ev.set("client shutdown")
+			js.startDrain()
+		case "$/cancel":
+			var p struct {
+				RequestID json.RawMessage `json:"requestId"`
+			}
+			_ = json.Unmarshal(m.Params, &p)
+			js.mu.Lock()
+			cancel := js.cancels[string(p.RequestID)]
+			js.mu.Unlock()
+			if cancel != nil {
+				cancel()
+			}
+		case "ping":
+			js.reply(m.ID, map[string]any{}, nil)
+		case "tools/list":
+			js.reply(m.ID, json.RawMessage(`{"tools":[{"name":"scenario","inputSchema":{"type":"object"}}]}`), nil)
+		case "tools/call":
+			js.call(ctx, m)
+		default:
+			if m.IsCall() {
+				js.reply(m.ID, nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method))
+			}
+		}
+	}
+}
+
+func (js *judgeSession) reply(id jsonrpc.ID, v any, e *jsonrpc.Error) {
+	var r *jsonrpc.Response
+	if e != nil {
+		r = jsonrpc.NewErrorResponse(id, e)
+	} else {
+		var err error
+		if r, err = jsonrpc.NewResult(id, v); err != nil {
+			r = jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
+		}
+	}
+	if err := js.send(js.enc, r); err != nil {
+		js.ev.note("cannot answer %s: %v", id, err)
+	}
+}
+
+// call runs the tool "scenario" for one tools/call.
+func (js *judgeSession) call(ctx context.Context, req *jsonrpc.Request) {
+	var p struct {
+		Name string `json:"name"`
+		Meta struct {
+			ProgressToken json.RawMessage `json:"progressToken"`
+		} `json:"_meta"`
+	}
+	_ = json.Unmarshal(req.Params, &p)
+	if p.Name != "scenario" {
+		// A client with a tool name of its own (the v0.1 example calls
+		// echo_joke) is judged all the same: the checks are about the
+		// transport, not about the name.
+		js.ev.set("tool " + p.Name)
+	}
+	js.mu.Lock()
+	if js.shutdown {
+		js.mu.Unlock()
+		js.reply(req.ID, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "shutting down"))
+		return
+	}
+	tctx, cancel := context.WithCancel(ctx)
+	js.cancels[req.ID.Raw()] = cancel
+	js.inflight.Add(1)
+	js.mu.Unlock()
+	js.ev.mu.Lock()
+	if !js.ev.called {
+		js.ev.called, js.ev.callID = true, req.ID
+	}
+	js.ev.mu.Unlock()
+	c := &judgeCall{js: js, id: req.ID, progressToken: p.Meta.ProgressToken}
+	go func() {
+		defer js.inflight.Done()
+		defer cancel()
+		v, err := js.sc.tool(tctx, c)
+		// A cancelled call is answered with an error (guide §6); the code
+		// is the project's -32800, as the guide's -32000 is the stream
+		// limit's. No client check cancels: the contract has no abort.
+		if tctx.Err() != nil && ctx.Err() == nil {
+			js.reply(req.ID, nil, jsonrpc.NewError(jsonrpc.CodeRequestCancelled, "cancelled"))
+			return
+		}
+		if err != nil {
+			js.reply(req.ID, nil, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
+			return
+		}
+		js.reply(req.ID, v, nil)
+		if c.after != nil {
+			c.after()
+		}
+	}()
+}
+
+// startDrain begins the guide's shutdown (§1, §7): no new work, the work in
+// flight finishes, then the session closes. The judge waits a bounded time
+// for the client's FIN (only the project's check reads it; a client that
+// follows the guide alone never sends one), finishes its own direction of the
+// control stream, and closes the session.
+func (js *judgeSession) startDrain() {
+	js.mu.Lock()
+	js.shutdown = true
+	if js.draining {
+		js.mu.Unlock()
+		return
+	}
+	js.draining = true
+	js.mu.Unlock()
+	go func() {
+		defer close(js.drainDone)
+		js.inflight.Wait()
+		t := time.NewTimer(judgeFINWait)
+		select {
+		case <-js.ctrlEOF:
+		case <-t.C:
+		case <-js.s.Context().Done():
+		}
+		t.Stop()
+		js.wmu.Lock()
+		_ = js.ctrl.Close()
+		js.wmu.Unlock()
+		_ = js.s.CloseWithError(0, "")
+	}()
+}
+
+// judgeCall is one tools/call as a scenario's tool sees it.
+type judgeCall struct {
+	js            *judgeSession
+	id            jsonrpc.ID
+	progressToken json.RawMessage
+	after         func() // runs after the answer is written
+}
+
+func (c *judgeCall) note(f string, a ...any) { c.js.ev.note(f, a...) }
+
+// spawn runs f on a goroutine of its own that the session waits for before
+// its evidence is judged.
+func (c *judgeCall) spawn(f func()) { c.js.bg.Go(f) }
+
+// requestID is the call's id as stream and datagram headers carry it.
+func (c *judgeCall) requestID() (uint32, error) {
+	id, ok := c.id.Uint32()
+	if !ok {
+		return 0, fmt.Errorf("request id %s does not fit 32 bits: no stream or datagram can name it", c.id)
+	}
+	return id, nil
+}
+
+// openStream opens an execution stream with its header (guide §2.2, §5) and
+// returns it with its ref/stream content.
+func (c *judgeCall) openStream(ctx context.Context, mime string) (flow.WTSendStream, map[string]any, error) {
+	id, err := c.requestID()
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := c.js.s.OpenUniStreamSync(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	c.js.mu.Lock()
+	c.js.tags++
+	tag := c.js.tags
+	c.js.mu.Unlock()
+	if _, err := st.Write(wire.StreamHeader{RequestID: id, StreamTag: tag}.Append(nil)); err != nil {
+		return nil, nil, err
+	}
+	return st, map[string]any{"type": flow.ContentTypeRef, "streamTag": tag, "mimeType": mime}, nil
+}
+
+// notify sends a notification in the negotiated encoding.
+func (c *judgeCall) notify(method string, params any) error {
+	n, err := jsonrpc.NewRequest(jsonrpc.ID{}, method, params)
+	if err != nil {
+		return err
+	}
+	return c.js.send(c.js.enc, n)
+}
+
+// progress sends one progress update the way the guide says (§2.3): a
+// datagram on channel 1 with the request id, its payload in the negotiated
+// encoding. Only a client that turned datagrams off with this project's
+// `datagrams: false` gets notifications/progress instead.
+func (c *judgeCall) progress(progress, total float64) error {
+	v := map[string]any{"progress": progress, "total": total}
+	if len(c.progressToken) > 0 {
+		v["progressToken"] = c.progressToken
+	}
+	c.js.ev.mu.Lock()
+	off := c.js.ev.transport.Datagrams != nil && !*c.js.ev.transport.Datagrams
+	c.js.ev.mu.Unlock()
+	if off {
+		return c.notify("notifications/progress", v)
+	}
+	id, err := c.requestID()
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b := wire.DatagramHeader{Channel: wire.ChannelProgress, RequestID: id}.Append(nil)
+	if b, err = c.js.enc.AppendValue(b, raw); err != nil {
+		return err
+	}
+	return c.js.s.SendDatagram(b)
+}
+
+// ping sends ping to the client and waits for its answer.
+func (c *judgeCall) ping(ctx context.Context) error {
+	js := c.js
+	js.mu.Lock()
+	js.nextID++
+	id := jsonrpc.Int64ID(1000 + js.nextID)
+	ch := make(chan *jsonrpc.Response, 1)
+	js.pending[id.Raw()] = ch
+	js.mu.Unlock()
+	req, _ := jsonrpc.NewRequest(id, "ping", nil)
+	if err := js.send(js.enc, req); err != nil {
+		return err
+	}
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return fmt.Errorf("ping answered with error %d %s", r.Error.Code, r.Error.Message)
+		}
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shutdown sends $/shutdown (guide §7: either side may).
+func (c *judgeCall) shutdown() error {
+	c.js.mu.Lock()
+	c.js.shutdown, c.js.sentShut = true, true
+	c.js.mu.Unlock()
+	return c.notify("$/shutdown", nil)
+}
