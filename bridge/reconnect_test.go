@@ -2,7 +2,6 @@ package bridge_test
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -37,24 +35,6 @@ const (
 	lostBound = 5 * time.Second
 )
 
-// syncBuffer collects a subprocess's stderr while it runs.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // serverProc is an mcp-flow-server subprocess that can be killed and
 // started again on the same address with the same certificate.
 type serverProc struct {
@@ -63,7 +43,7 @@ type serverProc struct {
 	addr, url      string
 	hash           string
 	cmd            *exec.Cmd
-	stderr         *syncBuffer
+	stderr         *flowtest.SyncBuffer
 	exited         chan struct{}
 	exitErr        error
 	previousStderr string
@@ -88,7 +68,7 @@ func (p *serverProc) start() {
 		p.previousStderr += p.stderr.String()
 	}
 	p.cmd = exec.Command(p.bin, "-addr", p.addr, "-cert-dir", p.certDir, "-root", p.certDir, "-drain", "5s")
-	p.stderr = &syncBuffer{}
+	p.stderr = &flowtest.SyncBuffer{}
 	p.cmd.Stderr = p.stderr
 	stdout, err := p.cmd.StdoutPipe()
 	if err != nil {
@@ -284,14 +264,14 @@ type bridgeProc struct {
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	out    io.Reader
-	stderr *syncBuffer
+	stderr *flowtest.SyncBuffer
 	exited chan struct{} // closed once it has exited; then err is set
 	err    error
 }
 
 func startBridge(t *testing.T, cli string, args ...string) *bridgeProc {
 	t.Helper()
-	p := &bridgeProc{cmd: exec.Command(cli, args...), stderr: &syncBuffer{}, exited: make(chan struct{})}
+	p := &bridgeProc{cmd: exec.Command(cli, args...), stderr: &flowtest.SyncBuffer{}, exited: make(chan struct{})}
 	p.cmd.Stderr = p.stderr
 	p.in, _ = p.cmd.StdinPipe()
 	p.out, _ = p.cmd.StdoutPipe()

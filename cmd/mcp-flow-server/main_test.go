@@ -2,38 +2,20 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
-
-// syncBuffer is a bytes.Buffer that a subprocess writes while a test reads.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestSIGTERMDrainsAndExitsZero: a caller calls in a loop, one call after
 // the other, while the server gets SIGTERM. Every call is answered (its
@@ -51,7 +33,7 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 	}
 	for i := range iterations {
 		proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", certDir, "-root", t.TempDir())
-		stderr := &syncBuffer{}
+		stderr := &flowtest.SyncBuffer{}
 		proc.Stderr = stderr
 		stdout, err := proc.StdoutPipe()
 		if err != nil {

@@ -3,10 +3,12 @@
 package flowtest
 
 import (
+	"bytes"
 	"crypto/tls"
 	"io"
 	"log/slog"
 	"os"
+	"sync"
 	"testing"
 
 	"github.com/mcp-flow/mcp-flow/certs"
@@ -86,4 +88,24 @@ func ClientTLS(t testing.TB) *tls.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// SyncBuffer is a bytes.Buffer that a subprocess writes (as its Stdout or
+// Stderr) while a test reads it.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+// String returns what has been written so far.
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
