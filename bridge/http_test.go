@@ -5,11 +5,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"testing"
 	"time"
 
@@ -36,9 +38,9 @@ func httpFront(t *testing.T) *httptest.Server {
 // client uses a remote MCP-Flow server through the HTTP front.
 func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
 	ts := httpFront(t)
-	var progress atomic.Int32
+	progress := newProgressCount(3)
 	c := mcp.NewClient(&mcp.Implementation{Name: "http-host", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.add() },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -56,12 +58,7 @@ func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 3 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if progress.Load() != 3 {
-		t.Fatalf("%d progress notifications over SSE, want 3", progress.Load())
-	}
+	progress.wait(t, "slow, 3 steps, over SSE")
 	if err := cs.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,13 +206,38 @@ func TestHTTPFrontBatchesByVersion(t *testing.T) {
 // with Retry-After, and room again after a DELETE), MaxBody (413), and
 // IdleTimeout (the idle session's id gets 404; a busy one lives on).
 func TestHTTPFrontLimits(t *testing.T) {
-	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
+	// A "hold" tool that runs until the test releases it keeps a session
+	// busy for as long as the test needs, whatever the load.
+	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	holding, release := make(chan struct{}, 1), make(chan struct{})
+	tools := mux["tools/call"]
+	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct{ Name string }
+		if json.Unmarshal(req.Params, &p); p.Name != "hold" {
+			return tools.HandleRequest(ctx, req)
+		}
+		holding <- struct{}{}
+		select {
+		case <-release:
+			return map[string]any{"content": []any{}}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	})
+	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Handler: mux, Capabilities: caps})
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	// The front logs "HTTP session ended" with why=idle when its idle timer
+	// ends a session: the test waits for that record, not for a time.
+	ends := make(chan map[string]string, 8)
+	const idle = time.Second
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
-		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet},
-		MaxSessions: 2, MaxBody: 4096, IdleTimeout: 400 * time.Millisecond})
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: slog.New(recordHandler{ch: ends, only: "HTTP session ended"})},
+		MaxSessions: 2, MaxBody: 4096, IdleTimeout: idle})
 	ts := httptest.NewServer(h)
 	t.Cleanup(ts.Close)
+	// ts.Close waits for the held call's POST: release it first.
+	releaseOnce := sync.OnceFunc(func() { close(release) })
+	t.Cleanup(releaseOnce)
 	do := func(method, sid, body string) (*http.Response, string) {
 		if sid == "" {
 			return send(t, ts.URL, method, body, nil)
@@ -244,22 +266,54 @@ func TestHTTPFrontLimits(t *testing.T) {
 		t.Fatalf("a body over MaxBody: %d, want 413", r.StatusCode)
 	}
 
-	// c stays busy with a slow call longer than the idle timeout; a does
-	// nothing.
-	slow := make(chan string, 1)
+	// c stays busy with a call held open until a has idled out. a's last
+	// request comes after c's call started, so c's idle timer is due first
+	// and finds c busy (http.go register's check) before a's ends a.
+	held := make(chan string, 1)
 	go func() {
-		_, body := do("POST", c, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"slow","arguments":{"steps":8,"delayMs":100}}}`)
-		slow <- body
+		_, body := do("POST", c, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
+		held <- body
 	}()
-	time.Sleep(900 * time.Millisecond)
-	if r, _ := do("POST", a, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); r.StatusCode != http.StatusNotFound {
-		t.Fatalf("idle session: %d, want 404", r.StatusCode)
+	select {
+	case <-holding:
+	case body := <-held:
+		t.Fatalf("c's call ended before it was held: %s", body)
+	case <-time.After(10 * time.Second):
+		t.Fatal("c's call did not reach the server in 10 s")
 	}
-	if body := <-slow; !strings.Contains(body, `"id":3,"result"`) {
-		t.Fatalf("the busy session's call: %s", body)
+	if r, body := do("POST", a, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); r.StatusCode != http.StatusOK {
+		t.Fatalf("a's last request: %d %s", r.StatusCode, body)
 	}
-	if r, body := do("POST", c, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.StatusCode != http.StatusOK {
+	for why := ""; why != "idle"; {
+		select {
+		case r := <-ends:
+			why = r["why"]
+		case <-time.After(10*time.Second + idle):
+			t.Fatalf("no session ended idle in %v (IdleTimeout %v)", 10*time.Second+idle, idle)
+		}
+	}
+	if r, body := do("POST", c, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); r.StatusCode != http.StatusOK {
+		t.Fatalf("the busy session, past its IdleTimeout, once a session ended idle: %d %s", r.StatusCode, body)
+	}
+	if r, body := do("POST", a, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.StatusCode != http.StatusNotFound {
+		t.Fatalf("the idle session, once a session ended idle: %d %s, want 404", r.StatusCode, body)
+	}
+	releaseOnce()
+	select {
+	case body := <-held:
+		if !strings.Contains(body, `"id":3,"result"`) {
+			t.Fatalf("the busy session's call: %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("c's released call has no answer in 10 s")
+	}
+	if r, body := do("POST", c, `{"jsonrpc":"2.0","id":7,"method":"ping"}`); r.StatusCode != http.StatusOK {
 		t.Fatalf("the busy session after its call: %d %s", r.StatusCode, body)
+	}
+	select {
+	case r := <-ends:
+		t.Fatalf("another session ended: %v", r)
+	default:
 	}
 }
 

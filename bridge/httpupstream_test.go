@@ -28,10 +28,12 @@ type scripted struct {
 	mu        sync.Mutex
 	sessions  int
 	deleted   []string
-	resumeAt  time.Time // when "resume" cut its stream
+	deletes   chan string // the session id of each DELETE, as it arrives
+	resumeAt  time.Time   // when "resume" cut its stream
 	resumeID  json.RawMessage
 	lastEvent string // the Last-Event-ID of the resuming GET
 	answers   chan json.RawMessage
+	hangStart chan struct{} // the "hang" call's POST arrived
 	hangGone  chan struct{} // the "hang" call's POST was abandoned by the client
 	cancelled chan string   // requestIds of notifications/cancelled
 }
@@ -56,6 +58,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		s.deleted = append(s.deleted, sid)
 		s.mu.Unlock()
+		s.deletes <- sid
 		return
 	case http.MethodGet:
 		if r.Header.Get("Mcp-Protocol-Version") != "2025-11-25" || sid == "" {
@@ -157,6 +160,7 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 	case "hang": // never answers; waits for the client to give up
 		s.sse(w, ": waiting\n\n")
+		close(s.hangStart)
 		<-r.Context().Done()
 		close(s.hangGone)
 	case "expire":
@@ -172,7 +176,8 @@ func (s *scripted) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // request only, and an expired session ends only its own MCP-Flow session.
 func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	const limit = 1 << 20
-	sc := &scripted{t: t, limit: limit, answers: make(chan json.RawMessage, 1), hangGone: make(chan struct{}), cancelled: make(chan string, 1)}
+	sc := &scripted{t: t, limit: limit, answers: make(chan json.RawMessage, 1),
+		deletes: make(chan string, 4), hangStart: make(chan struct{}), hangGone: make(chan struct{}), cancelled: make(chan string, 1)}
 	ts := httptest.NewServer(sc)
 	t.Cleanup(ts.Close)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
@@ -240,7 +245,15 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	}
 	// A cancelled call: the upstream gets notifications/cancelled for it,
 	// and its POST and stream are abandoned rather than held open.
-	cctx, ccancel := context.WithTimeout(ctx, 300*time.Millisecond)
+	// The call is cancelled once its POST has reached the server.
+	cctx, ccancel := context.WithCancel(ctx)
+	go func() {
+		select {
+		case <-sc.hangStart:
+		case <-cctx.Done():
+		}
+		ccancel()
+	}()
 	if _, err := s.Call(cctx, "tools/call", map[string]any{"name": "hang", "arguments": map[string]any{}}); err == nil {
 		t.Error("hang answered")
 	}
@@ -280,18 +293,16 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	// Closing a session DELETEs its HTTP session; the expired one had
 	// nothing left to delete.
 	other.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	select {
+	case sid := <-sc.deletes:
 		sc.mu.Lock()
 		d := append([]string(nil), sc.deleted...)
 		sc.mu.Unlock()
-		if len(d) == 1 && d[0] == "session-2" {
-			break
-		}
-		if len(d) > 1 || time.Now().After(deadline) {
+		if sid != "session-2" || len(d) != 1 {
 			t.Fatalf("DELETEs: %v, want session-2's only", d)
 		}
-		time.Sleep(20 * time.Millisecond)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no DELETE for session-2 in 10 s after its MCP-Flow session closed")
 	}
 }
 

@@ -561,13 +561,19 @@ func TestHTTPFrontAfterServerRestart(t *testing.T) {
 }
 
 // recordHandler is a slog.Handler that hands each record's message and
-// attributes to a channel.
-type recordHandler struct{ ch chan map[string]string }
+// attributes to a channel; if only is set, only records with that message.
+type recordHandler struct {
+	ch   chan map[string]string
+	only string
+}
 
 func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h recordHandler) WithGroup(string) slog.Handler            { return h }
 func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	if h.only != "" && r.Message != h.only {
+		return nil
+	}
 	m := map[string]string{"msg": r.Message}
 	r.Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
 	select {
@@ -587,7 +593,7 @@ func TestStdioFrontReconnectWait(t *testing.T) {
 	hash, _ := certs.ParseHash(srv.hash)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})
 	records := make(chan map[string]string, 256)
-	log := slog.New(recordHandler{records})
+	log := slog.New(recordHandler{ch: records})
 	const wait = 500 * time.Millisecond
 	b := bridge.NewStdio(bridge.StdioConfig{URL: srv.url, Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet,
 		Limits: flow.Limits{PeerIdleTimeout: liveness, KeepAlivePeriod: keepAlive}}, Logger: log, ReconnectWait: wait, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 100 * time.Millisecond})

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -56,8 +55,9 @@ func TestGoSDKOverMCPFlow(t *testing.T) {
 }
 
 // cancelFixture is a go-sdk server with a tool that reports progress and one
-// that waits until it is cancelled, and says so.
-func cancelFixture(cancelled chan<- string) *mcp.Server {
+// that waits until it is cancelled, and says so: its Tag on started when it
+// runs, on cancelled when its context ends.
+func cancelFixture(started, cancelled chan<- string) *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "cancel-fixture", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "steps", Description: "three progress updates"},
 		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -70,6 +70,7 @@ func cancelFixture(cancelled chan<- string) *mcp.Server {
 		})
 	mcp.AddTool(s, &mcp.Tool{Name: "wait", Description: "waits to be cancelled"},
 		func(ctx context.Context, req *mcp.CallToolRequest, in struct{ Tag string }) (*mcp.CallToolResult, any, error) {
+			started <- in.Tag
 			<-ctx.Done()
 			cancelled <- in.Tag
 			return nil, nil, ctx.Err()
@@ -84,22 +85,45 @@ func cancelFixture(cancelled chan<- string) *mcp.Server {
 // notifications/cancelled crosses the front as $/cancel and the upstream
 // back to notifications/cancelled, and progress reaches it as notifications.
 func TestCancelAndProgressThroughTheBridges(t *testing.T) {
-	cancelled := make(chan string, 2)
+	started, cancelled := make(chan string, 2), make(chan string, 2)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.ServeSDK(&cfg, cancelFixture(cancelled), flowtest.Quiet)
+	bridge.ServeSDK(&cfg, cancelFixture(started, cancelled), flowtest.Quiet)
 	srv := flowtest.Serve(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	// tagOn waits up to 10 s for the upstream tool to report tag on ch (the
+	// call it started, or was cancelled in) and says what went wrong.
+	tagOn := func(ch <-chan string, tag, what string) error {
+		select {
+		case got := <-ch:
+			if got != tag {
+				return fmt.Errorf("the upstream tool %s %q, want %q", what, got, tag)
+			}
+			return nil
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("%s: the upstream tool was not %s in 10 s", tag, what)
+		}
+	}
 	waitCancelled := func(tag string) {
 		t.Helper()
-		select {
-		case got := <-cancelled:
-			if got != tag {
-				t.Fatalf("cancelled %q, want %q", got, tag)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s: the upstream tool was never cancelled", tag)
+		if err := tagOn(cancelled, tag, "cancelled"); err != nil {
+			t.Fatal(err)
 		}
+	}
+	// cancelOnceStarted cancels the call tagged tag once the upstream tool
+	// runs it, so that the cancellation crosses every bridge rather than
+	// stopping the call on its way in. The test waits on done before it
+	// ends, so a failure is reported from the goroutine in time.
+	cancelOnceStarted := func(tag string, cancel context.CancelFunc) (done <-chan struct{}) {
+		d := make(chan struct{})
+		go func() {
+			defer close(d)
+			defer cancel()
+			if err := tagOn(started, tag, "started"); err != nil {
+				t.Error(err)
+			}
+		}()
+		return d
 	}
 
 	// An MCP-Flow client. Without datagrams, progress rides the control
@@ -113,34 +137,29 @@ func TestCancelAndProgressThroughTheBridges(t *testing.T) {
 	defer s.Close()
 	var got []flow.Progress
 	var mu sync.Mutex
+	flowProgress := newProgressCount(3)
 	if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "steps", "arguments": map[string]any{}},
-		flow.WithProgress(func(p flow.Progress) { mu.Lock(); got = append(got, p); mu.Unlock() })); err != nil {
+		flow.WithProgress(func(p flow.Progress) { mu.Lock(); got = append(got, p); mu.Unlock(); flowProgress.add() })); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Second); ; time.Sleep(5 * time.Millisecond) {
-		mu.Lock()
-		n := len(got)
-		mu.Unlock()
-		if n == 3 || time.Now().After(deadline) {
-			break
-		}
-	}
+	flowProgress.wait(t, "steps, from an MCP-Flow client")
 	mu.Lock()
 	if len(got) != 3 || got[2].Progress != 3 || got[2].Total != 3 || got[2].Message != "段階 3" {
 		t.Fatalf("progress %+v", got)
 	}
 	mu.Unlock()
 	cctx, ccancel := context.WithCancel(ctx)
-	go func() { time.Sleep(200 * time.Millisecond); ccancel() }()
+	cancelled1 := cancelOnceStarted("flow", ccancel)
 	if _, err := s.Call(cctx, "tools/call", map[string]any{"name": "wait", "arguments": map[string]any{"Tag": "flow"}}); err == nil {
 		t.Fatal("a cancelled call answered")
 	}
+	<-cancelled1
 	waitCancelled("flow")
 
 	// A plain MCP host through the stdio front.
-	var progress atomic.Int32
+	progress := newProgressCount(3)
 	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.add() },
 	})
 	cs, err := c.Connect(ctx, &bridge.ClientTransport{Config: bridge.StdioConfig{URL: srv.URL(),
 		Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}}, nil)
@@ -153,16 +172,12 @@ func TestCancelAndProgressThroughTheBridges(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 3 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if progress.Load() != 3 {
-		t.Fatalf("%d progress notifications at the host, want 3", progress.Load())
-	}
+	progress.wait(t, "steps, from a plain MCP host through the stdio front")
 	hctx, hcancel := context.WithCancel(ctx)
-	go func() { time.Sleep(200 * time.Millisecond); hcancel() }()
+	cancelled2 := cancelOnceStarted("host", hcancel)
 	if _, err := cs.CallTool(hctx, &mcp.CallToolParams{Name: "wait", Arguments: map[string]any{"Tag": "host"}}); err == nil {
 		t.Fatal("a cancelled call answered")
 	}
+	<-cancelled2
 	waitCancelled("host")
 }

@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -52,9 +51,9 @@ func bridgeCmd(cli string, srv *flow.Server, extra ...string) *exec.Cmd {
 func TestGoSDKClientThroughStdioFront(t *testing.T) {
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
-	var progress atomic.Int32
+	progress := newProgressCount(4)
 	c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-host", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.Add(1) },
+		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.add() },
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
@@ -110,14 +109,7 @@ func TestGoSDKClientThroughStdioFront(t *testing.T) {
 	if _, err := cs.CallTool(ctx, params); err != nil {
 		t.Fatal(err)
 	}
-	// The SDK hands notifications to the handler on its own goroutine: give
-	// the last one a moment.
-	for deadline := time.Now().Add(2 * time.Second); progress.Load() < 4 && time.Now().Before(deadline); {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if got := progress.Load(); got != 4 {
-		t.Fatalf("%d progress notifications, want 4", got)
-	}
+	progress.wait(t, "slow, 4 steps, through the stdio front")
 	t0 := time.Now()
 	defer func() { t.Logf("close took %v", time.Since(t0)) }()
 	if err := cs.Close(); err != nil {
@@ -208,6 +200,9 @@ func (h *ndjsonHost) send(msg string) {
 			h.t.Fatal(err)
 		}
 		b = b[n:]
+		// Pacing only, so that the bridge's reads are likely to end
+		// mid-line: the test does not depend on it (if the writes
+		// coalesce, the lines still arrive whole and in order).
 		time.Sleep(100 * time.Microsecond)
 	}
 }
@@ -367,17 +362,30 @@ func TestBridgeCommandLine(t *testing.T) {
 	addr := l.Addr().String()
 	l.Close()
 	h := exec.Command(cli, "bridge", "http", "-listen", addr, "-cert-hash", flowtest.Cert.HashHex(), srv.URL())
+	var stderr flowtest.SyncBuffer
+	h.Stderr = &stderr
 	if err := h.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { h.Process.Kill(); h.Wait() })
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	exited := make(chan error, 1)
+	go func() { exited <- h.Wait() }()
+	t.Cleanup(func() { h.Process.Kill(); <-exited })
+	// The command prints its endpoint on stderr before it listens, so that
+	// line is no sign that it listens: poll the port, bounded, and fail at
+	// once if the process exits.
+	for deadline := time.Now().Add(10 * time.Second); ; {
 		if c, err := net.Dial("tcp", addr); err == nil {
 			c.Close()
 			break
 		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("bridge http exited (%v) before it listened on %s; stderr:\n%s", err, addr, stderr.String())
+		case <-time.After(50 * time.Millisecond):
+		}
 		if time.Now().After(deadline) {
-			t.Fatal("bridge http does not listen")
+			t.Fatalf("bridge http does not listen on %s after 10 s; stderr:\n%s", addr, stderr.String())
 		}
 	}
 	resp, body := send(t, "http://"+addr+"/mcp", "POST", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`, nil)
