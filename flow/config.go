@@ -75,14 +75,16 @@ type Limits struct {
 	// a ref/stream names before failing it with -32001. Default 10 s.
 	StreamWait time.Duration
 	// StreamReceiveWindow, when set, caps the QUIC flow-control window of
-	// each stream this side receives (and the connection's, at four times
-	// that): the bytes of an execution stream that can be in flight towards
+	// each stream this side receives (and sets the connection's to that
+	// times the streams the peer may open plus one, so that unread streams
+	// never hold the control stream back: spec §5.4, setReceiveWindows):
+	// the bytes of an execution stream that can be in flight towards
 	// this side at once. A small window keeps the control stream's latency
 	// low while a large result streams in (its packets queue behind at most
 	// this much data), at the cost of throughput on long paths (at most one
 	// window per round trip per stream: 256 KiB over 20 ms is ~13 MB/s).
-	// Default 0: quic-go's autotuned window (up to 6 MiB per stream, 15 MiB
-	// per connection). Client side only for now.
+	// Default 0: quic-go's autotuned window (512 KiB at first, up to 6 MiB
+	// per stream). Client side only for now.
 	StreamReceiveWindow int
 	// MaxProgressRate bounds the progress datagrams a session sends per
 	// second (spec §6.2, §8; the guide's "throttle datagrams"): updates
@@ -105,6 +107,10 @@ const (
 	DefaultPeerIdleTimeout = 8 * time.Second
 	DefaultKeepAlivePeriod = 2 * time.Second
 )
+
+// DefaultStreamWriteStallTimeout is Limits.StreamWriteStallTimeout's
+// default (spec §5.4, §8).
+const DefaultStreamWriteStallTimeout = 30 * time.Second
 
 // quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
 // shorter than quic-go's default, so that a short HandshakeTimeout is
@@ -182,7 +188,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.DrainTimeout, 30*time.Second)
 	def(&l.StreamWait, 10*time.Second)
-	def(&l.StreamWriteStallTimeout, 30*time.Second)
+	def(&l.StreamWriteStallTimeout, DefaultStreamWriteStallTimeout)
 	return l
 }
 
