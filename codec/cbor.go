@@ -13,6 +13,7 @@ import (
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/x448/float16"
 )
 
 // The CBOR encoding (RFC 8949) of MCP-Flow (spec §4.4).
@@ -42,8 +43,8 @@ func newCBOR(lim Limits) (*cborCodec, error) {
 		MaxArrayElements: max(lim.MaxElements, 16),
 		MaxMapPairs:      max(lim.MaxElements, 16),
 		IndefLength:      cbor.IndefLengthForbidden,
-		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-		UTF8:             cbor.UTF8RejectInvalid,
+		// Only the options above bind Wellformed, the one use of this mode;
+		// duplicate keys and invalid UTF-8 are refused by the walk below.
 	}.DecMode()
 	if err != nil {
 		return nil, err
@@ -117,44 +118,14 @@ func (w *cborWriter) number(n number) {
 // (RFC 8949 §4.1 preferred serialization).
 func (w *cborWriter) float(f float64) {
 	if f32 := float32(f); float64(f32) == f {
-		if h, ok := toFloat16(f32); ok {
-			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h)
+		if h := float16.Fromfloat32(f32); h.Float32() == f32 {
+			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h.Bits())
 			return
 		}
 		w.b = binary.BigEndian.AppendUint32(append(w.b, 0xfa), math.Float32bits(f32))
 		return
 	}
 	w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(f))
-}
-
-// toFloat16 returns f as IEEE 754 half precision if that holds it exactly.
-func toFloat16(f float32) (uint16, bool) {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int(bits>>23) & 0xff
-	mant := bits & 0x7fffff
-	switch {
-	case exp == 0 && mant == 0:
-		return sign, true
-	case exp == 0xff:
-		return 0, false // NaN and infinities never reach here
-	}
-	e := exp - 127
-	switch {
-	case e >= -14 && e <= 15: // normal half
-		if mant&0x1fff != 0 {
-			return 0, false
-		}
-		return sign | uint16(e+15)<<10 | uint16(mant>>13), true
-	case e >= -24 && e < -14: // subnormal half
-		full := mant | 0x800000
-		shift := uint(-e - 14 + 13)
-		if full&(1<<shift-1) != 0 {
-			return 0, false
-		}
-		return sign | uint16(full>>shift), true
-	}
-	return 0, false
 }
 
 // bignum writes tag 2 (n ≥ 0) or tag 3 (-1-n) around n's magnitude.
@@ -709,7 +680,7 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 	var f float64
 	switch r.data[start] & 0x1f {
 	case 25:
-		f = float16(uint16(n))
+		f = float64(float16.Frombits(uint16(n)).Float32())
 	case 26:
 		f = float64(math.Float32frombits(uint32(n)))
 	case 27:
@@ -905,26 +876,6 @@ func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
 	dst = append(dst, '"')
 	dst = enc.AppendEncode(dst, b)
 	return append(dst, '"')
-}
-
-// float16 converts IEEE 754 half precision to float64.
-func float16(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	frac := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(frac, -24)
-	case 31:
-		if frac == 0 {
-			return math.Inf(int(sign))
-		}
-		return math.NaN()
-	}
-	return sign * math.Ldexp(frac+1024, exp-25)
 }
 
 func encodeErr(enc Name, err error) error {
