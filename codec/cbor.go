@@ -9,6 +9,7 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
@@ -60,6 +61,7 @@ func (c *cborCodec) Name() Name { return CBOR }
 type cborWriter struct {
 	b     []byte
 	heads []int // offsets of the one-byte heads of open containers
+	wk    walker
 }
 
 func appendHead(b []byte, major byte, n uint64) []byte {
@@ -77,13 +79,25 @@ func appendHead(b []byte, major byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(b, m|27), n)
 }
 
-func (w *cborWriter) null()          { w.b = append(w.b, 0xf6) }
-func (w *cborWriter) boolean(v bool) { w.b = append(w.b, map[bool]byte{false: 0xf4, true: 0xf5}[v]) }
-func (w *cborWriter) str(s string) {
+func (w *cborWriter) null() { w.b = append(w.b, 0xf6) }
+func (w *cborWriter) boolean(v bool) {
+	if v {
+		w.b = append(w.b, 0xf5)
+	} else {
+		w.b = append(w.b, 0xf4)
+	}
+}
+func (w *cborWriter) str(s []byte) {
 	w.b = appendHead(w.b, 3, uint64(len(s)))
 	w.b = append(w.b, s...)
 }
-func (w *cborWriter) key(s string) { w.str(s) }
+func (w *cborWriter) key(s []byte) { w.str(s) }
+
+// text writes a text string.
+func (w *cborWriter) text(s string) {
+	w.b = appendHead(w.b, 3, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
 
 func (w *cborWriter) number(n number) {
 	switch n.kind {
@@ -147,13 +161,7 @@ func (w *cborWriter) bignum(n *big.Int) {
 
 func (w *cborWriter) binary(b64 []byte) bool {
 	start := len(w.b)
-	n := base64.StdEncoding.DecodedLen(len(b64))
-	if len(b64) > 0 && b64[len(b64)-1] == '=' {
-		n--
-		if b64[len(b64)-2] == '=' {
-			n--
-		}
-	}
+	n := decodedLen(b64)
 	w.b = append(w.b, 0xd6) // tag 22
 	w.b = appendHead(w.b, 2, uint64(n))
 	off := len(w.b)
@@ -199,15 +207,15 @@ func (c *cborCodec) value(w *cborWriter, raw json.RawMessage) error {
 	if fastValue(w, raw) {
 		return nil
 	}
-	if err := walkJSON(raw, c.lim, w); err != nil {
+	if err := w.wk.walk(raw, c.lim, w); err != nil {
 		return encodeErr(CBOR, err)
 	}
 	return nil
 }
 
 // fastValue writes the tiny values that most messages carry (an integer id,
-// an empty result, a literal) without starting a JSON tokenizer. It reports
-// false for anything else.
+// an empty result, a literal) without a walk. It reports false for anything
+// else.
 func fastValue(w *cborWriter, raw json.RawMessage) bool {
 	switch string(raw) {
 	case "{}":
@@ -223,45 +231,45 @@ func fastValue(w *cborWriter, raw json.RawMessage) bool {
 		w.boolean(raw[0] == 't')
 		return true
 	}
-	if len(raw) == 0 || len(raw) > 18 {
-		return false
+	if n, ok := smallInt(raw); ok {
+		w.number(number{kind: numInt, i: n})
+		return true
 	}
-	neg := raw[0] == '-'
-	digits := raw
-	if neg {
-		digits = raw[1:]
-	}
-	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) || (neg && digits[0] == '0') {
-		return false
-	}
-	var n int64
-	for _, d := range digits {
-		if d < '0' || d > '9' {
-			return false
-		}
-		n = n*10 + int64(d-'0')
-	}
-	if neg {
-		n = -n
-	}
-	w.number(number{kind: numInt, i: n})
-	return true
+	return false
+}
+
+var cborWriters = sync.Pool{New: func() any { return new(cborWriter) }}
+
+func getCBORWriter(dst []byte) *cborWriter {
+	w := cborWriters.Get().(*cborWriter)
+	w.b = dst
+	return w
+}
+
+func (w *cborWriter) put() {
+	w.b = nil
+	w.heads = w.heads[:0]
+	w.wk.release()
+	cborWriters.Put(w)
 }
 
 func (c *cborCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
-	w := &cborWriter{b: dst}
+	w := getCBORWriter(dst)
+	defer w.put()
 	err := c.value(w, v)
 	return w.b, err
 }
 
 func (c *cborCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
-	w := &cborWriter{b: dst}
+	w := getCBORWriter(dst)
+	defer w.put()
 	err := c.message(w, m)
 	return w.b, err
 }
 
 func (c *cborCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
-	w := &cborWriter{b: appendHead(dst, 4, uint64(len(batch)))}
+	w := getCBORWriter(appendHead(dst, 4, uint64(len(batch))))
+	defer w.put()
 	for _, m := range batch {
 		if err := c.message(w, m); err != nil {
 			return w.b, err
@@ -281,25 +289,25 @@ func (c *cborCodec) message(w *cborWriter, m jsonrpc.Message) error {
 			n++
 		}
 		w.b = appendHead(w.b, 5, uint64(n))
-		w.str("jsonrpc")
-		w.str("2.0")
+		w.text("jsonrpc")
+		w.text("2.0")
 		if m.ID.IsValid() {
-			w.str("id")
+			w.text("id")
 			if err := c.value(w, json.RawMessage(m.ID.Raw())); err != nil {
 				return err
 			}
 		}
-		w.str("method")
-		w.str(m.Method)
+		w.text("method")
+		w.text(m.Method)
 		if len(m.Params) > 0 {
-			w.str("params")
+			w.text("params")
 			return c.value(w, m.Params)
 		}
 	case *jsonrpc.Response:
 		w.b = appendHead(w.b, 5, 3)
-		w.str("jsonrpc")
-		w.str("2.0")
-		w.str("id")
+		w.text("jsonrpc")
+		w.text("2.0")
+		w.text("id")
 		id := m.ID
 		if !id.IsValid() {
 			id = jsonrpc.NullID
@@ -308,23 +316,23 @@ func (c *cborCodec) message(w *cborWriter, m jsonrpc.Message) error {
 			return err
 		}
 		if m.Error != nil {
-			w.str("error")
+			w.text("error")
 			n := 2
 			if len(m.Error.Data) > 0 {
 				n++
 			}
 			w.b = appendHead(w.b, 5, uint64(n))
-			w.str("code")
+			w.text("code")
 			w.number(number{kind: numInt, i: int64(m.Error.Code)})
-			w.str("message")
-			w.str(m.Error.Message)
+			w.text("message")
+			w.text(m.Error.Message)
 			if len(m.Error.Data) > 0 {
-				w.str("data")
+				w.text("data")
 				return c.value(w, m.Error.Data)
 			}
 			return nil
 		}
-		w.str("result")
+		w.text("result")
 		if len(m.Result) == 0 {
 			w.b = append(w.b, 0xa0)
 			return nil

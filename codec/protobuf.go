@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
 
 	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -19,141 +21,301 @@ type protoCodec struct{ lim Limits }
 
 func (c *protoCodec) Name() Name { return Protobuf }
 
-// treeBuilder is the sink that builds a pb.Value tree.
-type treeBuilder struct {
-	stack []*pb.Value
-	keys  []string
-	root  *pb.Value
+// pbWriter is the sink that writes protobuf wire bytes (pb/value.proto)
+// straight from JSON text, with no pb.Value tree. A length-delimited field's
+// length is known only once its contents are written, so the contents are
+// written first and the lengths inserted in one pass at the end (finish),
+// which moves each byte once.
+type pbWriter struct {
+	b    []byte
+	lens []pbLen // one per message field, in the order of their positions
+	open []int   // indexes in lens of the message fields open
+	ctx  []byte  // what each open JSON container is: 'a' array, 'o' object
+	wk   walker
 }
 
-func (t *treeBuilder) add(v *pb.Value) {
-	if len(t.stack) == 0 {
-		t.root = v
-		return
+type pbLen struct {
+	at    int // where the length goes in b
+	n     int // the contents' length, the lengths inside them included
+	extra int // while open: the bytes of the lengths inside
+}
+
+var pbWriters = sync.Pool{New: func() any { return new(pbWriter) }}
+
+func getPBWriter(dst []byte) *pbWriter {
+	w := pbWriters.Get().(*pbWriter)
+	w.b = dst
+	return w
+}
+
+func (w *pbWriter) put() {
+	w.b = nil
+	if cap(w.lens) > 4<<10 {
+		w.lens = nil
 	}
-	switch p := t.stack[len(t.stack)-1].Kind.(type) {
-	case *pb.Value_Array:
-		p.Array.Items = append(p.Array.Items, v)
-	case *pb.Value_Object:
-		k := t.keys[len(t.keys)-1]
-		p.Object.Members = append(p.Object.Members, &pb.Member{Key: k, Value: v})
+	w.lens, w.open, w.ctx = w.lens[:0], w.open[:0], w.ctx[:0]
+	w.wk.release()
+	pbWriters.Put(w)
+}
+
+// begin writes the tag of a message field and opens it.
+func (w *pbWriter) begin(tag byte) {
+	w.b = append(w.b, tag)
+	w.lens = append(w.lens, pbLen{at: len(w.b)})
+	w.open = append(w.open, len(w.lens)-1)
+}
+
+// end closes the message field opened last.
+func (w *pbWriter) end() {
+	i := w.open[len(w.open)-1]
+	w.open = w.open[:len(w.open)-1]
+	l := &w.lens[i]
+	l.n = len(w.b) - l.at + l.extra
+	if k := len(w.open); k > 0 {
+		w.lens[w.open[k-1]].extra += l.extra + protowire.SizeVarint(uint64(l.n))
 	}
 }
 
-func (t *treeBuilder) null()          { t.add(&pb.Value{Kind: &pb.Value_Null{Null: true}}) }
-func (t *treeBuilder) boolean(b bool) { t.add(&pb.Value{Kind: &pb.Value_Bool{Bool: b}}) }
-func (t *treeBuilder) str(s string)   { t.add(&pb.Value{Kind: &pb.Value_String_{String_: s}}) }
-func (t *treeBuilder) key(s string)   { t.keys[len(t.keys)-1] = s }
-func (t *treeBuilder) number(n number) {
+// finish inserts the lengths, moving the bytes after each one right, from
+// the last to the first.
+func (w *pbWriter) finish() []byte {
+	grow := 0
+	for _, l := range w.lens {
+		grow += protowire.SizeVarint(uint64(l.n))
+	}
+	end := len(w.b)
+	w.b = slices.Grow(w.b, grow)[:end+grow]
+	to := len(w.b)
+	for i := len(w.lens) - 1; i >= 0; i-- {
+		l := w.lens[i]
+		to -= copy(w.b[to-(end-l.at):to], w.b[l.at:end])
+		v := protowire.SizeVarint(uint64(l.n))
+		protowire.AppendVarint(w.b[to-v:to-v], uint64(l.n))
+		to -= v
+		end = l.at
+	}
+	return w.b
+}
+
+func (w *pbWriter) field(tag byte, s []byte) {
+	w.b = append(w.b, tag)
+	w.b = protowire.AppendVarint(w.b, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+// slot opens the field that holds the next value: an array item, or a
+// member's value (the member itself was opened by key). At the top, the
+// caller has opened it.
+func (w *pbWriter) slot() {
+	if k := len(w.ctx); k > 0 {
+		if w.ctx[k-1] == 'a' {
+			w.begin(0x0a) // Array.items
+		} else {
+			w.begin(0x12) // Member.value
+		}
+	}
+}
+
+// unslot closes what slot opened, and a member with its value.
+func (w *pbWriter) unslot() {
+	if k := len(w.ctx); k > 0 {
+		w.end()
+		if w.ctx[k-1] == 'o' {
+			w.end() // the Member
+		}
+	}
+}
+
+// The fields of pb.Value, as tags.
+const (
+	pbNull   = 1<<3 | 0
+	pbBool   = 2<<3 | 0
+	pbInt    = 3<<3 | 0
+	pbUint   = 4<<3 | 0
+	pbDouble = 5<<3 | 1
+	pbString = 6<<3 | 2
+	pbBytes  = 7<<3 | 2
+	pbNumber = 8<<3 | 2
+	pbObject = 9<<3 | 2
+	pbArray  = 10<<3 | 2
+)
+
+func (w *pbWriter) null() {
+	w.slot()
+	w.b = append(w.b, pbNull, 1)
+	w.unslot()
+}
+
+func (w *pbWriter) boolean(b bool) {
+	w.slot()
+	w.b = append(w.b, pbBool, byte(b2i(b)))
+	w.unslot()
+}
+
+func (w *pbWriter) str(s []byte) {
+	w.slot()
+	w.field(pbString, s)
+	w.unslot()
+}
+
+func (w *pbWriter) key(k []byte) {
+	w.begin(0x0a) // Object.members
+	w.field(0x0a, k)
+}
+
+func (w *pbWriter) number(n number) {
+	w.slot()
 	switch n.kind {
 	case numInt:
-		t.add(&pb.Value{Kind: &pb.Value_Int{Int: n.i}})
+		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(n.i))
 	case numUint:
-		t.add(&pb.Value{Kind: &pb.Value_Uint{Uint: n.u}})
+		w.b = protowire.AppendVarint(append(w.b, pbUint), n.u)
 	case numFloat:
-		t.add(&pb.Value{Kind: &pb.Value_Double{Double: n.f}})
+		w.b = protowire.AppendFixed64(append(w.b, pbDouble), math.Float64bits(n.f))
 	case numBig:
-		t.add(&pb.Value{Kind: &pb.Value_Number{Number: n.mant.String()}})
+		w.field(pbNumber, n.mant.Append(nil, 10))
 	case numDecimal:
-		t.add(&pb.Value{Kind: &pb.Value_Number{Number: string(appendDecimal(nil, n.mant, n.exp))}})
+		w.field(pbNumber, appendDecimal(nil, n.mant, n.exp))
 	}
+	w.unslot()
 }
-func (t *treeBuilder) binary(b64 []byte) bool {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
-	n, err := strictBase64.Decode(b, b64)
-	if err != nil {
+
+func (w *pbWriter) binary(b64 []byte) bool {
+	n := decodedLen(b64)
+	start := len(w.b)
+	w.slot()
+	w.b = protowire.AppendVarint(append(w.b, pbBytes), uint64(n))
+	off := len(w.b)
+	w.b = grow(w.b, n)
+	if m, err := strictBase64.Decode(w.b[off:off+n], b64); err != nil || m != n {
+		w.b = w.b[:start]
+		if len(w.ctx) > 0 { // undo slot
+			w.lens = w.lens[:len(w.lens)-1]
+			w.open = w.open[:len(w.open)-1]
+		}
 		return false
 	}
-	t.add(&pb.Value{Kind: &pb.Value_Bytes{Bytes: b[:n]}})
+	w.unslot()
 	return true
 }
-func (t *treeBuilder) beginArray() { t.open(&pb.Value{Kind: &pb.Value_Array{Array: &pb.Array{}}}) }
-func (t *treeBuilder) beginObject() {
-	t.open(&pb.Value{Kind: &pb.Value_Object{Object: &pb.Object{}}})
-}
-func (t *treeBuilder) open(v *pb.Value) {
-	t.add(v)
-	t.stack = append(t.stack, v)
-	t.keys = append(t.keys, "")
-}
-func (t *treeBuilder) endArray(int)  { t.close() }
-func (t *treeBuilder) endObject(int) { t.close() }
-func (t *treeBuilder) close() {
-	t.stack = t.stack[:len(t.stack)-1]
-	t.keys = t.keys[:len(t.keys)-1]
+
+func (w *pbWriter) beginArray() {
+	w.slot()
+	w.begin(pbArray)
+	w.ctx = append(w.ctx, 'a')
 }
 
-func (c *protoCodec) tree(raw json.RawMessage) (*pb.Value, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	t := &treeBuilder{}
-	if err := walkJSON(raw, c.lim, t); err != nil {
-		return nil, encodeErr(Protobuf, err)
-	}
-	return t.root, nil
+func (w *pbWriter) beginObject() {
+	w.slot()
+	w.begin(pbObject)
+	w.ctx = append(w.ctx, 'o')
 }
 
-func (c *protoCodec) message(m jsonrpc.Message) (*pb.Message, error) {
-	v := "2.0"
-	out := &pb.Message{Jsonrpc: &v}
-	var err error
+func (w *pbWriter) endArray(int)  { w.endContainer() }
+func (w *pbWriter) endObject(int) { w.endContainer() }
+
+func (w *pbWriter) endContainer() {
+	w.ctx = w.ctx[:len(w.ctx)-1]
+	w.end()
+	w.unslot()
+}
+
+// value writes raw JSON as a pb.Value's fields.
+func (w *pbWriter) value(raw json.RawMessage, lim Limits) error {
+	if i, ok := smallInt(raw); ok {
+		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(i))
+		return nil
+	}
+	if err := w.wk.walk(raw, lim, w); err != nil {
+		return encodeErr(Protobuf, err)
+	}
+	return nil
+}
+
+// valueField writes raw JSON as the message field tag.
+func (w *pbWriter) valueField(tag byte, raw json.RawMessage, lim Limits) error {
+	w.begin(tag)
+	err := w.value(raw, lim)
+	w.end()
+	return err
+}
+
+// The fields of pb.Message, as tags.
+const (
+	pbMsgJSONRPC = 1<<3 | 2
+	pbMsgID      = 2<<3 | 2
+	pbMsgMethod  = 3<<3 | 2
+	pbMsgParams  = 4<<3 | 2
+	pbMsgResult  = 5<<3 | 2
+	pbMsgError   = 6<<3 | 2
+)
+
+func (c *protoCodec) message(w *pbWriter, m jsonrpc.Message) error {
+	w.b = append(w.b, pbMsgJSONRPC, 3, '2', '.', '0')
 	switch m := m.(type) {
 	case *jsonrpc.Request:
-		out.Method = &m.Method
 		if m.ID.IsValid() {
-			if out.Id, err = c.tree(json.RawMessage(m.ID.Raw())); err != nil {
-				return nil, err
+			if err := w.valueField(pbMsgID, json.RawMessage(m.ID.Raw()), c.lim); err != nil {
+				return err
 			}
 		}
-		out.Params, err = c.tree(m.Params)
+		w.b = protowire.AppendString(protowire.AppendVarint(w.b, pbMsgMethod), m.Method)
+		if len(m.Params) > 0 {
+			return w.valueField(pbMsgParams, m.Params, c.lim)
+		}
 	case *jsonrpc.Response:
 		id := m.ID
 		if !id.IsValid() {
 			id = jsonrpc.NullID
 		}
-		if out.Id, err = c.tree(json.RawMessage(id.Raw())); err != nil {
-			return nil, err
+		if err := w.valueField(pbMsgID, json.RawMessage(id.Raw()), c.lim); err != nil {
+			return err
 		}
-		if m.Error != nil {
-			out.Error, err = c.tree(m.Error.AppendJSON(nil))
-		} else if len(m.Result) == 0 {
-			out.Result = &pb.Value{Kind: &pb.Value_Object{Object: &pb.Object{}}}
-		} else {
-			out.Result, err = c.tree(m.Result)
+		switch {
+		case m.Error != nil:
+			return w.valueField(pbMsgError, m.Error.AppendJSON(nil), c.lim)
+		case len(m.Result) == 0:
+			w.b = append(w.b, pbMsgResult, 2, pbObject, 0)
+		default:
+			return w.valueField(pbMsgResult, m.Result, c.lim)
 		}
 	}
-	return out, err
+	return nil
 }
 
-var marshalOpts = proto.MarshalOptions{Deterministic: true}
-
 func (c *protoCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
-	pm, err := c.message(m)
-	if err != nil {
+	w := getPBWriter(dst)
+	defer w.put()
+	w.begin(1<<3 | 2) // Payload.message
+	if err := c.message(w, m); err != nil {
 		return dst, err
 	}
-	return marshalOpts.MarshalAppend(dst, &pb.Payload{Body: &pb.Payload_Message{Message: pm}})
+	w.end()
+	return w.finish(), nil
 }
 
 func (c *protoCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
-	b := &pb.Batch{}
+	w := getPBWriter(dst)
+	defer w.put()
+	w.begin(2<<3 | 2) // Payload.batch
 	for _, m := range batch {
-		pm, err := c.message(m)
-		if err != nil {
+		w.begin(1<<3 | 2) // Batch.messages
+		if err := c.message(w, m); err != nil {
 			return dst, err
 		}
-		b.Messages = append(b.Messages, pm)
+		w.end()
 	}
-	return marshalOpts.MarshalAppend(dst, &pb.Payload{Body: &pb.Payload_Batch{Batch: b}})
+	w.end()
+	return w.finish(), nil
 }
 
 func (c *protoCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
-	t, err := c.tree(v)
-	if err != nil {
+	w := getPBWriter(dst)
+	defer w.put()
+	if err := w.value(v, c.lim); err != nil {
 		return dst, err
 	}
-	return marshalOpts.MarshalAppend(dst, t)
+	return w.finish(), nil
 }
 
 func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
