@@ -3,15 +3,15 @@ package codec
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math"
 	"slices"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
-	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // protoCodec is the protobuf encoding (pb/value.proto, spec §4.4): a frame
@@ -318,15 +318,15 @@ func (c *protoCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) 
 	return w.finish(), nil
 }
 
-func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
+// check refuses a payload past MaxPayload, and runs the scan that checks
+// the wire bytes and the limits before anything is decoded.
+func (c *protoCodec) check(data []byte, payload bool) error {
 	if len(data) > c.lim.MaxPayload {
 		return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "payload of " + strconv.Itoa(len(data)) + " bytes exceeds the limit of " + strconv.Itoa(c.lim.MaxPayload)}
 	}
-	// proto.Unmarshal allocates the whole tree before any limit could be
-	// checked on it: a scan of the wire bytes checks them first.
 	sc := &protoScan{lim: c.lim}
 	var err error
-	if _, ok := m.(*pb.Payload); ok {
+	if payload {
 		err = sc.payload(data)
 	} else {
 		err = sc.value(data, 1)
@@ -334,152 +334,341 @@ func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
 	if err != nil {
 		return decodeErr(Protobuf, -1, err)
 	}
-	// Each JSON level is three protobuf levels (Value, Object, Member).
-	opts := proto.UnmarshalOptions{RecursionLimit: 3*c.lim.MaxDepth + 8}
-	if err := opts.Unmarshal(data, m); err != nil {
-		return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: err.Error()}
-	}
 	return nil
 }
 
 func (c *protoCodec) DecodeValue(data []byte) (json.RawMessage, error) {
-	var v pb.Value
-	if err := c.unmarshal(data, &v); err != nil {
+	if err := c.check(data, false); err != nil {
 		return nil, err
 	}
-	return c.json(nil, &v, 1)
+	out, err := c.value(make([]byte, 0, min(2*len(data)+8, c.lim.MaxDecoded)), segs{n: 1, first: data}, 1)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *protoCodec) Decode(data []byte) (jsonrpc.Payload, error) {
-	var p pb.Payload
-	if err := c.unmarshal(data, &p); err != nil {
+	if err := c.check(data, true); err != nil {
 		return jsonrpc.Payload{}, err
 	}
-	switch b := p.Body.(type) {
-	case *pb.Payload_Message:
-		e, err := c.envelope(b.Message)
-		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e}}, err
-	case *pb.Payload_Batch:
-		if len(b.Batch.Messages) > c.lim.MaxBatch { // the scan has checked it already
-			return jsonrpc.Payload{}, decodeErr(Protobuf, -1, errBatch(c.lim))
+	// Payload: message (1) or batch (2), a oneof.
+	var kind protowire.Number
+	var body segs
+	for b := data; len(b) > 0; {
+		f, rest := nextField(b)
+		b = rest
+		if (f.num == 1 || f.num == 2) && f.typ == protowire.BytesType {
+			if kind != f.num {
+				body = segs{}
+			}
+			kind = f.num
+			body.add(f.val)
 		}
-		out := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(b.Batch.Messages))}
-		for i, m := range b.Batch.Messages {
-			var err error
-			if out.Elems[i], err = c.envelope(m); err != nil {
-				return jsonrpc.Payload{}, err
+	}
+	buf := make([]byte, 0, min(len(data)+len(data)/2+64, c.lim.MaxDecoded))
+	switch kind {
+	case 1:
+		e, buf, err := c.decodeMessage(buf, body)
+		if err != nil {
+			return jsonrpc.Payload{}, err
+		}
+		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e.envelope(buf)}}, nil
+	case 2:
+		var envs []envSpans
+		for i := range body.n {
+			for b := body.at(i); len(b) > 0; {
+				f, rest := nextField(b)
+				b = rest
+				if f.num != 1 || f.typ != protowire.BytesType {
+					continue
+				}
+				if len(envs) == c.lim.MaxBatch { // the scan has checked it already
+					return jsonrpc.Payload{}, decodeErr(Protobuf, -1, errBatch(c.lim))
+				}
+				var e envSpans
+				var err error
+				if e, buf, err = c.decodeMessage(buf, segs{n: 1, first: f.val}); err != nil {
+					return jsonrpc.Payload{}, err
+				}
+				envs = append(envs, e)
 			}
 		}
-		return out, nil
+		p := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(envs))}
+		for i, e := range envs {
+			p.Elems[i] = e.envelope(buf)
+		}
+		return p, nil
 	}
 	return jsonrpc.Payload{}, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "payload holds neither a message nor a batch"}
 }
 
-func (c *protoCodec) envelope(m *pb.Message) (jsonrpc.Envelope, error) {
-	var e jsonrpc.Envelope
-	if m == nil {
-		return jsonrpc.Envelope{NotObject: true}, nil
-	}
-	if m.Jsonrpc != nil {
-		e.JSONRPC = jsonrpc.AppendQuoted(nil, *m.Jsonrpc)
-	}
-	if m.Method != nil {
-		e.Method = jsonrpc.AppendQuoted(nil, *m.Method)
-	}
-	for _, f := range []struct {
-		v   *pb.Value
-		dst *json.RawMessage
-	}{{m.Id, &e.ID}, {m.Params, &e.Params}, {m.Result, &e.Result}, {m.Error, &e.Error}} {
-		if f.v == nil {
-			continue
-		}
-		b, err := c.json(nil, f.v, 2) // the message is level 1, as in the json codec
-		if err != nil {
-			return e, err
-		}
-		*f.dst = b
-	}
-	return e, nil
+// ---- decoding: wire bytes to JSON text ----
+//
+// The decoder reads wire bytes that the scan has checked, with proto3's
+// rules for a field that occurs more than once (what proto.Unmarshal does;
+// FuzzProtobufMatchesUnmarshal holds it to that): the last scalar wins, the
+// occurrences of a message field merge (as if their bytes were one), the
+// last member of a oneof replaces the others, and a field of an unknown
+// number or of another wire type than its own is skipped. (The scan has
+// checked that every string, in every occurrence, is UTF-8.)
+
+// segs holds the bytes of a message field's occurrences, usually one.
+type segs struct {
+	n     int
+	first []byte
+	more  [][]byte
 }
 
-// json appends v's JSON text.
-func (c *protoCodec) json(dst []byte, v *pb.Value, depth int) ([]byte, error) {
-	fail := func(reason string) ([]byte, error) {
-		return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: reason}
+func (s *segs) add(b []byte) {
+	if s.n == 0 {
+		s.first = b
+	} else {
+		s.more = append(s.more, b)
 	}
-	switch k := v.Kind.(type) {
-	case nil, *pb.Value_Null:
+	s.n++
+}
+
+func (s *segs) at(i int) []byte {
+	if i == 0 {
+		return s.first
+	}
+	return s.more[i-1]
+}
+
+// pbField is one field: its number, wire type, and its bytes (BytesType) or
+// value (VarintType, Fixed64Type).
+type pbField struct {
+	num protowire.Number
+	typ protowire.Type
+	val []byte
+	v   uint64
+}
+
+// nextField reads the field that starts b, which the scan has checked.
+func nextField(b []byte) (pbField, []byte) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return pbField{}, nil
+	}
+	b = b[n:]
+	f := pbField{num: num, typ: typ}
+	switch typ {
+	case protowire.BytesType:
+		f.val, n = protowire.ConsumeBytes(b)
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed64Type:
+		f.v, n = protowire.ConsumeFixed64(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if n < 0 {
+		return pbField{}, nil
+	}
+	return f, b[n:]
+}
+
+// errUTF8 refuses a string field that is not UTF-8, as proto.Unmarshal does.
+var errUTF8 = errors.New("string field contains invalid UTF-8")
+
+// decodeMessage appends the members of a pb.Message to buf and records
+// where they lie.
+func (c *protoCodec) decodeMessage(buf []byte, s segs) (envSpans, []byte, error) {
+	var e envSpans
+	var jv, method []byte
+	var hasJ, hasM bool
+	var vals [4]segs // id, params, result, error
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			f, rest := nextField(b)
+			b = rest
+			if f.typ != protowire.BytesType {
+				continue
+			}
+			switch f.num {
+			case 1, 3:
+				if f.num == 1 {
+					jv, hasJ = f.val, true
+				} else {
+					method, hasM = f.val, true
+				}
+			case 2:
+				vals[0].add(f.val)
+			case 4, 5, 6:
+				vals[f.num-3].add(f.val)
+			}
+		}
+	}
+	if hasJ {
+		from := len(buf)
+		buf = appendQuotedUTF8(buf, jv)
+		e.spans[0] = span{from, len(buf)}
+	}
+	if hasM {
+		from := len(buf)
+		buf = appendQuotedUTF8(buf, method)
+		e.spans[2] = span{from, len(buf)}
+	}
+	for i, slot := range [4]int{1, 3, 4, 5} {
+		if vals[i].n == 0 {
+			continue
+		}
+		from := len(buf)
+		var err error
+		if buf, err = c.value(buf, vals[i], 2); err != nil { // the message is level 1, as in the json codec
+			return e, buf, err
+		}
+		e.spans[slot] = span{from, len(buf)}
+	}
+	return e, buf, nil
+}
+
+// value appends the JSON text of the pb.Value in s at nesting level depth.
+func (c *protoCodec) value(dst []byte, s segs, depth int) ([]byte, error) {
+	var kind protowire.Number
+	var f pbField // the last scalar member of the oneof
+	var sub segs  // the occurrences of the object or array member
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			g, rest := nextField(b)
+			b = rest
+			switch {
+			case g.num >= 1 && g.num <= 4 && g.typ == protowire.VarintType,
+				g.num == 5 && g.typ == protowire.Fixed64Type:
+			case g.num >= 6 && g.num <= 8 && g.typ == protowire.BytesType:
+			case (g.num == 9 || g.num == 10) && g.typ == protowire.BytesType:
+				if kind != g.num {
+					sub = segs{}
+				}
+				sub.add(g.val)
+			default:
+				continue
+			}
+			kind, f = g.num, g
+		}
+	}
+	switch kind {
+	case 0, 1:
 		return append(dst, "null"...), nil
-	case *pb.Value_Bool:
-		return strconv.AppendBool(dst, k.Bool), nil
-	case *pb.Value_Int:
-		return strconv.AppendInt(dst, k.Int, 10), nil
-	case *pb.Value_Uint:
-		return strconv.AppendUint(dst, k.Uint, 10), nil
-	case *pb.Value_Double:
-		if math.IsNaN(k.Double) || math.IsInf(k.Double, 0) {
-			return fail("NaN and infinities have no JSON form")
+	case 2:
+		return strconv.AppendBool(dst, f.v != 0), nil
+	case 3:
+		return strconv.AppendInt(dst, protowire.DecodeZigZag(f.v), 10), nil
+	case 4:
+		return strconv.AppendUint(dst, f.v, 10), nil
+	case 5:
+		d := math.Float64frombits(f.v)
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "NaN and infinities have no JSON form"}
 		}
-		return appendFloat(dst, k.Double), nil
-	case *pb.Value_String_:
-		return jsonrpc.AppendQuoted(dst, k.String_), nil
-	case *pb.Value_Bytes:
-		return appendBase64(dst, base64.StdEncoding, k.Bytes), nil
-	case *pb.Value_Number:
-		if _, _, _, ok := normDecimal(k.Number); !ok || !validNumber(k.Number) {
-			return fail("number " + strconv.Quote(clip(k.Number)) + " is not a JSON number")
+		return appendFloat(dst, d), nil
+	case 6:
+		return appendQuotedUTF8(dst, f.val), nil
+	case 7:
+		return appendBase64(dst, base64.StdEncoding, f.val), nil
+	case 8:
+		if _, _, _, ok := normDecimal(string(f.val)); !ok || !validNumber(string(f.val)) {
+			return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "number " + strconv.Quote(clip(string(f.val))) + " is not a JSON number"}
 		}
-		return append(dst, k.Number...), nil
-	case *pb.Value_Array:
-		if depth > c.lim.MaxDepth {
-			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
-		}
-		if len(k.Array.Items) > c.lim.MaxElements {
-			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
-		}
-		dst = append(dst, '[')
-		for i, it := range k.Array.Items {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = c.json(dst, it, depth+1); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
-	case *pb.Value_Object:
-		if depth > c.lim.MaxDepth {
-			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
-		}
-		ms := k.Object.Members
-		if len(ms) > c.lim.MaxElements {
-			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
-		}
-		seen := make(map[string]struct{}, len(ms))
-		dst = append(dst, '{')
-		for i, m := range ms {
-			if _, dup := seen[m.Key]; dup {
-				return fail("duplicate member " + strconv.Quote(m.Key))
-			}
-			seen[m.Key] = struct{}{}
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonrpc.AppendQuoted(dst, m.Key)
-			dst = append(dst, ':')
-			mv := m.Value
-			if mv == nil {
-				mv = &pb.Value{}
-			}
-			var err error
-			if dst, err = c.json(dst, mv, depth+1); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
+		return append(dst, f.val...), nil
+	case 9:
+		return c.object(dst, sub, depth)
 	}
-	return fail("unknown value kind")
+	return c.array(dst, sub, depth)
+}
+
+// items calls each with the contents of every occurrence of field 1 (the
+// repeated field of Object and Array) in s, failing past MaxElements.
+func (c *protoCodec) items(s segs, each func(i int, b []byte) error) error {
+	n := 0
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			f, rest := nextField(b)
+			b = rest
+			if f.num != 1 || f.typ != protowire.BytesType {
+				continue
+			}
+			if n == c.lim.MaxElements {
+				return decodeErr(Protobuf, -1, errTooMany(c.lim))
+			}
+			if err := each(n, f.val); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	return nil
+}
+
+func (c *protoCodec) array(dst []byte, s segs, depth int) ([]byte, error) {
+	if depth > c.lim.MaxDepth {
+		return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
+	}
+	dst = append(dst, '[')
+	err := c.items(s, func(i int, b []byte) error {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		dst, err = c.value(dst, segs{n: 1, first: b}, depth+1)
+		return err
+	})
+	return append(dst, ']'), err
+}
+
+func (c *protoCodec) object(dst []byte, s segs, depth int) ([]byte, error) {
+	if depth > c.lim.MaxDepth {
+		return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
+	}
+	var small [16][]byte
+	var seen map[string]struct{}
+	dst = append(dst, '{')
+	err := c.items(s, func(i int, b []byte) error {
+		// Member: key (1), value (2).
+		var key []byte
+		var val segs
+		for len(b) > 0 {
+			f, rest := nextField(b)
+			b = rest
+			if f.typ != protowire.BytesType {
+				continue
+			}
+			switch f.num {
+			case 1:
+				key = f.val
+			case 2:
+				val.add(f.val)
+			}
+		}
+		if i < len(small) {
+			for _, k := range small[:i] {
+				if string(k) == string(key) {
+					return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "duplicate member " + strconv.Quote(string(key))}
+				}
+			}
+			small[i] = key
+		} else {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*len(small))
+				for _, k := range small {
+					seen[string(k)] = struct{}{}
+				}
+			}
+			if _, dup := seen[string(key)]; dup {
+				return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "duplicate member " + strconv.Quote(string(key))}
+			}
+			seen[string(key)] = struct{}{}
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendQuotedUTF8(dst, key), ':')
+		var err error
+		dst, err = c.value(dst, val, depth+1)
+		return err
+	})
+	return append(dst, '}'), err
 }
 
 // validNumber reports whether s is a JSON number.
@@ -537,6 +726,9 @@ func (sc *protoScan) fields(b []byte, f func(num protowire.Number, v []byte) err
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
+		}
+		if num > protowire.MaxValidNumber {
+			return errors.New("field number " + strconv.Itoa(int(num)) + " is out of range")
 		}
 		b = b[n:]
 		m := protowire.ConsumeFieldValue(num, typ, b)
@@ -596,8 +788,12 @@ func (sc *protoScan) message(b []byte) error {
 		switch num {
 		case 2, 4, 5, 6: // id, params, result, error
 			return sc.value(v, 2) // the message is level 1, as in the json codec
+		case 1, 3: // jsonrpc, method
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 		}
-		return sc.spend(2*len(v) + 2) // jsonrpc, method
+		return sc.spend(2*len(v) + 2)
 	})
 }
 
@@ -611,10 +807,16 @@ func (sc *protoScan) value(b []byte, depth int) error {
 	return sc.fields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 6: // string
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 			return sc.spend(len(v) + quotedLen(v))
 		case 7: // bytes
 			return sc.spend(len(v) + base64.StdEncoding.EncodedLen(len(v)) + 2)
 		case 8: // number text
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 			if mantissaDigits(v) > sc.lim.MaxNumberDigits {
 				return errNumber(sc.lim)
 			}
@@ -633,8 +835,13 @@ func (sc *protoScan) member(b []byte, depth int) error {
 		return err
 	}
 	return sc.fields(b, func(num protowire.Number, v []byte) error {
-		if num == 2 {
+		switch num {
+		case 2:
 			return sc.value(v, depth+1)
+		case 1:
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 		}
 		return sc.spend(len(v) + quotedLen(v) + 1) // the key
 	})
