@@ -19,8 +19,8 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // HTTPConfig configures a Streamable HTTP front (MCP 2025-11-25 transports):
@@ -71,7 +71,7 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 }
 
 // Protocol versions of MCP this front accepts in MCP-Protocol-Version.
-var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+var httpVersions = []string{protocol.MCP20251125, protocol.MCP20250618, protocol.MCP20250326}
 
 type httpSession struct {
 	id     string
@@ -262,7 +262,7 @@ func (s *httpSession) route(m jsonrpc.Message) {
 			return
 		}
 	case *jsonrpc.Request:
-		if m.Method == flow.MethodProgress {
+		if m.Method == protocol.MethodProgress {
 			var p struct {
 				Token json.RawMessage `json:"progressToken"`
 			}
@@ -522,7 +522,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var s *httpSession
-	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], flow.MethodInitialize)
+	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize)
 	if isInit {
 		if h.full() {
 			h.tooMany(w)

@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
 
@@ -111,7 +111,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 	initialize := false
 	if r, ok := m.(*jsonrpc.Request); ok {
 		call = r.ID
-		initialize = r.Method == flow.MethodInitialize
+		initialize = r.Method == protocol.MethodInitialize
 		if initialize {
 			c.mu.Lock()
 			c.initID = r.ID
@@ -155,7 +155,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		c.answer(ctx, resp, call)
 	}()
 	<-wrote
-	if r, ok := m.(*jsonrpc.Request); ok && r.Method == flow.MethodCancelled {
+	if r, ok := m.(*jsonrpc.Request); ok && r.Method == protocol.MethodCancelled {
 		// The notification is on its way; the cancelled request's POST and
 		// SSE stream are of no more use (MCP sends no response to it).
 		var p struct {

@@ -21,6 +21,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // StdioConfig configures a stdio front: an MCP host spawns the bridge as its
@@ -191,7 +192,7 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // BatchesAllowed reports whether MCP protocol version v has JSON-RPC
 // batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
 // 2025-06-18).
-func BatchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
+func BatchesAllowed(v string) bool { return v != "" && v < protocol.MCP20250618 }
 
 // batchError is the answer to a batch the session's protocol version does
 // not allow, or one sent before initialize (which 2025-03-26 forbids in a
@@ -235,7 +236,7 @@ func (b *Stdio) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*js
 			b.dispatch(ctx, m) // notifications and responses
 			continue
 		}
-		if req.Method == flow.MethodInitialize {
+		if req.Method == protocol.MethodInitialize {
 			out = append(out, alreadyInitialized(req.ID))
 			continue
 		}
@@ -341,7 +342,7 @@ func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
 			b.notification(m)
 			return
 		}
-		if m.Method == flow.MethodInitialize {
+		if m.Method == protocol.MethodInitialize {
 			b.mu.Lock()
 			done := b.initReq != nil
 			b.mu.Unlock()
@@ -541,7 +542,7 @@ func (b *Stdio) reconnect() {
 
 func (b *Stdio) notification(n *jsonrpc.Request) {
 	switch n.Method {
-	case flow.MethodCancelled:
+	case protocol.MethodCancelled:
 		var p flow.CancelParams
 		if json.Unmarshal(n.Params, &p) == nil {
 			b.mu.Lock()
@@ -551,7 +552,7 @@ func (b *Stdio) notification(n *jsonrpc.Request) {
 				cancel() // Call sends $/cancel
 			}
 		}
-	case flow.MethodInitialized:
+	case protocol.MethodInitialized:
 		// flow.Dial has sent it already.
 	default:
 		if s := b.session(); s != nil {
@@ -588,7 +589,7 @@ func (b *Stdio) call(ctx, cctx context.Context, m *jsonrpc.Request) *jsonrpc.Res
 		case err != nil:
 			return jsonrpc.NewErrorResponse(m.ID, lostError(err))
 		case s == nil:
-			if m.Method == flow.MethodPing {
+			if m.Method == protocol.MethodPing {
 				return &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
 			}
 			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
@@ -626,7 +627,7 @@ func (b *Stdio) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Re
 		params = withoutProgressToken(params)
 		opts = append(opts, flow.WithProgress(func(p flow.Progress) {
 			p.ProgressToken = tok
-			n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodProgress, p)
+			n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodProgress, p)
 			b.write(n)
 		}))
 	}
@@ -701,7 +702,7 @@ func (b *Stdio) dial(ctx context.Context, p flow.InitializeParams) (*flow.Sessio
 	cc.DisableDatagrams = true
 	cc.Handler = flow.HandlerFunc(b.forwardToHost)
 	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
-		if !strings.HasPrefix(n.Method, "$/") {
+		if !strings.HasPrefix(n.Method, protocol.MethodPrefix) {
 			b.write(n)
 		}
 	}
@@ -723,7 +724,7 @@ func (b *Stdio) forwardToHost(ctx context.Context, req *flow.Request) (any, erro
 		}
 		return r.Result, nil
 	case <-ctx.Done():
-		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw())})
+		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw())})
 		b.write(n)
 		return nil, ctx.Err()
 	}
@@ -749,7 +750,7 @@ func (b *Stdio) inline(ctx context.Context, resp *flow.Response) (json.RawMessag
 	}
 	for i, c := range content {
 		var ref flow.StreamRef
-		if json.Unmarshal(c, &ref) != nil || ref.Type != flow.ContentTypeRef {
+		if json.Unmarshal(c, &ref) != nil || ref.Type != protocol.ContentTypeRef {
 			continue
 		}
 		block, err := b.inlineStream(ctx, resp, ref, c)

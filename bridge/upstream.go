@@ -12,7 +12,6 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +20,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // Upstream serves an existing stdio MCP server over MCP-Flow: each MCP-Flow
@@ -207,7 +207,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	}
 	delete(p, "transport")
 	up, _ := json.Marshal(p)
-	resp, err := c.call(ctx, flow.MethodInitialize, up)
+	resp, err := c.call(ctx, protocol.MethodInitialize, up)
 	if err != nil {
 		return nil, err
 	}
@@ -215,7 +215,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	if err := json.Unmarshal(resp, &res); err != nil {
 		return nil, fmt.Errorf("upstream initialize result: %w", err)
 	}
-	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodInitialized, nil)
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	return &res, c.send(n)
 }
 
@@ -236,7 +236,7 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 	case <-c.ended:
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream MCP server ended: "+c.endErr.Error())
 	case <-ctx.Done():
-		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "cancelled by the MCP-Flow client"})
+		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "cancelled by the MCP-Flow client"})
 		_ = c.send(n)
 		return nil, context.Cause(ctx)
 	}
@@ -295,7 +295,7 @@ func (c *upConn) fromUpstream(m *jsonrpc.Request) {
 }
 
 func (c *upConn) notification(n *jsonrpc.Request) {
-	if n.Method == flow.MethodProgress {
+	if n.Method == protocol.MethodProgress {
 		var p flow.Progress
 		if json.Unmarshal(n.Params, &p) == nil {
 			c.mu.Lock()
@@ -485,5 +485,3 @@ func orDefault(s, d string) string {
 	}
 	return s
 }
-
-var _ = strconv.Itoa

@@ -62,3 +62,45 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEchoRoundTrip is the codec's share of one echo tools/call (the
+// bench package's BenchmarkEcho): the client encodes the request, the server
+// decodes and validates it, encodes the result, and the client decodes and
+// validates that, on 16 goroutines at once as at c=16. calls/s is per core
+// of what the codec alone would allow.
+//
+//	go test -run='^$' -bench=EchoRoundTrip -benchmem ./codec/
+func BenchmarkEchoRoundTrip(b *testing.B) {
+	req := &jsonrpc.Request{ID: jsonrpc.Uint32ID(7), Method: "tools/call",
+		Params: []byte(`{"arguments":{"text":"hello"},"name":"echo"}`)}
+	resp := &jsonrpc.Response{ID: jsonrpc.Uint32ID(7), Result: []byte(`{"content":[{"type":"text","text":"hello"}]}`)}
+	for _, n := range Names {
+		c := Default(n)
+		b.Run(string(n), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetParallelism(8) // 16 goroutines on 2 cores
+			b.RunParallel(func(pb *testing.PB) {
+				var buf []byte
+				for pb.Next() {
+					for _, m := range []jsonrpc.Message{req, resp} {
+						var err error
+						if buf, err = c.Append(buf[:0], m); err != nil {
+							b.Error(err)
+							return
+						}
+						p, err := c.Decode(buf)
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if got, bad := jsonrpc.Validate(p); len(got) != 1 || len(bad) != 0 {
+							b.Errorf("%d messages, %d errors", len(got), len(bad))
+							return
+						}
+					}
+				}
+			})
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "calls/s")
+		})
+	}
+}

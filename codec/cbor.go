@@ -9,10 +9,12 @@ import (
 	"math"
 	"math/big"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/fxamacker/cbor/v2"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/x448/float16"
 )
 
 // The CBOR encoding (RFC 8949) of MCP-Flow (spec §4.4).
@@ -42,8 +44,8 @@ func newCBOR(lim Limits) (*cborCodec, error) {
 		MaxArrayElements: max(lim.MaxElements, 16),
 		MaxMapPairs:      max(lim.MaxElements, 16),
 		IndefLength:      cbor.IndefLengthForbidden,
-		DupMapKey:        cbor.DupMapKeyEnforcedAPF,
-		UTF8:             cbor.UTF8RejectInvalid,
+		// Only the options above bind Wellformed, the one use of this mode;
+		// duplicate keys and invalid UTF-8 are refused by the walk below.
 	}.DecMode()
 	if err != nil {
 		return nil, err
@@ -59,6 +61,7 @@ func (c *cborCodec) Name() Name { return CBOR }
 type cborWriter struct {
 	b     []byte
 	heads []int // offsets of the one-byte heads of open containers
+	wk    walker
 }
 
 func appendHead(b []byte, major byte, n uint64) []byte {
@@ -76,13 +79,25 @@ func appendHead(b []byte, major byte, n uint64) []byte {
 	return binary.BigEndian.AppendUint64(append(b, m|27), n)
 }
 
-func (w *cborWriter) null()          { w.b = append(w.b, 0xf6) }
-func (w *cborWriter) boolean(v bool) { w.b = append(w.b, map[bool]byte{false: 0xf4, true: 0xf5}[v]) }
-func (w *cborWriter) str(s string) {
+func (w *cborWriter) null() { w.b = append(w.b, 0xf6) }
+func (w *cborWriter) boolean(v bool) {
+	if v {
+		w.b = append(w.b, 0xf5)
+	} else {
+		w.b = append(w.b, 0xf4)
+	}
+}
+func (w *cborWriter) str(s []byte) {
 	w.b = appendHead(w.b, 3, uint64(len(s)))
 	w.b = append(w.b, s...)
 }
-func (w *cborWriter) key(s string) { w.str(s) }
+func (w *cborWriter) key(s []byte) { w.str(s) }
+
+// text writes a text string.
+func (w *cborWriter) text(s string) {
+	w.b = appendHead(w.b, 3, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
 
 func (w *cborWriter) number(n number) {
 	switch n.kind {
@@ -117,44 +132,14 @@ func (w *cborWriter) number(n number) {
 // (RFC 8949 §4.1 preferred serialization).
 func (w *cborWriter) float(f float64) {
 	if f32 := float32(f); float64(f32) == f {
-		if h, ok := toFloat16(f32); ok {
-			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h)
+		if h := float16.Fromfloat32(f32); h.Float32() == f32 {
+			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h.Bits())
 			return
 		}
 		w.b = binary.BigEndian.AppendUint32(append(w.b, 0xfa), math.Float32bits(f32))
 		return
 	}
 	w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(f))
-}
-
-// toFloat16 returns f as IEEE 754 half precision if that holds it exactly.
-func toFloat16(f float32) (uint16, bool) {
-	bits := math.Float32bits(f)
-	sign := uint16(bits>>16) & 0x8000
-	exp := int(bits>>23) & 0xff
-	mant := bits & 0x7fffff
-	switch {
-	case exp == 0 && mant == 0:
-		return sign, true
-	case exp == 0xff:
-		return 0, false // NaN and infinities never reach here
-	}
-	e := exp - 127
-	switch {
-	case e >= -14 && e <= 15: // normal half
-		if mant&0x1fff != 0 {
-			return 0, false
-		}
-		return sign | uint16(e+15)<<10 | uint16(mant>>13), true
-	case e >= -24 && e < -14: // subnormal half
-		full := mant | 0x800000
-		shift := uint(-e - 14 + 13)
-		if full&(1<<shift-1) != 0 {
-			return 0, false
-		}
-		return sign | uint16(full>>shift), true
-	}
-	return 0, false
 }
 
 // bignum writes tag 2 (n ≥ 0) or tag 3 (-1-n) around n's magnitude.
@@ -176,13 +161,7 @@ func (w *cborWriter) bignum(n *big.Int) {
 
 func (w *cborWriter) binary(b64 []byte) bool {
 	start := len(w.b)
-	n := base64.StdEncoding.DecodedLen(len(b64))
-	if len(b64) > 0 && b64[len(b64)-1] == '=' {
-		n--
-		if b64[len(b64)-2] == '=' {
-			n--
-		}
-	}
+	n := decodedLen(b64)
 	w.b = append(w.b, 0xd6) // tag 22
 	w.b = appendHead(w.b, 2, uint64(n))
 	off := len(w.b)
@@ -228,15 +207,15 @@ func (c *cborCodec) value(w *cborWriter, raw json.RawMessage) error {
 	if fastValue(w, raw) {
 		return nil
 	}
-	if err := walkJSON(raw, c.lim, w); err != nil {
+	if err := w.wk.walk(raw, c.lim, w); err != nil {
 		return encodeErr(CBOR, err)
 	}
 	return nil
 }
 
 // fastValue writes the tiny values that most messages carry (an integer id,
-// an empty result, a literal) without starting a JSON tokenizer. It reports
-// false for anything else.
+// an empty result, a literal) without a walk. It reports false for anything
+// else.
 func fastValue(w *cborWriter, raw json.RawMessage) bool {
 	switch string(raw) {
 	case "{}":
@@ -252,45 +231,45 @@ func fastValue(w *cborWriter, raw json.RawMessage) bool {
 		w.boolean(raw[0] == 't')
 		return true
 	}
-	if len(raw) == 0 || len(raw) > 18 {
-		return false
+	if n, ok := smallInt(raw); ok {
+		w.number(number{kind: numInt, i: n})
+		return true
 	}
-	neg := raw[0] == '-'
-	digits := raw
-	if neg {
-		digits = raw[1:]
-	}
-	if len(digits) == 0 || (digits[0] == '0' && len(digits) > 1) || (neg && digits[0] == '0') {
-		return false
-	}
-	var n int64
-	for _, d := range digits {
-		if d < '0' || d > '9' {
-			return false
-		}
-		n = n*10 + int64(d-'0')
-	}
-	if neg {
-		n = -n
-	}
-	w.number(number{kind: numInt, i: n})
-	return true
+	return false
+}
+
+var cborWriters = sync.Pool{New: func() any { return new(cborWriter) }}
+
+func getCBORWriter(dst []byte) *cborWriter {
+	w := cborWriters.Get().(*cborWriter)
+	w.b = dst
+	return w
+}
+
+func (w *cborWriter) put() {
+	w.b = nil
+	w.heads = w.heads[:0]
+	w.wk.release()
+	cborWriters.Put(w)
 }
 
 func (c *cborCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
-	w := &cborWriter{b: dst}
+	w := getCBORWriter(dst)
+	defer w.put()
 	err := c.value(w, v)
 	return w.b, err
 }
 
 func (c *cborCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
-	w := &cborWriter{b: dst}
+	w := getCBORWriter(dst)
+	defer w.put()
 	err := c.message(w, m)
 	return w.b, err
 }
 
 func (c *cborCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
-	w := &cborWriter{b: appendHead(dst, 4, uint64(len(batch)))}
+	w := getCBORWriter(appendHead(dst, 4, uint64(len(batch))))
+	defer w.put()
 	for _, m := range batch {
 		if err := c.message(w, m); err != nil {
 			return w.b, err
@@ -310,25 +289,25 @@ func (c *cborCodec) message(w *cborWriter, m jsonrpc.Message) error {
 			n++
 		}
 		w.b = appendHead(w.b, 5, uint64(n))
-		w.str("jsonrpc")
-		w.str("2.0")
+		w.text("jsonrpc")
+		w.text("2.0")
 		if m.ID.IsValid() {
-			w.str("id")
+			w.text("id")
 			if err := c.value(w, json.RawMessage(m.ID.Raw())); err != nil {
 				return err
 			}
 		}
-		w.str("method")
-		w.str(m.Method)
+		w.text("method")
+		w.text(m.Method)
 		if len(m.Params) > 0 {
-			w.str("params")
+			w.text("params")
 			return c.value(w, m.Params)
 		}
 	case *jsonrpc.Response:
 		w.b = appendHead(w.b, 5, 3)
-		w.str("jsonrpc")
-		w.str("2.0")
-		w.str("id")
+		w.text("jsonrpc")
+		w.text("2.0")
+		w.text("id")
 		id := m.ID
 		if !id.IsValid() {
 			id = jsonrpc.NullID
@@ -337,23 +316,23 @@ func (c *cborCodec) message(w *cborWriter, m jsonrpc.Message) error {
 			return err
 		}
 		if m.Error != nil {
-			w.str("error")
+			w.text("error")
 			n := 2
 			if len(m.Error.Data) > 0 {
 				n++
 			}
 			w.b = appendHead(w.b, 5, uint64(n))
-			w.str("code")
+			w.text("code")
 			w.number(number{kind: numInt, i: int64(m.Error.Code)})
-			w.str("message")
-			w.str(m.Error.Message)
+			w.text("message")
+			w.text(m.Error.Message)
 			if len(m.Error.Data) > 0 {
-				w.str("data")
+				w.text("data")
 				return c.value(w, m.Error.Data)
 			}
 			return nil
 		}
-		w.str("result")
+		w.text("result")
 		if len(m.Result) == 0 {
 			w.b = append(w.b, 0xa0)
 			return nil
@@ -709,7 +688,7 @@ func (r *cborReader) value(dst []byte, depth int) ([]byte, error) {
 	var f float64
 	switch r.data[start] & 0x1f {
 	case 25:
-		f = float16(uint16(n))
+		f = float64(float16.Frombits(uint16(n)).Float32())
 	case 26:
 		f = float64(math.Float32frombits(uint32(n)))
 	case 27:
@@ -905,26 +884,6 @@ func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
 	dst = append(dst, '"')
 	dst = enc.AppendEncode(dst, b)
 	return append(dst, '"')
-}
-
-// float16 converts IEEE 754 half precision to float64.
-func float16(h uint16) float64 {
-	sign := 1.0
-	if h&0x8000 != 0 {
-		sign = -1
-	}
-	exp := int(h>>10) & 0x1f
-	frac := float64(h & 0x3ff)
-	switch exp {
-	case 0:
-		return sign * math.Ldexp(frac, -24)
-	case 31:
-		if frac == 0 {
-			return math.Inf(int(sign))
-		}
-		return math.NaN()
-	}
-	return sign * math.Ldexp(frac+1024, exp-25)
 }
 
 func encodeErr(enc Name, err error) error {

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // Name is an encoding's name as it appears in the transport object of
@@ -21,9 +22,9 @@ type Name string
 
 // The encodings of MCP-Flow 0.1.
 const (
-	JSON     Name = "json"
-	CBOR     Name = "cbor"
-	Protobuf Name = "protobuf"
+	JSON     Name = protocol.EncodingJSON
+	CBOR     Name = protocol.EncodingCBOR
+	Protobuf Name = protocol.EncodingProtobuf
 )
 
 // Names lists every encoding this package implements, in the server's order

@@ -3,10 +3,10 @@ package codec
 import (
 	"errors"
 	"fmt"
-
-	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"slices"
 	"strings"
+
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
 
 // Negotiate picks the encoding of a session (spec §4.1): the first of the
@@ -45,7 +45,7 @@ func Negotiate(clientPrefs []string, supported []Name) (Name, error) {
 // codecs gives the codec of each encoding, with the session's limits, which
 // bound every decoding Detect tries; nil means DefaultLimits.
 func Detect(data []byte, negotiated Name, codecs map[Name]Codec) (n Name, p jsonrpc.Payload, limitErr error) {
-	for _, n := range []Name{JSON, CBOR, Protobuf} {
+	for _, n := range Names {
 		if n == negotiated {
 			continue
 		}

@@ -3,13 +3,15 @@ package codec
 import (
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"math"
+	"slices"
 	"strconv"
+	"sync"
+	"unicode/utf8"
 
-	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/proto"
 )
 
 // protoCodec is the protobuf encoding (pb/value.proto, spec §4.4): a frame
@@ -19,152 +21,312 @@ type protoCodec struct{ lim Limits }
 
 func (c *protoCodec) Name() Name { return Protobuf }
 
-// treeBuilder is the sink that builds a pb.Value tree.
-type treeBuilder struct {
-	stack []*pb.Value
-	keys  []string
-	root  *pb.Value
+// pbWriter is the sink that writes protobuf wire bytes (pb/value.proto)
+// straight from JSON text, with no pb.Value tree. A length-delimited field's
+// length is known only once its contents are written, so the contents are
+// written first and the lengths inserted in one pass at the end (finish),
+// which moves each byte once.
+type pbWriter struct {
+	b    []byte
+	lens []pbLen // one per message field, in the order of their positions
+	open []int   // indexes in lens of the message fields open
+	ctx  []byte  // what each open JSON container is: 'a' array, 'o' object
+	wk   walker
 }
 
-func (t *treeBuilder) add(v *pb.Value) {
-	if len(t.stack) == 0 {
-		t.root = v
-		return
+type pbLen struct {
+	at    int // where the length goes in b
+	n     int // the contents' length, the lengths inside them included
+	extra int // while open: the bytes of the lengths inside
+}
+
+var pbWriters = sync.Pool{New: func() any { return new(pbWriter) }}
+
+func getPBWriter(dst []byte) *pbWriter {
+	w := pbWriters.Get().(*pbWriter)
+	w.b = dst
+	return w
+}
+
+func (w *pbWriter) put() {
+	w.b = nil
+	if cap(w.lens) > 4<<10 {
+		w.lens = nil
 	}
-	switch p := t.stack[len(t.stack)-1].Kind.(type) {
-	case *pb.Value_Array:
-		p.Array.Items = append(p.Array.Items, v)
-	case *pb.Value_Object:
-		k := t.keys[len(t.keys)-1]
-		p.Object.Members = append(p.Object.Members, &pb.Member{Key: k, Value: v})
+	w.lens, w.open, w.ctx = w.lens[:0], w.open[:0], w.ctx[:0]
+	w.wk.release()
+	pbWriters.Put(w)
+}
+
+// begin writes the tag of a message field and opens it.
+func (w *pbWriter) begin(tag byte) {
+	w.b = append(w.b, tag)
+	w.lens = append(w.lens, pbLen{at: len(w.b)})
+	w.open = append(w.open, len(w.lens)-1)
+}
+
+// end closes the message field opened last.
+func (w *pbWriter) end() {
+	i := w.open[len(w.open)-1]
+	w.open = w.open[:len(w.open)-1]
+	l := &w.lens[i]
+	l.n = len(w.b) - l.at + l.extra
+	if k := len(w.open); k > 0 {
+		w.lens[w.open[k-1]].extra += l.extra + protowire.SizeVarint(uint64(l.n))
 	}
 }
 
-func (t *treeBuilder) null()          { t.add(&pb.Value{Kind: &pb.Value_Null{Null: true}}) }
-func (t *treeBuilder) boolean(b bool) { t.add(&pb.Value{Kind: &pb.Value_Bool{Bool: b}}) }
-func (t *treeBuilder) str(s string)   { t.add(&pb.Value{Kind: &pb.Value_String_{String_: s}}) }
-func (t *treeBuilder) key(s string)   { t.keys[len(t.keys)-1] = s }
-func (t *treeBuilder) number(n number) {
+// finish inserts the lengths, moving the bytes after each one right, from
+// the last to the first.
+func (w *pbWriter) finish() []byte {
+	grow := 0
+	for _, l := range w.lens {
+		grow += protowire.SizeVarint(uint64(l.n))
+	}
+	end := len(w.b)
+	w.b = slices.Grow(w.b, grow)[:end+grow]
+	to := len(w.b)
+	for i := len(w.lens) - 1; i >= 0; i-- {
+		l := w.lens[i]
+		to -= copy(w.b[to-(end-l.at):to], w.b[l.at:end])
+		v := protowire.SizeVarint(uint64(l.n))
+		protowire.AppendVarint(w.b[to-v:to-v], uint64(l.n))
+		to -= v
+		end = l.at
+	}
+	return w.b
+}
+
+func (w *pbWriter) field(tag byte, s []byte) {
+	w.b = append(w.b, tag)
+	w.b = protowire.AppendVarint(w.b, uint64(len(s)))
+	w.b = append(w.b, s...)
+}
+
+// slot opens the field that holds the next value: an array item, or a
+// member's value (the member itself was opened by key). At the top, the
+// caller has opened it.
+func (w *pbWriter) slot() {
+	if k := len(w.ctx); k > 0 {
+		if w.ctx[k-1] == 'a' {
+			w.begin(0x0a) // Array.items
+		} else {
+			w.begin(0x12) // Member.value
+		}
+	}
+}
+
+// unslot closes what slot opened, and a member with its value.
+func (w *pbWriter) unslot() {
+	if k := len(w.ctx); k > 0 {
+		w.end()
+		if w.ctx[k-1] == 'o' {
+			w.end() // the Member
+		}
+	}
+}
+
+// The fields of pb.Value, as tags.
+const (
+	pbNull   = 1<<3 | 0
+	pbBool   = 2<<3 | 0
+	pbInt    = 3<<3 | 0
+	pbUint   = 4<<3 | 0
+	pbDouble = 5<<3 | 1
+	pbString = 6<<3 | 2
+	pbBytes  = 7<<3 | 2
+	pbNumber = 8<<3 | 2
+	pbObject = 9<<3 | 2
+	pbArray  = 10<<3 | 2
+)
+
+func (w *pbWriter) null() {
+	w.slot()
+	w.b = append(w.b, pbNull, 1)
+	w.unslot()
+}
+
+func (w *pbWriter) boolean(b bool) {
+	w.slot()
+	w.b = append(w.b, pbBool, byte(b2i(b)))
+	w.unslot()
+}
+
+func (w *pbWriter) str(s []byte) {
+	w.slot()
+	w.field(pbString, s)
+	w.unslot()
+}
+
+func (w *pbWriter) key(k []byte) {
+	w.begin(0x0a) // Object.members
+	w.field(0x0a, k)
+}
+
+func (w *pbWriter) number(n number) {
+	w.slot()
 	switch n.kind {
 	case numInt:
-		t.add(&pb.Value{Kind: &pb.Value_Int{Int: n.i}})
+		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(n.i))
 	case numUint:
-		t.add(&pb.Value{Kind: &pb.Value_Uint{Uint: n.u}})
+		w.b = protowire.AppendVarint(append(w.b, pbUint), n.u)
 	case numFloat:
-		t.add(&pb.Value{Kind: &pb.Value_Double{Double: n.f}})
+		w.b = protowire.AppendFixed64(append(w.b, pbDouble), math.Float64bits(n.f))
 	case numBig:
-		t.add(&pb.Value{Kind: &pb.Value_Number{Number: n.mant.String()}})
+		w.field(pbNumber, n.mant.Append(nil, 10))
 	case numDecimal:
-		t.add(&pb.Value{Kind: &pb.Value_Number{Number: string(appendDecimal(nil, n.mant, n.exp))}})
+		w.field(pbNumber, appendDecimal(nil, n.mant, n.exp))
 	}
+	w.unslot()
 }
-func (t *treeBuilder) binary(b64 []byte) bool {
-	b := make([]byte, base64.StdEncoding.DecodedLen(len(b64)))
-	n, err := strictBase64.Decode(b, b64)
-	if err != nil {
+
+func (w *pbWriter) binary(b64 []byte) bool {
+	n := decodedLen(b64)
+	start := len(w.b)
+	w.slot()
+	w.b = protowire.AppendVarint(append(w.b, pbBytes), uint64(n))
+	off := len(w.b)
+	w.b = grow(w.b, n)
+	if m, err := strictBase64.Decode(w.b[off:off+n], b64); err != nil || m != n {
+		w.b = w.b[:start]
+		if len(w.ctx) > 0 { // undo slot
+			w.lens = w.lens[:len(w.lens)-1]
+			w.open = w.open[:len(w.open)-1]
+		}
 		return false
 	}
-	t.add(&pb.Value{Kind: &pb.Value_Bytes{Bytes: b[:n]}})
+	w.unslot()
 	return true
 }
-func (t *treeBuilder) beginArray() { t.open(&pb.Value{Kind: &pb.Value_Array{Array: &pb.Array{}}}) }
-func (t *treeBuilder) beginObject() {
-	t.open(&pb.Value{Kind: &pb.Value_Object{Object: &pb.Object{}}})
-}
-func (t *treeBuilder) open(v *pb.Value) {
-	t.add(v)
-	t.stack = append(t.stack, v)
-	t.keys = append(t.keys, "")
-}
-func (t *treeBuilder) endArray(int)  { t.close() }
-func (t *treeBuilder) endObject(int) { t.close() }
-func (t *treeBuilder) close() {
-	t.stack = t.stack[:len(t.stack)-1]
-	t.keys = t.keys[:len(t.keys)-1]
+
+func (w *pbWriter) beginArray() {
+	w.slot()
+	w.begin(pbArray)
+	w.ctx = append(w.ctx, 'a')
 }
 
-func (c *protoCodec) tree(raw json.RawMessage) (*pb.Value, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	t := &treeBuilder{}
-	if err := walkJSON(raw, c.lim, t); err != nil {
-		return nil, encodeErr(Protobuf, err)
-	}
-	return t.root, nil
+func (w *pbWriter) beginObject() {
+	w.slot()
+	w.begin(pbObject)
+	w.ctx = append(w.ctx, 'o')
 }
 
-func (c *protoCodec) message(m jsonrpc.Message) (*pb.Message, error) {
-	v := "2.0"
-	out := &pb.Message{Jsonrpc: &v}
-	var err error
+func (w *pbWriter) endArray(int)  { w.endContainer() }
+func (w *pbWriter) endObject(int) { w.endContainer() }
+
+func (w *pbWriter) endContainer() {
+	w.ctx = w.ctx[:len(w.ctx)-1]
+	w.end()
+	w.unslot()
+}
+
+// value writes raw JSON as a pb.Value's fields.
+func (w *pbWriter) value(raw json.RawMessage, lim Limits) error {
+	if i, ok := smallInt(raw); ok {
+		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(i))
+		return nil
+	}
+	if err := w.wk.walk(raw, lim, w); err != nil {
+		return encodeErr(Protobuf, err)
+	}
+	return nil
+}
+
+// valueField writes raw JSON as the message field tag.
+func (w *pbWriter) valueField(tag byte, raw json.RawMessage, lim Limits) error {
+	w.begin(tag)
+	err := w.value(raw, lim)
+	w.end()
+	return err
+}
+
+// The fields of pb.Message, as tags.
+const (
+	pbMsgJSONRPC = 1<<3 | 2
+	pbMsgID      = 2<<3 | 2
+	pbMsgMethod  = 3<<3 | 2
+	pbMsgParams  = 4<<3 | 2
+	pbMsgResult  = 5<<3 | 2
+	pbMsgError   = 6<<3 | 2
+)
+
+func (c *protoCodec) message(w *pbWriter, m jsonrpc.Message) error {
+	w.b = append(w.b, pbMsgJSONRPC, 3, '2', '.', '0')
 	switch m := m.(type) {
 	case *jsonrpc.Request:
-		out.Method = &m.Method
 		if m.ID.IsValid() {
-			if out.Id, err = c.tree(json.RawMessage(m.ID.Raw())); err != nil {
-				return nil, err
+			if err := w.valueField(pbMsgID, json.RawMessage(m.ID.Raw()), c.lim); err != nil {
+				return err
 			}
 		}
-		out.Params, err = c.tree(m.Params)
+		w.b = protowire.AppendString(protowire.AppendVarint(w.b, pbMsgMethod), m.Method)
+		if len(m.Params) > 0 {
+			return w.valueField(pbMsgParams, m.Params, c.lim)
+		}
 	case *jsonrpc.Response:
 		id := m.ID
 		if !id.IsValid() {
 			id = jsonrpc.NullID
 		}
-		if out.Id, err = c.tree(json.RawMessage(id.Raw())); err != nil {
-			return nil, err
+		if err := w.valueField(pbMsgID, json.RawMessage(id.Raw()), c.lim); err != nil {
+			return err
 		}
-		if m.Error != nil {
-			out.Error, err = c.tree(m.Error.AppendJSON(nil))
-		} else if len(m.Result) == 0 {
-			out.Result = &pb.Value{Kind: &pb.Value_Object{Object: &pb.Object{}}}
-		} else {
-			out.Result, err = c.tree(m.Result)
+		switch {
+		case m.Error != nil:
+			return w.valueField(pbMsgError, m.Error.AppendJSON(nil), c.lim)
+		case len(m.Result) == 0:
+			w.b = append(w.b, pbMsgResult, 2, pbObject, 0)
+		default:
+			return w.valueField(pbMsgResult, m.Result, c.lim)
 		}
 	}
-	return out, err
+	return nil
 }
 
-var marshalOpts = proto.MarshalOptions{Deterministic: true}
-
 func (c *protoCodec) Append(dst []byte, m jsonrpc.Message) ([]byte, error) {
-	pm, err := c.message(m)
-	if err != nil {
+	w := getPBWriter(dst)
+	defer w.put()
+	w.begin(1<<3 | 2) // Payload.message
+	if err := c.message(w, m); err != nil {
 		return dst, err
 	}
-	return marshalOpts.MarshalAppend(dst, &pb.Payload{Body: &pb.Payload_Message{Message: pm}})
+	w.end()
+	return w.finish(), nil
 }
 
 func (c *protoCodec) AppendBatch(dst []byte, batch []jsonrpc.Message) ([]byte, error) {
-	b := &pb.Batch{}
+	w := getPBWriter(dst)
+	defer w.put()
+	w.begin(2<<3 | 2) // Payload.batch
 	for _, m := range batch {
-		pm, err := c.message(m)
-		if err != nil {
+		w.begin(1<<3 | 2) // Batch.messages
+		if err := c.message(w, m); err != nil {
 			return dst, err
 		}
-		b.Messages = append(b.Messages, pm)
+		w.end()
 	}
-	return marshalOpts.MarshalAppend(dst, &pb.Payload{Body: &pb.Payload_Batch{Batch: b}})
+	w.end()
+	return w.finish(), nil
 }
 
 func (c *protoCodec) AppendValue(dst []byte, v json.RawMessage) ([]byte, error) {
-	t, err := c.tree(v)
-	if err != nil {
+	w := getPBWriter(dst)
+	defer w.put()
+	if err := w.value(v, c.lim); err != nil {
 		return dst, err
 	}
-	return marshalOpts.MarshalAppend(dst, t)
+	return w.finish(), nil
 }
 
-func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
+// check refuses a payload past MaxPayload, and runs the scan that checks
+// the wire bytes and the limits before anything is decoded.
+func (c *protoCodec) check(data []byte, payload bool) error {
 	if len(data) > c.lim.MaxPayload {
 		return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "payload of " + strconv.Itoa(len(data)) + " bytes exceeds the limit of " + strconv.Itoa(c.lim.MaxPayload)}
 	}
-	// proto.Unmarshal allocates the whole tree before any limit could be
-	// checked on it: a scan of the wire bytes checks them first.
 	sc := &protoScan{lim: c.lim}
 	var err error
-	if _, ok := m.(*pb.Payload); ok {
+	if payload {
 		err = sc.payload(data)
 	} else {
 		err = sc.value(data, 1)
@@ -172,152 +334,341 @@ func (c *protoCodec) unmarshal(data []byte, m proto.Message) error {
 	if err != nil {
 		return decodeErr(Protobuf, -1, err)
 	}
-	// Each JSON level is three protobuf levels (Value, Object, Member).
-	opts := proto.UnmarshalOptions{RecursionLimit: 3*c.lim.MaxDepth + 8}
-	if err := opts.Unmarshal(data, m); err != nil {
-		return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: err.Error()}
-	}
 	return nil
 }
 
 func (c *protoCodec) DecodeValue(data []byte) (json.RawMessage, error) {
-	var v pb.Value
-	if err := c.unmarshal(data, &v); err != nil {
+	if err := c.check(data, false); err != nil {
 		return nil, err
 	}
-	return c.json(nil, &v, 1)
+	out, err := c.value(make([]byte, 0, min(2*len(data)+8, c.lim.MaxDecoded)), segs{n: 1, first: data}, 1)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 func (c *protoCodec) Decode(data []byte) (jsonrpc.Payload, error) {
-	var p pb.Payload
-	if err := c.unmarshal(data, &p); err != nil {
+	if err := c.check(data, true); err != nil {
 		return jsonrpc.Payload{}, err
 	}
-	switch b := p.Body.(type) {
-	case *pb.Payload_Message:
-		e, err := c.envelope(b.Message)
-		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e}}, err
-	case *pb.Payload_Batch:
-		if len(b.Batch.Messages) > c.lim.MaxBatch { // the scan has checked it already
-			return jsonrpc.Payload{}, decodeErr(Protobuf, -1, errBatch(c.lim))
+	// Payload: message (1) or batch (2), a oneof.
+	var kind protowire.Number
+	var body segs
+	for b := data; len(b) > 0; {
+		f, rest := nextField(b)
+		b = rest
+		if (f.num == 1 || f.num == 2) && f.typ == protowire.BytesType {
+			if kind != f.num {
+				body = segs{}
+			}
+			kind = f.num
+			body.add(f.val)
 		}
-		out := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(b.Batch.Messages))}
-		for i, m := range b.Batch.Messages {
-			var err error
-			if out.Elems[i], err = c.envelope(m); err != nil {
-				return jsonrpc.Payload{}, err
+	}
+	buf := make([]byte, 0, min(len(data)+len(data)/2+64, c.lim.MaxDecoded))
+	switch kind {
+	case 1:
+		e, buf, err := c.decodeMessage(buf, body)
+		if err != nil {
+			return jsonrpc.Payload{}, err
+		}
+		return jsonrpc.Payload{Elems: []jsonrpc.Envelope{e.envelope(buf)}}, nil
+	case 2:
+		var envs []envSpans
+		for i := range body.n {
+			for b := body.at(i); len(b) > 0; {
+				f, rest := nextField(b)
+				b = rest
+				if f.num != 1 || f.typ != protowire.BytesType {
+					continue
+				}
+				if len(envs) == c.lim.MaxBatch { // the scan has checked it already
+					return jsonrpc.Payload{}, decodeErr(Protobuf, -1, errBatch(c.lim))
+				}
+				var e envSpans
+				var err error
+				if e, buf, err = c.decodeMessage(buf, segs{n: 1, first: f.val}); err != nil {
+					return jsonrpc.Payload{}, err
+				}
+				envs = append(envs, e)
 			}
 		}
-		return out, nil
+		p := jsonrpc.Payload{Batch: true, Elems: make([]jsonrpc.Envelope, len(envs))}
+		for i, e := range envs {
+			p.Elems[i] = e.envelope(buf)
+		}
+		return p, nil
 	}
 	return jsonrpc.Payload{}, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "payload holds neither a message nor a batch"}
 }
 
-func (c *protoCodec) envelope(m *pb.Message) (jsonrpc.Envelope, error) {
-	var e jsonrpc.Envelope
-	if m == nil {
-		return jsonrpc.Envelope{NotObject: true}, nil
-	}
-	if m.Jsonrpc != nil {
-		e.JSONRPC = jsonrpc.AppendQuoted(nil, *m.Jsonrpc)
-	}
-	if m.Method != nil {
-		e.Method = jsonrpc.AppendQuoted(nil, *m.Method)
-	}
-	for _, f := range []struct {
-		v   *pb.Value
-		dst *json.RawMessage
-	}{{m.Id, &e.ID}, {m.Params, &e.Params}, {m.Result, &e.Result}, {m.Error, &e.Error}} {
-		if f.v == nil {
-			continue
-		}
-		b, err := c.json(nil, f.v, 2) // the message is level 1, as in the json codec
-		if err != nil {
-			return e, err
-		}
-		*f.dst = b
-	}
-	return e, nil
+// ---- decoding: wire bytes to JSON text ----
+//
+// The decoder reads wire bytes that the scan has checked, with proto3's
+// rules for a field that occurs more than once (what proto.Unmarshal does;
+// FuzzProtobufMatchesUnmarshal holds it to that): the last scalar wins, the
+// occurrences of a message field merge (as if their bytes were one), the
+// last member of a oneof replaces the others, and a field of an unknown
+// number or of another wire type than its own is skipped. (The scan has
+// checked that every string, in every occurrence, is UTF-8.)
+
+// segs holds the bytes of a message field's occurrences, usually one.
+type segs struct {
+	n     int
+	first []byte
+	more  [][]byte
 }
 
-// json appends v's JSON text.
-func (c *protoCodec) json(dst []byte, v *pb.Value, depth int) ([]byte, error) {
-	fail := func(reason string) ([]byte, error) {
-		return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: reason}
+func (s *segs) add(b []byte) {
+	if s.n == 0 {
+		s.first = b
+	} else {
+		s.more = append(s.more, b)
 	}
-	switch k := v.Kind.(type) {
-	case nil, *pb.Value_Null:
+	s.n++
+}
+
+func (s *segs) at(i int) []byte {
+	if i == 0 {
+		return s.first
+	}
+	return s.more[i-1]
+}
+
+// pbField is one field: its number, wire type, and its bytes (BytesType) or
+// value (VarintType, Fixed64Type).
+type pbField struct {
+	num protowire.Number
+	typ protowire.Type
+	val []byte
+	v   uint64
+}
+
+// nextField reads the field that starts b, which the scan has checked.
+func nextField(b []byte) (pbField, []byte) {
+	num, typ, n := protowire.ConsumeTag(b)
+	if n < 0 {
+		return pbField{}, nil
+	}
+	b = b[n:]
+	f := pbField{num: num, typ: typ}
+	switch typ {
+	case protowire.BytesType:
+		f.val, n = protowire.ConsumeBytes(b)
+	case protowire.VarintType:
+		f.v, n = protowire.ConsumeVarint(b)
+	case protowire.Fixed64Type:
+		f.v, n = protowire.ConsumeFixed64(b)
+	default:
+		n = protowire.ConsumeFieldValue(num, typ, b)
+	}
+	if n < 0 {
+		return pbField{}, nil
+	}
+	return f, b[n:]
+}
+
+// errUTF8 refuses a string field that is not UTF-8, as proto.Unmarshal does.
+var errUTF8 = errors.New("string field contains invalid UTF-8")
+
+// decodeMessage appends the members of a pb.Message to buf and records
+// where they lie.
+func (c *protoCodec) decodeMessage(buf []byte, s segs) (envSpans, []byte, error) {
+	var e envSpans
+	var jv, method []byte
+	var hasJ, hasM bool
+	var vals [4]segs // id, params, result, error
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			f, rest := nextField(b)
+			b = rest
+			if f.typ != protowire.BytesType {
+				continue
+			}
+			switch f.num {
+			case 1, 3:
+				if f.num == 1 {
+					jv, hasJ = f.val, true
+				} else {
+					method, hasM = f.val, true
+				}
+			case 2:
+				vals[0].add(f.val)
+			case 4, 5, 6:
+				vals[f.num-3].add(f.val)
+			}
+		}
+	}
+	if hasJ {
+		from := len(buf)
+		buf = appendQuotedUTF8(buf, jv)
+		e.spans[0] = span{from, len(buf)}
+	}
+	if hasM {
+		from := len(buf)
+		buf = appendQuotedUTF8(buf, method)
+		e.spans[2] = span{from, len(buf)}
+	}
+	for i, slot := range [4]int{1, 3, 4, 5} {
+		if vals[i].n == 0 {
+			continue
+		}
+		from := len(buf)
+		var err error
+		if buf, err = c.value(buf, vals[i], 2); err != nil { // the message is level 1, as in the json codec
+			return e, buf, err
+		}
+		e.spans[slot] = span{from, len(buf)}
+	}
+	return e, buf, nil
+}
+
+// value appends the JSON text of the pb.Value in s at nesting level depth.
+func (c *protoCodec) value(dst []byte, s segs, depth int) ([]byte, error) {
+	var kind protowire.Number
+	var f pbField // the last scalar member of the oneof
+	var sub segs  // the occurrences of the object or array member
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			g, rest := nextField(b)
+			b = rest
+			switch {
+			case g.num >= 1 && g.num <= 4 && g.typ == protowire.VarintType,
+				g.num == 5 && g.typ == protowire.Fixed64Type:
+			case g.num >= 6 && g.num <= 8 && g.typ == protowire.BytesType:
+			case (g.num == 9 || g.num == 10) && g.typ == protowire.BytesType:
+				if kind != g.num {
+					sub = segs{}
+				}
+				sub.add(g.val)
+			default:
+				continue
+			}
+			kind, f = g.num, g
+		}
+	}
+	switch kind {
+	case 0, 1:
 		return append(dst, "null"...), nil
-	case *pb.Value_Bool:
-		return strconv.AppendBool(dst, k.Bool), nil
-	case *pb.Value_Int:
-		return strconv.AppendInt(dst, k.Int, 10), nil
-	case *pb.Value_Uint:
-		return strconv.AppendUint(dst, k.Uint, 10), nil
-	case *pb.Value_Double:
-		if math.IsNaN(k.Double) || math.IsInf(k.Double, 0) {
-			return fail("NaN and infinities have no JSON form")
+	case 2:
+		return strconv.AppendBool(dst, f.v != 0), nil
+	case 3:
+		return strconv.AppendInt(dst, protowire.DecodeZigZag(f.v), 10), nil
+	case 4:
+		return strconv.AppendUint(dst, f.v, 10), nil
+	case 5:
+		d := math.Float64frombits(f.v)
+		if math.IsNaN(d) || math.IsInf(d, 0) {
+			return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "NaN and infinities have no JSON form"}
 		}
-		return appendFloat(dst, k.Double), nil
-	case *pb.Value_String_:
-		return jsonrpc.AppendQuoted(dst, k.String_), nil
-	case *pb.Value_Bytes:
-		return appendBase64(dst, base64.StdEncoding, k.Bytes), nil
-	case *pb.Value_Number:
-		if _, _, _, ok := normDecimal(k.Number); !ok || !validNumber(k.Number) {
-			return fail("number " + strconv.Quote(clip(k.Number)) + " is not a JSON number")
+		return appendFloat(dst, d), nil
+	case 6:
+		return appendQuotedUTF8(dst, f.val), nil
+	case 7:
+		return appendBase64(dst, base64.StdEncoding, f.val), nil
+	case 8:
+		if _, _, _, ok := normDecimal(string(f.val)); !ok || !validNumber(string(f.val)) {
+			return dst, &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "number " + strconv.Quote(clip(string(f.val))) + " is not a JSON number"}
 		}
-		return append(dst, k.Number...), nil
-	case *pb.Value_Array:
-		if depth > c.lim.MaxDepth {
-			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
-		}
-		if len(k.Array.Items) > c.lim.MaxElements {
-			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
-		}
-		dst = append(dst, '[')
-		for i, it := range k.Array.Items {
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			var err error
-			if dst, err = c.json(dst, it, depth+1); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, ']'), nil
-	case *pb.Value_Object:
-		if depth > c.lim.MaxDepth {
-			return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
-		}
-		ms := k.Object.Members
-		if len(ms) > c.lim.MaxElements {
-			return dst, decodeErr(Protobuf, -1, errTooMany(c.lim))
-		}
-		seen := make(map[string]struct{}, len(ms))
-		dst = append(dst, '{')
-		for i, m := range ms {
-			if _, dup := seen[m.Key]; dup {
-				return fail("duplicate member " + strconv.Quote(m.Key))
-			}
-			seen[m.Key] = struct{}{}
-			if i > 0 {
-				dst = append(dst, ',')
-			}
-			dst = jsonrpc.AppendQuoted(dst, m.Key)
-			dst = append(dst, ':')
-			mv := m.Value
-			if mv == nil {
-				mv = &pb.Value{}
-			}
-			var err error
-			if dst, err = c.json(dst, mv, depth+1); err != nil {
-				return dst, err
-			}
-		}
-		return append(dst, '}'), nil
+		return append(dst, f.val...), nil
+	case 9:
+		return c.object(dst, sub, depth)
 	}
-	return fail("unknown value kind")
+	return c.array(dst, sub, depth)
+}
+
+// items calls each with the contents of every occurrence of field 1 (the
+// repeated field of Object and Array) in s, failing past MaxElements.
+func (c *protoCodec) items(s segs, each func(i int, b []byte) error) error {
+	n := 0
+	for i := range s.n {
+		for b := s.at(i); len(b) > 0; {
+			f, rest := nextField(b)
+			b = rest
+			if f.num != 1 || f.typ != protowire.BytesType {
+				continue
+			}
+			if n == c.lim.MaxElements {
+				return decodeErr(Protobuf, -1, errTooMany(c.lim))
+			}
+			if err := each(n, f.val); err != nil {
+				return err
+			}
+			n++
+		}
+	}
+	return nil
+}
+
+func (c *protoCodec) array(dst []byte, s segs, depth int) ([]byte, error) {
+	if depth > c.lim.MaxDepth {
+		return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
+	}
+	dst = append(dst, '[')
+	err := c.items(s, func(i int, b []byte) error {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		var err error
+		dst, err = c.value(dst, segs{n: 1, first: b}, depth+1)
+		return err
+	})
+	return append(dst, ']'), err
+}
+
+func (c *protoCodec) object(dst []byte, s segs, depth int) ([]byte, error) {
+	if depth > c.lim.MaxDepth {
+		return dst, decodeErr(Protobuf, -1, errTooDeep(c.lim))
+	}
+	var small [16][]byte
+	var seen map[string]struct{}
+	dst = append(dst, '{')
+	err := c.items(s, func(i int, b []byte) error {
+		// Member: key (1), value (2).
+		var key []byte
+		var val segs
+		for len(b) > 0 {
+			f, rest := nextField(b)
+			b = rest
+			if f.typ != protowire.BytesType {
+				continue
+			}
+			switch f.num {
+			case 1:
+				key = f.val
+			case 2:
+				val.add(f.val)
+			}
+		}
+		if i < len(small) {
+			for _, k := range small[:i] {
+				if string(k) == string(key) {
+					return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "duplicate member " + strconv.Quote(string(key))}
+				}
+			}
+			small[i] = key
+		} else {
+			if seen == nil {
+				seen = make(map[string]struct{}, 2*len(small))
+				for _, k := range small {
+					seen[string(k)] = struct{}{}
+				}
+			}
+			if _, dup := seen[string(key)]; dup {
+				return &DecodeError{Encoding: Protobuf, Offset: -1, Reason: "duplicate member " + strconv.Quote(string(key))}
+			}
+			seen[string(key)] = struct{}{}
+		}
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(appendQuotedUTF8(dst, key), ':')
+		var err error
+		dst, err = c.value(dst, val, depth+1)
+		return err
+	})
+	return append(dst, '}'), err
 }
 
 // validNumber reports whether s is a JSON number.
@@ -375,6 +726,9 @@ func (sc *protoScan) fields(b []byte, f func(num protowire.Number, v []byte) err
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)
+		}
+		if num > protowire.MaxValidNumber {
+			return errors.New("field number " + strconv.Itoa(int(num)) + " is out of range")
 		}
 		b = b[n:]
 		m := protowire.ConsumeFieldValue(num, typ, b)
@@ -434,8 +788,12 @@ func (sc *protoScan) message(b []byte) error {
 		switch num {
 		case 2, 4, 5, 6: // id, params, result, error
 			return sc.value(v, 2) // the message is level 1, as in the json codec
+		case 1, 3: // jsonrpc, method
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 		}
-		return sc.spend(2*len(v) + 2) // jsonrpc, method
+		return sc.spend(2*len(v) + 2)
 	})
 }
 
@@ -449,10 +807,16 @@ func (sc *protoScan) value(b []byte, depth int) error {
 	return sc.fields(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case 6: // string
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 			return sc.spend(len(v) + quotedLen(v))
 		case 7: // bytes
 			return sc.spend(len(v) + base64.StdEncoding.EncodedLen(len(v)) + 2)
 		case 8: // number text
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 			if mantissaDigits(v) > sc.lim.MaxNumberDigits {
 				return errNumber(sc.lim)
 			}
@@ -471,8 +835,13 @@ func (sc *protoScan) member(b []byte, depth int) error {
 		return err
 	}
 	return sc.fields(b, func(num protowire.Number, v []byte) error {
-		if num == 2 {
+		switch num {
+		case 2:
 			return sc.value(v, depth+1)
+		case 1:
+			if !utf8.Valid(v) {
+				return errUTF8
+			}
 		}
 		return sc.spend(len(v) + quotedLen(v) + 1) // the key
 	})

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/webtransport-go"
 )
@@ -92,7 +93,7 @@ func alive(p *probe, o outcome) outcome {
 	if o.status != Pass {
 		return o
 	}
-	r, _, err := p.call("ping", nil, nil)
+	r, _, err := p.call(protocol.MethodPing, nil, nil)
 	if err != nil || r.Error != nil {
 		return fail("%s; then the session stopped answering ping (%v)", o.seen, err)
 	}
@@ -142,7 +143,7 @@ func checkInitJSON(ctx context.Context, t Target) outcome {
 	}
 	// What the published v0.1 schema's ServerTransportCapabilities requires.
 	var missing []string
-	if tr.Type != "mcp-flow" {
+	if tr.Type != protocol.TransportType {
 		missing = append(missing, fmt.Sprintf("type %q", tr.Type))
 	}
 	if tr.Version == "" {
@@ -184,7 +185,7 @@ func serverTransport(ctx context.Context, t Target) (*transportSeen, outcome) {
 		return nil, fail("dial: %v", err)
 	}
 	defer p.close()
-	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"json"}})
+	r, err := p.initialize(map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": []string{protocol.EncodingJSON}})
 	if err != nil {
 		return nil, fail("%v", err)
 	}
@@ -201,7 +202,7 @@ func checkNegotiateNone(ctx context.Context, t Target) outcome {
 		return fail("dial: %v", err)
 	}
 	defer p.close()
-	r, err := p.initialize(map[string]any{"type": "mcp-flow", "version": "0.1"})
+	r, err := p.initialize(map[string]any{"type": protocol.TransportType, "version": protocol.Version})
 	if err != nil || r.Error != nil {
 		return fail("initialize: %v %v", err, r)
 	}
@@ -213,11 +214,11 @@ func checkNegotiateNone(ctx context.Context, t Target) outcome {
 
 func negotiate(enc codec.Name) func(context.Context, Target) outcome {
 	return func(ctx context.Context, t Target) outcome {
-		return withProbe(ctx, t, []string{string(enc), "json"}, false, func(p *probe) outcome {
+		return withProbe(ctx, t, []string{string(enc), protocol.EncodingJSON}, false, func(p *probe) outcome {
 			if got := p.init.Transport.Encoding; got != enc {
 				return skip("server chose %q (it may not support %s)", got, enc)
 			}
-			r, _, err := p.call("ping", nil, nil)
+			r, _, err := p.call(protocol.MethodPing, nil, nil)
 			if err != nil {
 				return fail("ping in %s: %v", enc, err)
 			}
@@ -255,7 +256,7 @@ func checkPingBeforeInit(ctx context.Context, t Target) outcome {
 		return fail("dial: %v", err)
 	}
 	defer p.close()
-	r, _, err := p.call("ping", nil, nil)
+	r, _, err := p.call(protocol.MethodPing, nil, nil)
 	if err != nil || r.Error != nil {
 		return fail("ping: %v %v", err, r)
 	}
@@ -263,7 +264,7 @@ func checkPingBeforeInit(ctx context.Context, t Target) outcome {
 }
 
 func checkZeroLength(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		_ = p.writeRaw([]byte{0, 0, 0, 0})
 		e, err := p.nullError()
 		if err != nil {
@@ -277,7 +278,7 @@ func checkZeroLength(ctx context.Context, t Target) outcome {
 }
 
 func checkTooLarge(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		_ = p.writeRaw([]byte{0xFF, 0xFF, 0xFF, 0xFF, '{'})
 		e, err := p.nullError()
 		switch {
@@ -299,7 +300,7 @@ func isClosed(err error) bool {
 }
 
 func checkParseError(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		_ = p.sendJSON(`{"jsonrpc":"2.0","id":5,"method":`)
 		e, err := p.nullError()
 		if err != nil {
@@ -313,8 +314,8 @@ func checkParseError(ctx context.Context, t Target) outcome {
 }
 
 func checkMismatch(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
-		b, _ := codec.Default(codec.CBOR).Append(nil, &jsonrpc.Request{ID: jsonrpc.Int64ID(77), Method: "ping"})
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
+		b, _ := codec.Default(codec.CBOR).Append(nil, &jsonrpc.Request{ID: jsonrpc.Int64ID(77), Method: protocol.MethodPing})
 		_ = p.writeRaw(wire.AppendFrame(nil, b))
 		for {
 			msgs, _, err := p.read()
@@ -336,7 +337,7 @@ func checkMismatch(ctx context.Context, t Target) outcome {
 }
 
 func checkEmptyBatch(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		_ = p.sendJSON(`[]`)
 		_, raw, err := p.read()
 		if err != nil {
@@ -379,7 +380,7 @@ func refs(r *jsonrpc.Response) []refBlock {
 	_ = json.Unmarshal(r.Result, &res)
 	var out []refBlock
 	for _, c := range res.Content {
-		if c.Type == "ref/stream" {
+		if c.Type == protocol.ContentTypeRef {
 			out = append(out, c)
 		}
 	}
@@ -387,7 +388,7 @@ func refs(r *jsonrpc.Response) []refBlock {
 }
 
 func checkStreamHeader(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		const n = 100_000
 		r, id, o := toolCall(p, "generate", map[string]any{"bytes": n}, nil)
 		if o != nil {
@@ -413,7 +414,7 @@ func checkStreamHeader(ctx context.Context, t Target) outcome {
 }
 
 func checkStreamMultiple(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		r, id, o := toolCall(p, "generate", map[string]any{"bytes": 1000, "streams": 3}, nil)
 		if o != nil {
 			return *o
@@ -445,10 +446,10 @@ func checkStreamMultiple(ctx context.Context, t Target) outcome {
 }
 
 func checkStreamError(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		var note *jsonrpc.Request
 		r, _, o := toolCall(p, "fail_midstream", map[string]any{"bytes": 50_000}, func(n *jsonrpc.Request) {
-			if n.Method == "$/streamError" {
+			if n.Method == protocol.MethodStreamError {
 				note = n
 			}
 		})
@@ -479,7 +480,7 @@ func checkStreamError(ctx context.Context, t Target) outcome {
 				return fail("stream reset (code %d) but no $/streamError: %v", se.ErrorCode, err)
 			}
 			for _, m := range msgs {
-				if n, ok := m.(*jsonrpc.Request); ok && n.Method == "$/streamError" {
+				if n, ok := m.(*jsonrpc.Request); ok && n.Method == protocol.MethodStreamError {
 					note = n
 				}
 			}
@@ -497,7 +498,7 @@ func checkStreamError(ctx context.Context, t Target) outcome {
 }
 
 func checkInjection(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		st, err := p.sess.OpenUniStreamSync(ctx)
 		if err != nil {
 			return fail("open stream: %v", err)
@@ -516,7 +517,7 @@ func checkInjection(ctx context.Context, t Target) outcome {
 }
 
 func checkProgressDatagram(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, true, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, true, func(p *probe) outcome {
 		if ds := p.init.Transport.DatagramsSupported; ds == nil || !*ds {
 			return skip("the server does not support datagrams")
 		}
@@ -561,14 +562,14 @@ func checkProgressDatagram(ctx context.Context, t Target) outcome {
 }
 
 func checkProgressFallback(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		if o := p.needTool("slow"); o != nil {
 			return *o
 		}
 		n := 0
 		_, _, err := p.call("tools/call", map[string]any{"name": "slow", "arguments": map[string]int{"steps": 3, "delayMs": 5},
 			"_meta": map[string]any{"progressToken": "p"}}, func(r *jsonrpc.Request) {
-			if r.Method == "notifications/progress" {
+			if r.Method == protocol.MethodProgress {
 				n++
 			}
 		})
@@ -583,7 +584,7 @@ func checkProgressFallback(ctx context.Context, t Target) outcome {
 }
 
 func checkDatagramUnsupported(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		d := append(wire.DatagramHeader{Channel: wire.ChannelProgress, RequestID: 1}.Append(nil), `{"progress":1}`...)
 		if err := p.sess.SendDatagram(d); err != nil {
 			return fail("send: %v", err)
@@ -610,7 +611,7 @@ func slowRequest(p *probe, steps int) (jsonrpc.ID, error) {
 // error; with code it must be -32800, this project's erratum.
 func checkCancel(code bool) func(context.Context, Target) outcome {
 	return func(ctx context.Context, t Target) outcome {
-		return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 			if o := p.needTool("slow"); o != nil {
 				return *o
 			}
@@ -620,12 +621,12 @@ func checkCancel(code bool) func(context.Context, Target) outcome {
 			}
 			// A ping answered after the request was sent means the server
 			// has read the request: the cancel finds it in flight.
-			if r, _, err := p.call("ping", nil, nil); err != nil {
+			if r, _, err := p.call(protocol.MethodPing, nil, nil); err != nil {
 				return fail("ping behind the slow request: %v", err)
 			} else if r.Error != nil {
 				return fail("ping behind the slow request: error %d %s", r.Error.Code, r.Error.Message)
 			}
-			c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/cancel", map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "conformance"})
+			c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancel, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "conformance"})
 			_ = p.send(c)
 			r, err := p.response(id, nil)
 			switch {
@@ -642,14 +643,14 @@ func checkCancel(code bool) func(context.Context, Target) outcome {
 }
 
 func checkLateCancel(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
-		r, id, err := p.call("ping", nil, nil)
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
+		r, id, err := p.call(protocol.MethodPing, nil, nil)
 		if err != nil || r.Error != nil {
 			return fail("ping: %v", err)
 		}
-		c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/cancel", map[string]any{"requestId": json.RawMessage(id.Raw())})
+		c, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancel, map[string]any{"requestId": json.RawMessage(id.Raw())})
 		_ = p.send(c)
-		r, _, err = p.call("ping", nil, nil)
+		r, _, err = p.call(protocol.MethodPing, nil, nil)
 		if err != nil || r.Error != nil {
 			return fail("after a late cancel: %v %v", err, r)
 		}
@@ -662,7 +663,7 @@ func checkLateCancel(ctx context.Context, t Target) outcome {
 // FIN on the control stream, this project's addition.
 func checkShutdown(fin bool) func(context.Context, Target) outcome {
 	return func(ctx context.Context, t Target) outcome {
-		return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+		return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 			if o := p.needTool("slow"); o != nil {
 				return *o
 			}
@@ -670,7 +671,7 @@ func checkShutdown(fin bool) func(context.Context, Target) outcome {
 			if err != nil {
 				return fail("%v", err)
 			}
-			s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+			s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
 			_ = p.send(s)
 			r, err := p.response(id, nil)
 			if err != nil {
@@ -724,7 +725,7 @@ func checkOrigin(ctx context.Context, t Target) outcome {
 // 9001 §4.2, so a TLS 1.2 client is refused by its own stack before a
 // packet is sent: a refusal proves nothing about the server.)
 func checkTLS13(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		v := p.sess.tlsVersion
 		if v != tls.VersionTLS13 {
 			return fail("the session negotiated %s", tls.VersionName(v))
@@ -734,14 +735,14 @@ func checkTLS13(ctx context.Context, t Target) outcome {
 }
 
 func checkUnknownMethod(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		r, _, err := p.call("conformance/no-such-method", nil, nil)
 		return expectCode(r, err, jsonrpc.CodeMethodNotFound)
 	})
 }
 
 func checkStreamLimit(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		max := p.init.Transport.MaxConcurrentStreams
 		if max <= 0 || max > 255 {
 			return skip("maxConcurrentStreams %d: too many streams to cross here", max)
@@ -767,14 +768,14 @@ func checkStreamLimit(ctx context.Context, t Target) outcome {
 }
 
 func checkShutdownRefuses(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{"json"}, false, func(p *probe) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		if o := p.needTool("slow"); o != nil {
 			return *o
 		}
 		if _, err := slowRequest(p, 5); err != nil { // keeps the session draining
 			return fail("%v", err)
 		}
-		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
 		_ = p.send(s)
 		r, _, err := p.call("tools/list", nil, nil)
 		switch {

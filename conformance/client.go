@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
@@ -144,7 +145,7 @@ func clientScenarios() []scenario {
 					<-wrote
 					w.CancelWrite(flow.StreamCode(jsonrpc.CodeInternalError))
 					id, _ := c.requestID()
-					_ = c.notify("$/streamError", map[string]any{"requestId": id, "streamTag": ref["streamTag"], "error": "conformance: injected stream failure"})
+					_ = c.notify(protocol.MethodStreamError, map[string]any{"requestId": id, "streamTag": ref["streamTag"], "error": "conformance: injected stream failure"})
 				}
 				return map[string]any{"content": []any{ref}}, nil
 			},
@@ -157,7 +158,7 @@ func clientScenarios() []scenario {
 		{Check: Check{ID: "client.invalid-ref", Level: MUST, Source: Guide, Section: "5.3", Title: "a ref/stream naming no stream fails the call (-32001) instead of hanging"},
 			encodings: json1,
 			tool: func(context.Context, *judgeCall) (any, error) {
-				return map[string]any{"content": []any{flow.StreamRef{Type: flow.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
+				return map[string]any{"content": []any{flow.StreamRef{Type: protocol.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
 			},
 			judge: func(exit int, _ *evidence) outcome {
 				if exit == 0 {

@@ -15,6 +15,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -303,7 +304,7 @@ func (js *judgeSession) initialize(fr *wire.FrameReader) bool {
 	if len(msgs) == 1 {
 		req, _ = msgs[0].(*jsonrpc.Request)
 	}
-	if req == nil || req.Method != "initialize" || !req.IsCall() {
+	if req == nil || req.Method != protocol.MethodInitialize || !req.IsCall() {
 		js.ev.note("the first frame is not an initialize request")
 		return false
 	}
@@ -313,7 +314,7 @@ func (js *judgeSession) initialize(fr *wire.FrameReader) bool {
 	}
 	_ = json.Unmarshal(req.Params, &params)
 	t := params.Transport
-	if t.Type != flow.TransportType {
+	if t.Type != protocol.TransportType {
 		js.ev.note("initialize had no mcp-flow transport object (type %q)", t.Type)
 		_ = js.send(json0, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "unknown transport type")))
 		return false
@@ -327,14 +328,14 @@ func (js *judgeSession) initialize(fr *wire.FrameReader) bool {
 	js.enc = codec.Default(name)
 	pv := params.ProtocolVersion
 	if pv == "" {
-		pv = "2024-11-05"
+		pv = protocol.MCP20241105
 	}
 	res, err := jsonrpc.NewResult(req.ID, map[string]any{
 		"protocolVersion": pv,
 		"capabilities":    map[string]any{"tools": map[string]any{}},
 		"serverInfo":      map[string]string{"name": "mcp-flow-conformance judge", "version": judgeVersion},
 		"transport": map[string]any{
-			"type": flow.TransportType, "version": judgeVersion, "encoding": name,
+			"type": protocol.TransportType, "version": protocol.Version, "encoding": name,
 			"maxConcurrentStreams": judgeMaxConcurrentStreams, "datagramsSupported": true,
 			"maxFrameSize": wire.DefaultMaxFrameSize,
 		},
@@ -374,17 +375,17 @@ func (js *judgeSession) handle(ctx context.Context, m jsonrpc.Message) {
 		}
 	case *jsonrpc.Request:
 		switch m.Method {
-		case "notifications/initialized":
+		case protocol.MethodInitialized:
 			// The published v0.1 example client sends it with "id":0 and
 			// takes the next frame for the answer to its next request: the
 			// judge reads it as the notification its name says it is.
 			if m.IsCall() {
 				js.ev.set("notifications/initialized with an id")
 			}
-		case "$/shutdown":
+		case protocol.MethodShutdown:
 			js.ev.set("client shutdown")
 			js.startDrain()
-		case "$/cancel":
+		case protocol.MethodCancel:
 			var p struct {
 				RequestID json.RawMessage `json:"requestId"`
 			}
@@ -395,7 +396,7 @@ func (js *judgeSession) handle(ctx context.Context, m jsonrpc.Message) {
 			if cancel != nil {
 				cancel()
 			}
-		case "ping":
+		case protocol.MethodPing:
 			js.reply(m.ID, map[string]any{}, nil)
 		case "tools/list":
 			js.reply(m.ID, json.RawMessage(`{"tools":[{"name":"scenario","inputSchema":{"type":"object"}}]}`), nil)
@@ -549,7 +550,7 @@ func (c *judgeCall) openStream(ctx context.Context, mime string) (flow.WTSendStr
 	if _, err := st.Write(wire.StreamHeader{RequestID: id, StreamTag: tag}.Append(nil)); err != nil {
 		return nil, nil, err
 	}
-	return st, map[string]any{"type": flow.ContentTypeRef, "streamTag": tag, "mimeType": mime}, nil
+	return st, map[string]any{"type": protocol.ContentTypeRef, "streamTag": tag, "mimeType": mime}, nil
 }
 
 // notify sends a notification in the negotiated encoding.
@@ -574,7 +575,7 @@ func (c *judgeCall) progress(progress, total float64) error {
 	off := c.js.ev.transport.Datagrams != nil && !*c.js.ev.transport.Datagrams
 	c.js.ev.mu.Unlock()
 	if off {
-		return c.notify("notifications/progress", v)
+		return c.notify(protocol.MethodProgress, v)
 	}
 	id, err := c.requestID()
 	if err != nil {
@@ -600,7 +601,7 @@ func (c *judgeCall) ping(ctx context.Context) error {
 	ch := make(chan *jsonrpc.Response, 1)
 	js.pending[id.Raw()] = ch
 	js.mu.Unlock()
-	req, _ := jsonrpc.NewRequest(id, "ping", nil)
+	req, _ := jsonrpc.NewRequest(id, protocol.MethodPing, nil)
 	if err := js.send(js.enc, req); err != nil {
 		return err
 	}
@@ -620,5 +621,5 @@ func (c *judgeCall) shutdown() error {
 	c.js.mu.Lock()
 	c.js.shutdown, c.js.sentShut = true, true
 	c.js.mu.Unlock()
-	return c.notify("$/shutdown", nil)
+	return c.notify(protocol.MethodShutdown, nil)
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -152,13 +153,13 @@ func (p *probe) nullError() (*jsonrpc.Error, error) {
 // initialize runs the handshake in JSON with the given transport object
 // (nil: none) and switches to the chosen encoding.
 func (p *probe) initialize(transport map[string]any) (*jsonrpc.Response, error) {
-	params := map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "mcp-flow-conformance", "version": "0.1"}}
+	params := map[string]any{"protocolVersion": protocol.MCPLatest, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "mcp-flow-conformance", "version": "0.1"}}
 	if transport != nil {
 		params["transport"] = transport
 	}
 	id := jsonrpc.Int64ID(int64(p.nextID))
 	p.nextID++
-	req, _ := jsonrpc.NewRequest(id, "initialize", params)
+	req, _ := jsonrpc.NewRequest(id, protocol.MethodInitialize, params)
 	if err := p.send(req); err != nil {
 		return nil, err
 	}
@@ -174,7 +175,7 @@ func (p *probe) initialize(transport map[string]any) (*jsonrpc.Response, error) 
 	if c := codec.Default(res.Transport.Encoding); c != nil {
 		p.enc = c
 	}
-	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/initialized", nil)
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	return r, p.send(n)
 }
 
@@ -184,7 +185,7 @@ func ready(ctx context.Context, t Target, encodings []string, datagrams bool) (*
 	if err != nil {
 		return nil, err
 	}
-	tr := map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": encodings, "datagrams": datagrams}
+	tr := map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": encodings, "datagrams": datagrams}
 	r, err := p.initialize(tr)
 	if err == nil && r.Error != nil {
 		err = r.Error

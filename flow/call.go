@@ -7,6 +7,7 @@ import (
 	"sync"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // call is the session's record of one of our requests, from sending until
@@ -65,7 +66,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		return nil, err
 	}
 	st := s.State()
-	if st < StateReady && method != MethodInitialize && method != MethodPing {
+	if st < StateReady && method != protocol.MethodInitialize && method != protocol.MethodPing {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "session is not initialized")
 	}
 	num := s.nextID.Add(1)
@@ -81,7 +82,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		return nil, err
 	}
 	s.mu.Lock()
-	if s.shutdown && method != MethodPing {
+	if s.shutdown && method != protocol.MethodPing {
 		s.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
@@ -111,7 +112,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	case <-ctx.Done():
 		// Keep the call registered: the peer answers $/cancel with -32800,
 		// and that answer settles it.
-		_ = s.Notify(MethodCancel, CancelParams{RequestID: c.id, Reason: context.Cause(ctx).Error()})
+		_ = s.Notify(protocol.MethodCancel, CancelParams{RequestID: c.id, Reason: context.Cause(ctx).Error()})
 		go func() {
 			select {
 			case <-c.resp:
@@ -237,7 +238,7 @@ func (s *Session) maybeForgetCall(c *call) {
 
 // findRefs returns the ref/stream blocks of a result's content.
 func findRefs(result json.RawMessage) []StreamRef {
-	if !bytes.Contains(result, []byte(ContentTypeRef)) {
+	if !bytes.Contains(result, []byte(protocol.ContentTypeRef)) {
 		return nil
 	}
 	var r struct {
@@ -249,7 +250,7 @@ func findRefs(result json.RawMessage) []StreamRef {
 	var refs []StreamRef
 	for _, c := range r.Content {
 		var ref StreamRef
-		if json.Unmarshal(c, &ref) == nil && ref.Type == ContentTypeRef {
+		if json.Unmarshal(c, &ref) == nil && ref.Type == protocol.ContentTypeRef {
 			refs = append(refs, ref)
 		}
 	}
@@ -265,5 +266,3 @@ func (r *Response) Close() error {
 	}
 	return nil
 }
-
-var _ = sync.Mutex{}

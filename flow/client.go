@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
@@ -27,7 +28,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		cfg.Handler = Mux{}
 	}
 	if cfg.Info.Name == "" {
-		cfg.Info = Implementation{Name: "mcp-flow", Version: Version}
+		cfg.Info = Implementation{Name: "mcp-flow", Version: protocol.Version}
 	}
 	codecs, err := newCodecSet(lim.Codec)
 	if err != nil {
@@ -147,6 +148,6 @@ func refused(err error) bool {
 
 // Ping sends ping and waits for its answer.
 func (s *Session) Ping(ctx context.Context) error {
-	_, err := s.Call(ctx, MethodPing, nil)
+	_, err := s.Call(ctx, protocol.MethodPing, nil)
 	return err
 }

@@ -2,14 +2,14 @@ package flow
 
 import (
 	"context"
-
 	"crypto/tls"
 	"encoding/json"
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/webtransport-go"
 	"log/slog"
 	"net/http"
 	"time"
+
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/webtransport-go"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -291,7 +291,7 @@ type ClientConfig struct {
 	// DisableDatagrams stops the client from asking for datagrams.
 	DisableDatagrams bool
 	// Info and Capabilities go into the initialize params. ProtocolVersion
-	// defaults to ProtocolVersionMCP.
+	// defaults to protocol.MCPLatest.
 	Info            Implementation
 	Capabilities    json.RawMessage
 	ProtocolVersion string

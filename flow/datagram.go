@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -240,7 +241,7 @@ func (s *Session) sendProgress() {
 			sl.last = nil
 		}
 		d.mu.Unlock()
-		if send && s.Notify(MethodProgress, p) == nil {
+		if send && s.Notify(protocol.MethodProgress, p) == nil {
 			d.control.Add(1)
 		}
 		sl.ctrl.Unlock()
@@ -277,7 +278,7 @@ func (s *Session) finishProgress(in *inbound, flush bool) {
 	}
 	sl.next, sl.last = nil, nil
 	d.mu.Unlock()
-	if p != nil && flush && s.Notify(MethodProgress, p) == nil {
+	if p != nil && flush && s.Notify(protocol.MethodProgress, p) == nil {
 		d.control.Add(1)
 	}
 }

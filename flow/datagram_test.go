@@ -6,17 +6,19 @@ import (
 
 	"context"
 	"encoding/json"
-	"github.com/mcp-flow/mcp-flow/certs"
-	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
-	"github.com/quic-go/quic-go"
-	"github.com/quic-go/quic-go/http3"
-	"github.com/quic-go/webtransport-go"
 	"slices"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
+	"github.com/mcp-flow/mcp-flow/protocol"
+	"github.com/quic-go/quic-go"
+	"github.com/quic-go/quic-go/http3"
+	"github.com/quic-go/webtransport-go"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -152,7 +154,7 @@ func TestGuideClientGetsProgressDatagrams(t *testing.T) {
 		if err := json.Unmarshal(b, &m); err != nil {
 			t.Fatal(err)
 		}
-		if m.Method == flow.MethodProgress {
+		if m.Method == protocol.MethodProgress {
 			if err := json.Unmarshal(m.Params, &last); err != nil {
 				t.Fatal(err)
 			}
@@ -286,7 +288,7 @@ func TestProgressNeverBackwards(t *testing.T) {
 	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		id, _ := req.ID.Uint32()
 		token := json.RawMessage(req.ID.Raw())
-		if err := req.Session.Notify(flow.MethodProgress, flow.Progress{ProgressToken: token, Progress: 5}); err != nil {
+		if err := req.Session.Notify(protocol.MethodProgress, flow.Progress{ProgressToken: token, Progress: 5}); err != nil {
 			return nil, err
 		}
 		select {

@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -28,7 +29,7 @@ func customServer(t *testing.T, h flow.Handler, mod func(*flow.ServerConfig)) *f
 // the result does not name, are -32001 (spec §5.3).
 func TestInvalidStreamRef(t *testing.T) {
 	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
-		return map[string]any{"content": []any{flow.StreamRef{Type: flow.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
+		return map[string]any{"content": []any{flow.StreamRef{Type: protocol.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
 	}), nil)
 	s := dial(t, srv, func(c *flow.ClientConfig) { c.Limits.StreamWait = 200 * time.Millisecond })
 	r, err := s.Call(context.Background(), "anything", nil)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -60,8 +61,8 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	// it gets them unless it said datagrams: false (spec §4.1, §6).
 	wantDatagrams := true
 	if t := p.Transport; t != nil {
-		if t.Type != TransportType {
-			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, TransportType))
+		if t.Type != protocol.TransportType {
+			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
 			return
 		}
 		prefs := make([]string, len(t.Encodings))
@@ -78,8 +79,8 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		}
 	}
 	version := p.ProtocolVersion
-	if !slices.Contains(SupportedMCPVersions, version) {
-		version = SupportedMCPVersions[0]
+	if !slices.Contains(mcpVersions, version) {
+		version = mcpVersions[0]
 	}
 	caps := cfg.Capabilities
 	if len(caps) == 0 {
@@ -104,8 +105,8 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		res = up
 	}
 	res.Transport = ServerTransport{
-		Type:                 TransportType,
-		Version:              Version,
+		Type:                 protocol.TransportType,
+		Version:              protocol.Version,
 		Encoding:             enc,
 		MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
 		DatagramsSupported:   !cfg.DisableDatagrams,
@@ -142,7 +143,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	}
 	version := cfg.ProtocolVersion
 	if version == "" {
-		version = ProtocolVersionMCP
+		version = protocol.MCPLatest
 	}
 	caps := cfg.Capabilities
 	if len(caps) == 0 {
@@ -152,7 +153,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		ProtocolVersion: version,
 		Capabilities:    caps,
 		ClientInfo:      cfg.Info,
-		Transport:       &ClientTransport{Type: TransportType, Version: Version, Encodings: encs},
+		Transport:       &ClientTransport{Type: protocol.TransportType, Version: protocol.Version, Encodings: encs},
 	}
 	if cfg.DisableDatagrams {
 		// Only the refusal is sent: the published schema's
@@ -161,7 +162,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		p.Transport.Datagrams = new(false)
 	}
 	num := s.nextID.Add(1)
-	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), MethodInitialize, p)
+	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), protocol.MethodInitialize, p)
 	if err != nil {
 		return err
 	}
@@ -193,7 +194,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 					ch <- result{resp: r}
 					return
 				}
-				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && r.Method == MethodPing {
+				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && r.Method == protocol.MethodPing {
 					s.reply(&jsonrpc.Response{ID: r.ID, Result: json.RawMessage("{}")})
 				}
 				// Anything else before the result is ignored (spec §2).
@@ -217,8 +218,8 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		return fmt.Errorf("initialize result: %w", err)
 	}
 	t := res.Transport
-	if t.Type != TransportType {
-		return fmt.Errorf("server answered transport type %q, not %q: it does not speak MCP-Flow", t.Type, TransportType)
+	if t.Type != protocol.TransportType {
+		return fmt.Errorf("server answered transport type %q, not %q: it does not speak MCP-Flow", t.Type, protocol.TransportType)
 	}
 	if t.Encoding == "" {
 		t.Encoding = codec.JSON
@@ -234,7 +235,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	s.hs.Store(hs)
 	s.enc.Store(&codecBox{c})
 	s.setState(StateReady)
-	return s.Notify(MethodInitialized, nil)
+	return s.Notify(protocol.MethodInitialized, nil)
 }
 
 func joinNames(ns []codec.Name) string {

@@ -12,6 +12,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -126,7 +127,7 @@ func TestHugeIDInProtobufSession(t *testing.T) {
 		}
 		return resp
 	}
-	send(&jsonrpc.Request{Method: flow.MethodInitialized})
+	send(&jsonrpc.Request{Method: protocol.MethodInitialized})
 	v := "2.0"
 	method := "ping"
 	huge, err := proto.Marshal(&pb.Payload{Body: &pb.Payload_Message{Message: &pb.Message{Jsonrpc: &v, Method: &method,

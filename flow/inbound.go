@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -39,10 +40,10 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 	}
 	st := s.State()
 	switch {
-	case m.Method == MethodPing:
+	case m.Method == protocol.MethodPing:
 		answer(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
 		return
-	case m.Method == MethodInitialize:
+	case m.Method == protocol.MethodInitialize:
 		if s.server && st == StateControlOpened {
 			s.handleInitialize(m, func(r *jsonrpc.Response) {
 				if r.Error != nil {
@@ -227,7 +228,7 @@ func (r *Request) Progress(progress, total float64, message string) error {
 		s.queueProgress(r.in, id, p)
 		return nil
 	}
-	if err := s.Notify(MethodProgress, p); err != nil {
+	if err := s.Notify(protocol.MethodProgress, p); err != nil {
 		return err
 	}
 	s.pg.control.Add(1)
@@ -256,7 +257,7 @@ func (r *Request) Log(level, logger string, data any) error {
 			return nil
 		}
 	}
-	return r.Session.Notify(MethodLogMessage, p)
+	return r.Session.Notify(protocol.MethodLogMessage, p)
 }
 
 // Audio sends a chunk of audio about this request as an audio datagram

@@ -3,9 +3,7 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -167,6 +165,3 @@ func TestOriginAllowList(t *testing.T) {
 		t.Fatalf("no origin refused: %v", err)
 	}
 }
-
-var _ = errors.New
-var _ = io.EOF

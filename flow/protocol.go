@@ -6,40 +6,18 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/quic-go/webtransport-go"
 )
 
-// Protocol constants of MCP-Flow 0.1 (docs/spec.md). Each is defined once.
-const (
-	// TransportType names MCP-Flow in the transport object of initialize
-	// (spec §4.1).
-	TransportType = "mcp-flow"
-	// Version is the MCP-Flow version this package speaks.
-	Version = "0.1"
-	// DefaultPath is the URL path servers listen on unless told otherwise.
-	DefaultPath = "/mcp-flow"
-)
+// DefaultPath is the URL path servers listen on unless told otherwise. The
+// names on the wire (methods, transport type, MCP revisions) are in package
+// protocol.
+const DefaultPath = "/mcp-flow"
 
-// Method names. MCP's own methods that the session layer handles itself are
-// listed with them.
-const (
-	MethodInitialize   = "initialize"
-	MethodInitialized  = "notifications/initialized"
-	MethodPing         = "ping"
-	MethodProgress     = "notifications/progress"
-	MethodLogMessage   = "notifications/message"
-	MethodCancelled    = "notifications/cancelled" // MCP's cancellation; MCP-Flow uses $/cancel
-	MethodCancel       = "$/cancel"                // spec §7.1
-	MethodStreamError  = "$/streamError"           // spec §5.4
-	MethodShutdown     = "$/shutdown"              // spec §7.2
-	ContentTypeRef     = "ref/stream"              // spec §5.2
-	ProtocolVersionMCP = "2025-11-25"              // the newest MCP revision a session offers
-)
-
-// SupportedMCPVersions lists the MCP protocol revisions a server accepts,
-// newest first. A client asking for another gets the newest (MCP lifecycle
-// §version negotiation).
-var SupportedMCPVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
+// mcpVersions lists the MCP protocol revisions a server accepts, newest
+// first. A client asking for another gets the newest (spec §4.1).
+var mcpVersions = protocol.MCPVersions()
 
 // ClientTransport is the transport object a client puts in the initialize
 // params (spec §4.1).

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -80,7 +81,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		cfg.Logger = slog.Default()
 	}
 	if cfg.Info.Name == "" {
-		cfg.Info = Implementation{Name: "mcp-flow", Version: Version}
+		cfg.Info = Implementation{Name: "mcp-flow", Version: protocol.Version}
 	}
 	lim := cfg.Limits.withDefaults()
 	codecs, err := newCodecSet(lim.Codec)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -447,7 +448,7 @@ func (s *Session) announce() {
 	if p.Reason != "" {
 		params = p
 	}
-	if err := s.Notify(MethodShutdown, params); err != nil {
+	if err := s.Notify(protocol.MethodShutdown, params); err != nil {
 		s.log.Debug("$/shutdown not sent", "err", err)
 	}
 	s.mu.Lock()
@@ -772,7 +773,7 @@ func (s *Session) dispatch(m jsonrpc.Message, col *collector) {
 			s.handleNotification(m)
 			return
 		}
-		if strings.HasPrefix(m.Method, "notifications/") {
+		if strings.HasPrefix(m.Method, protocol.NotificationPrefix) {
 			// MCP's notifications carry no id; the published v0.1 example
 			// client sends notifications/initialized with "id":0. Such a
 			// message is taken as the notification it names and not
@@ -793,20 +794,20 @@ func (s *Session) dispatch(m jsonrpc.Message, col *collector) {
 
 func (s *Session) handleNotification(n *jsonrpc.Request) {
 	switch n.Method {
-	case MethodCancel, MethodCancelled:
+	case protocol.MethodCancel, protocol.MethodCancelled:
 		var p CancelParams
 		if json.Unmarshal(n.Params, &p) != nil || !p.RequestID.IsValid() {
 			return
 		}
 		// MCP's notifications/cancelled expects no reply; $/cancel is
 		// answered with -32800 (spec §7.1).
-		s.cancelInbound(p.RequestID, p.Reason, n.Method == MethodCancel)
-	case MethodStreamError:
+		s.cancelInbound(p.RequestID, p.Reason, n.Method == protocol.MethodCancel)
+	case protocol.MethodStreamError:
 		var p StreamErrorParams
 		if json.Unmarshal(n.Params, &p) == nil {
 			s.noteStreamError(p)
 		}
-	case MethodShutdown:
+	case protocol.MethodShutdown:
 		if s.server && s.State() < StateReady {
 			// Before READY only initialize and ping are processed (spec
 			// §2): there is nothing to drain, and the next request is
@@ -819,13 +820,13 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			return
 		}
 		s.startShutdown(false, "")
-	case MethodProgress:
+	case protocol.MethodProgress:
 		var p Progress
 		if json.Unmarshal(n.Params, &p) == nil && s.deliverProgress(0, p) {
 			return
 		}
 		s.notify(n)
-	case MethodInitialized:
+	case protocol.MethodInitialized:
 	default:
 		s.notify(n)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/webtransport-go"
 )
@@ -105,7 +106,7 @@ func (r *Request) StreamFrom(src io.Reader, mimeType string) (StreamRef, error) 
 
 // Ref returns the content block naming this stream in the result.
 func (w *StreamWriter) Ref() StreamRef {
-	return StreamRef{Type: ContentTypeRef, StreamTag: w.tag, MimeType: w.mime}
+	return StreamRef{Type: protocol.ContentTypeRef, StreamTag: w.tag, MimeType: w.mime}
 }
 
 // Tag returns the stream tag.
@@ -160,7 +161,7 @@ func (w *StreamWriter) reset(code jsonrpc.Code, msg string, notify bool) {
 	w.once.Do(func() {
 		w.st.CancelWrite(StreamCode(code))
 		if notify {
-			if err := w.s.Notify(MethodStreamError, StreamErrorParams{RequestID: w.id, StreamTag: w.tag, Error: msg}); err != nil {
+			if err := w.s.Notify(protocol.MethodStreamError, StreamErrorParams{RequestID: w.id, StreamTag: w.tag, Error: msg}); err != nil {
 				w.s.log.Debug("$/streamError not sent", "err", err)
 			}
 		}

@@ -89,7 +89,7 @@ func itoa(n int64) string {
 }
 
 // Implementation-defined codes of this project, from the JSON-RPC 2.0
-// server-error range (-32000..-32099) next to MCP-Flow's own (spec §6.3).
+// server-error range (-32000..-32099) next to MCP-Flow's own (spec §8.1).
 const (
 	CodeTooManyRequests Code = -32005 // more requests in flight than the session allows
 	CodeShuttingDown    Code = -32006 // a request arrived after $/shutdown; retry on a new session

@@ -29,6 +29,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
@@ -124,7 +125,7 @@ func run(args []string) int {
 		Path:             *path,
 		TLSConfig:        certs.ServerTLSConfig(cert),
 		Handler:          mux,
-		Info:             flow.Implementation{Name: "mcp-flow-server", Version: flow.Version},
+		Info:             flow.Implementation{Name: "mcp-flow-server", Version: protocol.Version},
 		Capabilities:     reg.Capabilities(),
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,

@@ -42,6 +42,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 const (
@@ -223,7 +224,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cfg := flow.ClientConfig{
 		TLSConfig: tlsConf,
 		Encodings: encodings(o.encoding),
-		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: flow.Version},
+		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: protocol.Version},
 		Logger:    log,
 		Limits:    o.limits(),
 	}
@@ -399,7 +400,7 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 			if !o.raw {
 				fmt.Fprintln(stdout, block.Text)
 			}
-		case flow.ContentTypeRef:
+		case protocol.ContentTypeRef:
 			if c := copyStream(ctx, r, block.StreamTag, o, stdout, stderr); c != exitOK {
 				code = c
 			}

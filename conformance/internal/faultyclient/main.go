@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
@@ -63,9 +64,9 @@ func run() error {
 		_, err = ctrl.Write(wire.AppendFrame(nil, b))
 		return err
 	}
-	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), "initialize", map[string]any{
-		"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "faultyclient", "version": "0"},
-		"transport": map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"cbor", "json"}}})
+	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), protocol.MethodInitialize, map[string]any{
+		"protocolVersion": protocol.MCPLatest, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "faultyclient", "version": "0"},
+		"transport": map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": []string{protocol.EncodingCBOR, protocol.EncodingJSON}}})
 	if err := send(enc, initReq); err != nil {
 		return err
 	}
@@ -86,7 +87,7 @@ func run() error {
 	if fault == "no-switch" {
 		out = enc
 	}
-	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/initialized", nil)
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	_ = send(out, n)
 
 	// Execution streams, by tag.
@@ -136,7 +137,7 @@ func run() error {
 				case *jsonrpc.Request:
 					if m.IsCall() && fault != "no-ping" {
 						var r *jsonrpc.Response
-						if m.Method == "ping" {
+						if m.Method == protocol.MethodPing {
 							r = &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
 						} else {
 							r = jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method))
@@ -171,7 +172,7 @@ func run() error {
 	read := 0
 	defer func() { fmt.Fprintf(os.Stderr, "faultyclient: result %.200s; %d streams read\n", res.Result, read) }()
 	for _, c := range content.Content {
-		if c.Type != "ref/stream" || fault == "skip-stream" {
+		if c.Type != protocol.ContentTypeRef || fault == "skip-stream" {
 			continue
 		}
 		var rs *webtransport.ReceiveStream
@@ -196,7 +197,7 @@ func run() error {
 		fmt.Fprintf(os.Stderr, "faultyclient: result %.200s; %d streams read\n", res.Result, read)
 		os.Exit(0)
 	}
-	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
 	_ = send(out, sd)
 	_ = ctrl.Close()
 	select {

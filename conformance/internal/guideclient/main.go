@@ -31,6 +31,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
@@ -101,9 +102,9 @@ func run() error {
 	}()
 
 	// Guide §1, §3: initialize in JSON, then the negotiated encoding.
-	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), "initialize", map[string]any{
-		"protocolVersion": "2024-11-05", "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "guideclient", "version": "1.0"},
-		"transport": map[string]any{"type": "mcp-flow", "version": "0.1", "encodings": []string{"cbor", "json"}}})
+	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), protocol.MethodInitialize, map[string]any{
+		"protocolVersion": protocol.MCP20241105, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "guideclient", "version": "1.0"},
+		"transport": map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": []string{protocol.EncodingCBOR, protocol.EncodingJSON}}})
 	if err := c.send(initReq); err != nil {
 		return err
 	}
@@ -127,7 +128,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("initialize result: %w", err)
 	}
-	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/initialized", nil)
+	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	if err := c.send(n); err != nil {
 		return err
 	}
@@ -176,7 +177,7 @@ func run() error {
 		return fmt.Errorf("the tool failed: %s", res.Result)
 	}
 	for _, ct := range content.Content {
-		if ct.Type != "ref/stream" {
+		if ct.Type != protocol.ContentTypeRef {
 			continue
 		}
 		if err := c.readStream(streams, ct.StreamTag); err != nil {
@@ -198,7 +199,7 @@ func run() error {
 		fmt.Fprintln(os.Stderr, "guideclient: closing the session after the server's $/shutdown")
 		return sess.CloseWithError(0, "")
 	}
-	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "$/shutdown", nil)
+	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
 	if err := c.send(sd); err != nil {
 		return err
 	}
@@ -265,15 +266,15 @@ func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Respo
 				}
 			case *jsonrpc.Request:
 				switch {
-				case m.Method == "ping" && m.IsCall():
+				case m.Method == protocol.MethodPing && m.IsCall():
 					_ = c.send(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
 				case m.IsCall():
 					_ = c.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method)))
-				case m.Method == "$/shutdown":
+				case m.Method == protocol.MethodShutdown:
 					c.mu.Lock()
 					c.gotShutdown = true
 					c.mu.Unlock()
-				case m.Method == "$/streamError":
+				case m.Method == protocol.MethodStreamError:
 					var p struct {
 						StreamTag uint32 `json:"streamTag"`
 						Error     string `json:"error"`

@@ -1,0 +1,71 @@
+// Package protocol names what MCP-Flow 0.1 puts on the wire (docs/spec.md):
+// its transport type and version, its methods, the ref/stream content type,
+// the encodings and the MCP revisions. Each name is defined here once.
+//
+// It is a leaf: it imports nothing of this module and holds no behaviour, so
+// that the code that speaks the protocol (flow, bridge) and the code that
+// judges it (conformance) share names and nothing else.
+package protocol
+
+// The transport object of initialize (spec §4.1).
+const (
+	// TransportType names MCP-Flow in the transport object's type.
+	TransportType = "mcp-flow"
+	// Version is the MCP-Flow version this module speaks.
+	Version = "0.1"
+)
+
+// MCP-Flow's own methods.
+const (
+	MethodCancel      = "$/cancel"      // spec §7.1
+	MethodStreamError = "$/streamError" // spec §5.4
+	MethodShutdown    = "$/shutdown"    // spec §7.2
+
+	// MethodPrefix starts the method of every MCP-Flow method; MCP has none
+	// that starts so.
+	MethodPrefix = "$/"
+)
+
+// MCP's methods that MCP-Flow's session layer and bridges handle themselves.
+const (
+	MethodInitialize  = "initialize"
+	MethodInitialized = "notifications/initialized"
+	MethodPing        = "ping"
+	MethodProgress    = "notifications/progress"
+	MethodLogMessage  = "notifications/message"
+	MethodCancelled   = "notifications/cancelled" // MCP's cancellation; MCP-Flow's is MethodCancel
+
+	// NotificationPrefix starts the method of every MCP notification.
+	NotificationPrefix = "notifications/"
+)
+
+// ContentTypeRef is the type of the content block that names an execution
+// stream in a result (spec §5.2).
+const ContentTypeRef = "ref/stream"
+
+// The encodings of MCP-Flow 0.1 (spec §4.4), as the transport object names
+// them. Package codec implements them.
+const (
+	EncodingJSON     = "json"
+	EncodingCBOR     = "cbor"
+	EncodingProtobuf = "protobuf"
+)
+
+// MCP protocol revisions (protocolVersion of initialize). The dates order as
+// the revisions do, so they compare as strings.
+const (
+	MCP20241105 = "2024-11-05"
+	MCP20250326 = "2025-03-26" // the last with JSON-RPC batches
+	MCP20250618 = "2025-06-18"
+	MCP20251125 = "2025-11-25"
+
+	// MCPLatest is the newest revision: what a session offers unless told
+	// otherwise.
+	MCPLatest = MCP20251125
+)
+
+// MCPVersions returns the MCP revisions an MCP-Flow session accepts, newest
+// first (spec §4.1). Each call returns a new slice.
+func MCPVersions() []string {
+	return []string{MCP20251125, MCP20250618, MCP20250326, MCP20241105}
+}
