@@ -248,7 +248,11 @@ func BenchmarkLarge(b *testing.B) {
 }
 
 // BenchmarkHeadOfLine: ping latency while a 256 MiB result is in flight on
-// the same session, against idle (scenario 3).
+// the same session, against idle (scenario 3), measured open loop: a ping
+// every 2 ms whatever the answers, each timed from its scheduled send time
+// (openLoop), so that a stalled control plane counts every ping it holds
+// up. Client and server share this process;
+// BenchmarkHeadOfLineProcesses separates them.
 func BenchmarkHeadOfLine(b *testing.B) {
 	ctx := context.Background()
 	const n = 256 << 20
@@ -265,36 +269,11 @@ func BenchmarkHeadOfLine(b *testing.B) {
 	for _, tg := range targets {
 		b.Run(tg.name, func(b *testing.B) {
 			for b.Loop() {
-				var idle latencies
-				for range 500 { // enough for a steady idle p99
-					t0 := time.Now()
-					if err := tg.t.Ping(ctx); err != nil {
-						b.Fatal(err)
-					}
-					idle = append(idle, time.Since(t0))
+				r, err := runHOL(ctx, tg.t, n)
+				if err != nil {
+					b.Fatal(err)
 				}
-				done := make(chan error, 1)
-				go func() { _, err := tg.t.Fetch(ctx, n); done <- err }()
-				var busy latencies
-				for running := true; running; {
-					select {
-					case err := <-done:
-						if err != nil {
-							b.Fatal(err)
-						}
-						running = false
-					default:
-						t0 := time.Now()
-						if err := tg.t.Ping(ctx); err != nil {
-							b.Fatal(err)
-						}
-						busy = append(busy, time.Since(t0))
-						time.Sleep(5 * time.Millisecond)
-					}
-				}
-				idle.report(b, "idle-")
-				busy.report(b, "busy-")
-				b.ReportMetric(float64(len(busy)), "pings-during")
+				r.report(b)
 			}
 		})
 		tg.t.Close()
