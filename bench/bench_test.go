@@ -368,30 +368,6 @@ func BenchmarkSetup(b *testing.B) {
 	}
 }
 
-// BenchmarkIdleSessions: heap per idle MCP-Flow session, client and server
-// both in this process (scenario 5).
-func BenchmarkIdleSessions(b *testing.B) {
-	const n = 1000
-	srv := flowServer(b)
-	for b.Loop() {
-		runtime.GC()
-		var m0, m1 runtime.MemStats
-		runtime.ReadMemStats(&m0)
-		ts := make([]*flowTarget, n)
-		for i := range ts {
-			ts[i] = dialFlow(b, srv, codec.CBOR)
-		}
-		time.Sleep(100 * time.Millisecond)
-		runtime.GC()
-		runtime.ReadMemStats(&m1)
-		b.ReportMetric(float64(m1.HeapInuse-m0.HeapInuse)/float64(n)/1024, "KiB-heap/session")
-		b.ReportMetric(float64(n), "sessions")
-		for _, t := range ts {
-			t.Close()
-		}
-	}
-}
-
 // BenchmarkDatagramProgress measures progress delivery (spec §6.2) for
 // bursts of 2,000 updates sent as fast as the tool can (progress_burst) and
 // for 200 updates paced a millisecond apart (slow): on

@@ -81,6 +81,8 @@ type holRun struct {
 	Idle, Busy []sample
 	Transfer   time.Duration
 	Bytes      int64
+	// CPU is the CPU time this process used during the transfer.
+	CPU time.Duration
 }
 
 // runHOL measures t: idle pings, then pings during Fetch(n).
@@ -92,12 +94,12 @@ func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
 	stop := make(chan struct{})
 	fetched := make(chan error, 1)
 	var got int64
-	t0 := time.Now()
-	var transfer time.Duration
+	t0, c0 := time.Now(), cpuTime(0)
+	var transfer, cpu time.Duration
 	go func() {
 		var err error
 		got, err = t.Fetch(ctx, n)
-		transfer = time.Since(t0)
+		transfer, cpu = time.Since(t0), cpuTime(0)-c0
 		if err == nil && got != n {
 			err = fmt.Errorf("fetched %d of %d bytes", got, n)
 		}
@@ -111,7 +113,7 @@ func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("during the transfer: %w", perr)
 	}
-	return &holRun{Idle: idle, Busy: busy, Transfer: transfer, Bytes: got}, nil
+	return &holRun{Idle: idle, Busy: busy, Transfer: transfer, Bytes: got, CPU: cpu}, nil
 }
 
 // quantile returns the q-quantile (nearest rank) of the latencies.
@@ -167,6 +169,8 @@ func (r *holRun) report(b *testing.B) {
 	b.ReportMetric(float64(longestStall(r.Busy).Microseconds())/1e3, "stall-ms")
 	b.ReportMetric(float64(len(r.Busy)), "pings-during")
 	b.ReportMetric(float64(r.Bytes)/r.Transfer.Seconds()/1e6, "transfer-MB/s")
+	b.ReportMetric(r.CPU.Seconds()/r.Transfer.Seconds(), "cpu-busy")
+	reportLoad(b)
 	writeSeries(b, r.Busy)
 }
 
@@ -188,5 +192,16 @@ func writeSeries(b *testing.B, s []sample) {
 	name := strings.ReplaceAll(b.Name(), "/", "__") + ".series"
 	if err := os.WriteFile(filepath.Join(dir, name), []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
+	}
+}
+
+// reportLoad reports the machine's 1-minute load average (the machine is
+// shared: it says how much else ran beside the benchmark).
+func reportLoad(b *testing.B) {
+	if l, err := os.ReadFile("/proc/loadavg"); err == nil {
+		var v float64
+		if _, err := fmt.Sscanf(string(l), "%g", &v); err == nil {
+			b.ReportMetric(v, "loadavg")
+		}
 	}
 }

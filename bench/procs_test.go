@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"testing"
@@ -72,6 +73,19 @@ func serverRole() int {
 	fmt.Printf("url: %s\nhash: %s\n", srv.URL(), flowtest.Cert.HashHex())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "profile "); ok {
+			runtime.GC()
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+			if err != nil {
+				log.Print(err)
+				return 1
+			}
+			fmt.Println("profiled")
+		}
 		if sc.Text() == "heap" {
 			runtime.GC()
 			runtime.GC()
@@ -124,10 +138,10 @@ var pinned = func() bool {
 }()
 
 // roleCmd returns a command that runs this test binary in role, on core
-// cpu when taskset is at hand, with env added.
+// cpu when taskset is at hand (cpu < 0: on any), with env added.
 func roleCmd(role string, cpu int, env ...string) *exec.Cmd {
 	var cmd *exec.Cmd
-	if pinned {
+	if pinned && cpu >= 0 {
 		cmd = exec.Command("taskset", "-c", strconv.Itoa(cpu), os.Args[0], "-test.run=^$")
 	} else {
 		cmd = exec.Command(os.Args[0], "-test.run=^$")
@@ -196,6 +210,16 @@ func (p *serverProc) heap(b testing.TB) (heap uint64, sessions int) {
 		b.Fatalf("server said %q: %v", p.lines.Text(), err)
 	}
 	return heap, sessions
+}
+
+// profile has the server write a heap profile to path.
+func (p *serverProc) profile(b testing.TB, path string) {
+	if _, err := io.WriteString(p.stdin, "profile "+path+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	if !p.lines.Scan() || p.lines.Text() != "profiled" {
+		b.Fatalf("the server process did not write its heap profile; stderr:\n%s", p.stderr)
+	}
 }
 
 // tlsFor pins the server process's certificate.

@@ -3,7 +3,13 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -93,38 +99,42 @@ func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, 
 }
 
 // BenchmarkSessions: a server process (the test binary in its server role,
-// flow.Server with mcp-flow-server's tools) holds idleSessions() idle
-// MCP-Flow sessions (dialled 32 at a time and initialized, CBOR); its heap
-// in use after GC, measured in the server process alone, is divided by
-// the sessions it gained. Then a burst of 1,000 concurrent dials +
-// initialize on top of them: how many were refused or failed (the client
-// does not retry a refusal here), and sessions established per second.
+// flow.Server with mcp-flow-server's tools, on either core) first takes a
+// burst of 1,000 concurrent dials + initialize (CBOR): how many were
+// refused or failed (the client does not retry a refusal here), and
+// sessions established per second. Then it holds idleSessions() idle
+// sessions (the burst's, and more dialled 32 at a time); its heap in use
+// after GC, measured in the server process alone, is divided by the
+// sessions it holds, and a heap profile says where it goes (written for
+// benchreport beside the latency series).
 func BenchmarkSessions(b *testing.B) {
 	n := idleSessions()
 	for b.Loop() {
-		srv := startServer(b, 1, n+burstDials+16)
+		srv := startServer(b, -1, n+16)
 		cfg, closeDialer := sharedDialer(b, srv.tlsFor(b))
 		h0, _ := srv.heap(b)
 		t0 := time.Now()
-		idle, failed, err := dialMany(cfg, srv.url, n, 32)
-		dialTime := time.Since(t0)
-		if failed > 0 {
-			b.Fatalf("%d of %d idle sessions failed: %v; server stderr:\n%s", failed, n, err, srv.stderr)
-		}
-		h1, held := srv.heap(b)
-		t1 := time.Now()
 		burst, refused, berr := dialMany(cfg, srv.url, burstDials, burstDials)
-		burstTime := time.Since(t1)
-		_, heldAfter := srv.heap(b)
-		b.ReportMetric(float64(int64(h1)-int64(h0))/float64(held)/1024, "KiB-heap/session")
-		b.ReportMetric(float64(held), "sessions")
-		b.ReportMetric(float64(n)/dialTime.Seconds(), "idle-dials/s")
-		b.ReportMetric(float64(len(burst))/burstTime.Seconds(), "burst-sessions/s")
-		b.ReportMetric(float64(refused), "burst-refused")
-		b.ReportMetric(float64(heldAfter), "sessions-after-burst")
+		burstTime := time.Since(t0)
 		if refused > 0 {
 			b.Logf("burst: %d of %d dials failed, first: %v", refused, burstDials, berr)
 		}
+		t1 := time.Now()
+		idle, failed, err := dialMany(cfg, srv.url, n-len(burst), 32)
+		dialTime := time.Since(t1)
+		if failed > 0 {
+			b.Logf("%d of %d idle sessions failed, first: %v", failed, n-len(burst), err)
+		}
+		h1, held := srv.heap(b)
+		b.ReportMetric(float64(int64(h1)-int64(h0))/float64(held)/1024, "KiB-heap/session")
+		b.ReportMetric(float64(held), "sessions")
+		b.ReportMetric(float64(n), "sessions-asked")
+		reportLoad(b)
+		b.ReportMetric(float64(len(idle))/dialTime.Seconds(), "idle-dials/s")
+		b.ReportMetric(float64(len(burst))/burstTime.Seconds(), "burst-sessions/s")
+		b.ReportMetric(float64(refused), "burst-refused")
+		b.ReportMetric(float64(failed), "idle-failed")
+		heapTop(b, srv, held)
 		var wg sync.WaitGroup
 		for _, s := range append(idle, burst...) {
 			wg.Go(func() { s.Close() })
@@ -132,4 +142,51 @@ func BenchmarkSessions(b *testing.B) {
 		wg.Wait()
 		closeDialer()
 	}
+}
+
+// heapTop writes the server's heap profile's top functions (in-use space,
+// flat, KiB per session) to MCP_FLOW_BENCH_SERIES/BenchmarkSessions.heap.
+func heapTop(b *testing.B, srv *serverProc, sessions int) {
+	dir := os.Getenv("MCP_FLOW_BENCH_SERIES")
+	if dir == "" || sessions == 0 {
+		return
+	}
+	prof := filepath.Join(b.TempDir(), "heap.prof")
+	srv.profile(b, prof)
+	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=12", prof).CombinedOutput()
+	if err != nil {
+		b.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	var sb strings.Builder
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasSuffix(f[1], "%") {
+			continue
+		}
+		kib, ok := parseSize(f[0])
+		if !ok {
+			continue
+		}
+		fmt.Fprintf(&sb, "%.2f %s\n", kib/float64(sessions), strings.Join(f[5:], " "))
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "BenchmarkSessions.heap"), []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// parseSize reads pprof's sizes ("12.50MB", "512kB", "64B") in KiB.
+func parseSize(s string) (float64, bool) {
+	for _, u := range []struct {
+		suffix string
+		kib    float64
+	}{{"GB", 1 << 20}, {"MB", 1 << 10}, {"kB", 1}, {"B", 1.0 / 1024}} {
+		if v, ok := strings.CutSuffix(s, u.suffix); ok {
+			f, err := strconv.ParseFloat(v, 64)
+			return f * u.kib, err == nil
+		}
+	}
+	return 0, false
 }

@@ -368,4 +368,3 @@ func rawWT(b testing.TB) *rawTarget {
 	}
 	return &rawTarget{name: "webtransport", open: open, ping: p, close: func() { sess.CloseWithError(0, ""); ws.Close(); pc.Close() }}
 }
-
