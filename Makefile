@@ -40,13 +40,16 @@ bench-codec:
 	$(GO) test -run='^$$' -bench=. -benchmem ./codec/...
 
 # bench: the benchmark suite in short mode (BENCH_FULL=1 for full mode: 1 GiB
-# results, 1,000 sessions); benchstat-compatible output in bench.out, the
-# goal ratios on stdout, and docs/BENCHMARKS.md with its charts.
+# results, 10,000 idle sessions); benchstat-compatible output in bench.out,
+# latency series and the sessions heap profile in bench.series/, every goal
+# with its measured ratio on stdout, and docs/BENCHMARKS.md with its charts,
+# text included, generated from that one run.
 BENCH_FULL ?=
 bench:
+	rm -rf bench.series
 	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) $(GO) test -run='^$$' -bench=. -benchmem -benchtime=200ms -timeout=60m ./codec/ > bench.out
-	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) $(GO) test -run='^$$' -bench=. -benchmem -timeout=60m ./bench/ >> bench.out
-	$(GO) run ./bench/cmd/benchreport -in bench.out -out docs
+	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) MCP_FLOW_BENCH_SERIES=$(CURDIR)/bench.series $(GO) test -run='^$$' -bench=. -benchmem -timeout=60m ./bench/ >> bench.out
+	$(GO) run ./bench/cmd/benchreport -in bench.out -series bench.series -out docs
 
 # generate: the protobuf code (needs protoc: Debian's protobuf-compiler).
 generate:

@@ -1,11 +1,9 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -86,7 +84,7 @@ func (t *flowTarget) Fetch(ctx context.Context, n int64) (int64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return io.Copy(io.Discard, sr)
+	return ioCopyDiscard(sr)
 }
 func (t *flowTarget) Close() { t.s.Close() }
 
@@ -164,17 +162,25 @@ func dialSDKStdio(b testing.TB) *sdkTarget {
 	return &sdkTarget{cs: cs, pid: cmd.Process.Pid}
 }
 
+// sdkHTTPClient is the HTTP client of the go-sdk Streamable HTTP targets:
+// tuned to reuse connections, and bounded to 64 per host (the largest
+// concurrency BenchmarkEcho asks for). Unbounded, an HTTP/1.1 client opens
+// one connection for every request outstanding, and the open-loop pings of
+// BenchmarkHeadOfLine (500 a second while the transfer holds them up) ran
+// this process out of file descriptors.
+func sdkHTTPClient() *http.Client {
+	return &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, MaxConnsPerHost: 64}}
+}
+
 // dialSDKHTTP serves the go-sdk server with its Streamable HTTP handler on
-// loopback and connects with its client, with a client tuned to reuse
-// connections.
+// loopback and connects with its client (sdkHTTPClient).
 func dialSDKHTTP(b testing.TB) *sdkTarget {
 	srv := sdkfixture.NewServer()
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil)
 	ts := httptest.NewServer(h)
 	b.Cleanup(ts.Close)
-	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}}
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: hc, DisableStandaloneSSE: true}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.StreamableClientTransport{Endpoint: ts.URL, HTTPClient: sdkHTTPClient(), DisableStandaloneSSE: true}, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -187,7 +193,8 @@ func dialSDKHTTP(b testing.TB) *sdkTarget {
 // first byte of a request says what to do.
 //
 //	'p' + 63 bytes: the server echoes the 64 bytes (ping-pong)
-//	's' + 8-byte n: the server sends n bytes and closes (throughput)
+//	's' + 8-byte n + 4-byte w: the server sends n bytes in writes of w
+//	bytes (0: 256 KiB) and closes (throughput)
 type rawTarget struct {
 	name  string
 	open  func() (io.ReadWriteCloser, error) // a new stream
@@ -205,19 +212,24 @@ func (r *rawTarget) Ping() error {
 	return err
 }
 
-func (r *rawTarget) Fetch(n int64) (int64, error) {
+func (r *rawTarget) Fetch(n int64) (int64, error) { return r.FetchWrites(n, 0) }
+
+// FetchWrites fetches n bytes that the server writes w bytes at a time.
+// The reader reads as MCP-Flow's benchmark client does (ioCopyDiscard).
+func (r *rawTarget) FetchWrites(n int64, w int) (int64, error) {
 	st, err := r.open()
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
-	var req [9]byte
+	var req [13]byte
 	req[0] = 's'
 	binary.BigEndian.PutUint64(req[1:], uint64(n))
+	binary.BigEndian.PutUint32(req[9:], uint32(w))
 	if _, err := st.Write(req[:]); err != nil {
 		return 0, err
 	}
-	return io.Copy(io.Discard, st)
+	return ioCopyDiscard(st)
 }
 
 // serveRaw answers one stream.
@@ -237,10 +249,15 @@ func serveRaw(st io.ReadWriteCloser, closeWrite func()) {
 				return
 			}
 		case 's':
-			if _, err := io.ReadFull(st, b[1:9]); err != nil {
+			if _, err := io.ReadFull(st, b[1:13]); err != nil {
 				return
 			}
-			_, _ = io.Copy(st, testtools.Generate(int64(binary.BigEndian.Uint64(b[1:9]))))
+			w := int(binary.BigEndian.Uint32(b[9:13]))
+			if w == 0 {
+				w = 256 << 10
+			}
+			buf := make([]byte, w)
+			_, _ = io.CopyBuffer(struct{ io.Writer }{st}, struct{ io.Reader }{testtools.Generate(int64(binary.BigEndian.Uint64(b[1:9])))}, buf)
 			closeWrite()
 			return
 		}
@@ -351,6 +368,3 @@ func rawWT(b testing.TB) *rawTarget {
 	}
 	return &rawTarget{name: "webtransport", open: open, ping: p, close: func() { sess.CloseWithError(0, ""); ws.Close(); pc.Close() }}
 }
-
-var _ = bytes.MinRead
-var _ = errors.New

@@ -52,6 +52,7 @@ func run(args []string) int {
 		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
+		sessions  = fs.Int("max-sessions", 1024, "sessions held at once; past it a CONNECT gets HTTP 503 (flow.Limits.MaxSessions, spec §8)")
 		peerIdle  = fs.Duration("peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end a session whose client has been silent this long (QUIC idle timeout: how soon a dead client is noticed)")
 		keepAlive = fs.Duration("keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 		stall     = fs.Duration("stall-timeout", flow.DefaultStreamWriteStallTimeout, "reset an execution stream (and end a session, for the control stream) whose client has read nothing of it for this long")
@@ -130,7 +131,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall},
+		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions},
 		Logger:           log,
 	}
 	switch up := *upstream; {

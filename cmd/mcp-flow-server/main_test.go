@@ -128,3 +128,65 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxSessionsFlag: with -max-sessions 1 the server holds one session
+// and refuses a second one while the first lasts (HTTP 503, spec §8).
+func TestMaxSessionsFlag(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir(), "-max-sessions", "1")
+	stderr := &flowtest.SyncBuffer{}
+	proc.Stderr = stderr
+	stdout, err := proc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		proc.Process.Signal(syscall.SIGTERM)
+		if err := proc.Wait(); err != nil {
+			t.Errorf("server exit: %v; stderr:\n%s", err, stderr)
+		}
+	}()
+	var url, hash string
+	sc := bufio.NewScanner(stdout)
+	for (url == "" || hash == "") && sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ": ")
+		switch k {
+		case "url":
+			url = v
+		case "cert-sha256":
+			hash = v
+		}
+	}
+	if url == "" || hash == "" {
+		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
+	}
+	pin, err := certs.ParseHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	first, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatalf("first session: %v; server stderr:\n%s", err, stderr)
+	}
+	defer first.Close()
+	second, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet})
+	if err == nil {
+		second.Close()
+		t.Fatal("a second session was accepted past -max-sessions 1")
+	}
+	if !strings.Contains(err.Error(), "503") {
+		t.Fatalf("second session refused with %v, want HTTP 503", err)
+	}
+}

@@ -1,6 +1,9 @@
 // Package lossrelay is a UDP relay that loses, delays and reorders
 // datagrams on purpose, per direction, so that tests can run real QUIC
-// through a bad path on loopback.
+// through a bad path on loopback. With a Rate it models a bottleneck link:
+// a serializer at that rate behind a drop-tail queue of Queue bytes, then
+// the propagation Delay. NewTCP relays TCP through the same bottleneck
+// model, so that a TCP transport can be measured on the same shaped link.
 //
 // A Relay listens on 127.0.0.1 and forwards what each client sends to one
 // target from a socket of the client's own (as a NAT does), and what the
@@ -28,7 +31,20 @@ type Path struct {
 	// Jitter adds a uniform random delay in [0, Jitter) to each datagram on
 	// top of Delay, so that datagrams overtake each other: reordering.
 	Jitter time.Duration
+	// Rate, when set, is the bottleneck's rate in bytes per second: each
+	// datagram leaves the bottleneck len/Rate after the one before it (or
+	// after it arrives, if the link is idle), then takes Delay to arrive.
+	// All the clients of a Relay share one bottleneck per direction.
+	Rate float64
+	// Queue bounds, with a Rate, the bytes waiting for the bottleneck: a
+	// datagram that would make the backlog exceed it is dropped (drop-tail,
+	// counted in QueueDropped). Zero: no bound. About one bandwidth-delay
+	// product (Rate × round trip) is the classic size.
+	Queue int
 }
+
+// BDP returns the bytes a link of rate bytes/s carries in rtt.
+func BDP(rate float64, rtt time.Duration) int { return int(rate * rtt.Seconds()) }
 
 // Config configures a Relay.
 type Config struct {
@@ -40,13 +56,20 @@ type Config struct {
 	Seed uint64
 }
 
-// Counters count what one direction did. Forwarded + Dropped datagrams
-// arrived; Reordered of the Forwarded ones left after a datagram that had
-// arrived later than them.
+// Counters count what one direction did. Forwarded + Dropped +
+// QueueDropped datagrams arrived; Reordered of the Forwarded ones left after
+// a datagram that had arrived later than them.
 type Counters struct {
 	Forwarded, Dropped, Reordered uint64
+	// QueueDropped counts the datagrams the full bottleneck queue dropped
+	// (Path.Queue).
+	QueueDropped uint64
 	// Bytes is the payload forwarded.
 	Bytes uint64
+	// QueueDelayMax and QueueDelaySum are the longest and the total time
+	// that forwarded datagrams (or TCP chunks) waited in the bottleneck
+	// queue before their serialization began (Path.Rate).
+	QueueDelayMax, QueueDelaySum time.Duration
 }
 
 // Relay is a running relay. Its methods are safe for concurrent use.
@@ -72,10 +95,8 @@ func New(cfg Config) (*Relay, error) {
 	if cfg.Target == nil {
 		return nil, errors.New("lossrelay: Config.Target is required")
 	}
-	for _, p := range []Path{cfg.Up, cfg.Down} {
-		if p.Loss < 0 || p.Loss > 1 || p.Delay < 0 || p.Jitter < 0 {
-			return nil, errors.New("lossrelay: Loss must be in [0, 1], Delay and Jitter not negative")
-		}
+	if err := checkPaths(cfg.Up, cfg.Down); err != nil {
+		return nil, err
 	}
 	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
 	if err != nil {
@@ -171,6 +192,54 @@ func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
 	return c
 }
 
+func checkPaths(ps ...Path) error {
+	for _, p := range ps {
+		if p.Loss < 0 || p.Loss > 1 || p.Delay < 0 || p.Jitter < 0 || p.Rate < 0 || p.Queue < 0 {
+			return errors.New("lossrelay: Loss must be in [0, 1], Delay, Jitter, Rate and Queue not negative")
+		}
+	}
+	return nil
+}
+
+// bottleneck is the serializer of a Path with a Rate: free is when it has
+// sent everything admitted so far.
+type bottleneck struct {
+	rate  float64
+	queue int
+	mu    sync.Mutex
+	free  time.Time
+
+	dropped  atomic.Uint64
+	delayMax atomic.Int64
+	delaySum atomic.Int64
+}
+
+// admit queues n bytes at now: it returns when they will have left the
+// bottleneck, or ok false when the queue has no room for them (and then
+// wait is how long until it has).
+func (q *bottleneck) admit(n int, now time.Time) (departure time.Time, wait time.Duration, ok bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.free.Before(now) {
+		q.free = now
+	}
+	backlog := q.free.Sub(now)
+	if q.queue > 0 {
+		if over := backlog.Seconds()*q.rate + float64(n) - float64(q.queue); over > 0 {
+			return time.Time{}, time.Duration(over / q.rate * float64(time.Second)), false
+		}
+	}
+	q.free = q.free.Add(time.Duration(float64(n) / q.rate * float64(time.Second)))
+	q.delaySum.Add(int64(backlog))
+	for {
+		m := q.delayMax.Load()
+		if int64(backlog) <= m || q.delayMax.CompareAndSwap(m, int64(backlog)) {
+			break
+		}
+	}
+	return q.free, 0, true
+}
+
 // direction applies a Path. Datagrams that are not delayed are sent by the
 // goroutine that read them; delayed ones wait in a queue that one goroutine
 // per direction sends from when they are due.
@@ -182,20 +251,30 @@ type direction struct {
 	q    queue
 	wake chan struct{}
 	sent atomic.Uint64 // highest seq sent + 1
+	bn   *bottleneck   // nil without a Rate
 
 	forwarded, dropped, reordered, bytes atomic.Uint64
 }
 
 func (r *Relay) newDirection(p Path, seed uint64) *direction {
 	d := &direction{path: p, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), wake: make(chan struct{}, 1)}
-	if p.Delay > 0 || p.Jitter > 0 {
+	if p.Rate > 0 {
+		d.bn = &bottleneck{rate: p.Rate, queue: p.Queue}
+	}
+	if p.Delay > 0 || p.Jitter > 0 || p.Rate > 0 {
 		r.spawn(func() { d.run(r.done) })
 	}
 	return d
 }
 
 func (d *direction) counters() Counters {
-	return Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load()}
+	c := Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load()}
+	if d.bn != nil {
+		c.QueueDropped = d.bn.dropped.Load()
+		c.QueueDelayMax = time.Duration(d.bn.delayMax.Load())
+		c.QueueDelaySum = time.Duration(d.bn.delaySum.Load())
+	}
+	return c
 }
 
 // carry drops b, sends it with send at once, or queues a copy for later.
@@ -212,12 +291,21 @@ func (d *direction) carry(b []byte, send func([]byte)) {
 	if d.path.Jitter > 0 {
 		delay += time.Duration(d.rng.Int64N(int64(d.path.Jitter)))
 	}
-	if delay == 0 {
+	start := time.Now()
+	if d.bn != nil {
+		dep, _, ok := d.bn.admit(len(b), start)
+		if !ok {
+			d.mu.Unlock()
+			d.bn.dropped.Add(1)
+			return
+		}
+		start = dep
+	} else if delay == 0 {
 		d.mu.Unlock()
 		d.send(seq, b, send)
 		return
 	}
-	heap.Push(&d.q, &packet{due: time.Now().Add(delay), seq: seq, b: append([]byte(nil), b...), send: send})
+	heap.Push(&d.q, &packet{due: start.Add(delay), seq: seq, b: append([]byte(nil), b...), send: send})
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:

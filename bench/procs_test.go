@@ -1,0 +1,269 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/pprof"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/tools"
+)
+
+// roleEnv makes the test binary, started by a benchmark, play one side in
+// a process of its own: "server" (an MCP-Flow server with
+// mcp-flow-server's test tools) or "holclient" (the head-of-line client).
+const roleEnv = "MCP_FLOW_BENCH_ROLE"
+
+func TestMain(m *testing.M) {
+	switch os.Getenv(roleEnv) {
+	case "server":
+		os.Exit(serverRole())
+	case "holclient":
+		os.Exit(holClientRole())
+	}
+	os.Exit(m.Run())
+}
+
+// serverRole serves on 127.0.0.1 and prints "url: …" and "hash: …" on
+// stdout; then, for each "heap" line on stdin, it collects garbage and
+// prints "heap: HeapInuse sessions: N". It ends at stdin's EOF.
+// MCP_FLOW_BENCH_MAX_SESSIONS sets flow.Limits.MaxSessions.
+func serverRole() int {
+	dir, err := os.MkdirTemp("", "mcp-flow-bench-server")
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	reg, err := tools.New(testtools.New(testtools.Config{Root: dir})...)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	mux := flow.Mux{}
+	reg.Register(mux)
+	maxSessions, _ := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_MAX_SESSIONS"))
+	srv, err := flow.NewServer(flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(flowtest.Cert),
+		Handler: mux, Capabilities: reg.Capabilities(), Logger: flowtest.Logger(),
+		Limits: flow.Limits{MaxSessions: maxSessions, MaxRequestsInFlight: 1024}})
+	if err == nil {
+		err = srv.Listen()
+	}
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	go srv.Serve()
+	defer srv.Close()
+	fmt.Printf("url: %s\nhash: %s\n", srv.URL(), flowtest.Cert.HashHex())
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "profile "); ok {
+			runtime.GC()
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.WriteHeapProfile(f)
+				f.Close()
+			}
+			if err != nil {
+				log.Print(err)
+				return 1
+			}
+			fmt.Println("profiled")
+		}
+		if sc.Text() == "heap" {
+			runtime.GC()
+			runtime.GC()
+			var m runtime.MemStats
+			runtime.ReadMemStats(&m)
+			fmt.Printf("heap: %d sessions: %d\n", m.HeapInuse, srv.Sessions())
+		}
+	}
+	return 0
+}
+
+// holClientRole dials MCP_FLOW_BENCH_URL (pinning MCP_FLOW_BENCH_HASH) with
+// cbor and the stream receive window MCP_FLOW_BENCH_WINDOW, runs runHOL
+// for MCP_FLOW_BENCH_BYTES and prints the holRun as JSON on stdout.
+func holClientRole() int {
+	pin, err := certs.ParseHash(os.Getenv("MCP_FLOW_BENCH_HASH"))
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+	window, _ := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_WINDOW"))
+	n, _ := strconv.ParseInt(os.Getenv("MCP_FLOW_BENCH_BYTES"), 10, 64)
+	ctx := context.Background()
+	dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	s, err := flow.Dial(dctx, os.Getenv("MCP_FLOW_BENCH_URL"), flow.ClientConfig{TLSConfig: tlsConf, Encodings: []codec.Name{codec.CBOR},
+		Logger: flowtest.Quiet, Limits: flow.Limits{StreamReceiveWindow: window}})
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	defer s.Close()
+	r, err := runHOL(ctx, &flowTarget{s}, n)
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	if err := json.NewEncoder(os.Stdout).Encode(r); err != nil {
+		log.Print(err)
+		return 1
+	}
+	return 0
+}
+
+// pinned is true when each role runs on a core of its own (taskset).
+var pinned = func() bool {
+	_, err := exec.LookPath("taskset")
+	return err == nil && runtime.NumCPU() >= 2
+}()
+
+// roleCmd returns a command that runs this test binary in role, on core
+// cpu when taskset is at hand (cpu < 0: on any), with env added.
+func roleCmd(role string, cpu int, env ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if pinned && cpu >= 0 {
+		cmd = exec.Command("taskset", "-c", strconv.Itoa(cpu), os.Args[0], "-test.run=^$")
+	} else {
+		cmd = exec.Command(os.Args[0], "-test.run=^$")
+	}
+	cmd.Env = append(append(os.Environ(), roleEnv+"="+role), env...)
+	return cmd
+}
+
+// serverProc is the test binary in its server role.
+type serverProc struct {
+	cmd       *exec.Cmd
+	stdin     io.WriteCloser
+	lines     *bufio.Scanner
+	stderr    *flowtest.SyncBuffer
+	url, hash string
+}
+
+// startServer starts the server role on core cpu, with up to maxSessions
+// sessions, and stops it with the benchmark.
+func startServer(b testing.TB, cpu, maxSessions int) *serverProc {
+	p := &serverProc{stderr: &flowtest.SyncBuffer{}}
+	p.cmd = roleCmd("server", cpu, "MCP_FLOW_BENCH_MAX_SESSIONS="+strconv.Itoa(maxSessions))
+	p.cmd.Stderr = p.stderr
+	var err error
+	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
+		b.Fatal(err)
+	}
+	out, err := p.cmd.StdoutPipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := p.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		p.stdin.Close()
+		if err := p.cmd.Wait(); err != nil {
+			b.Errorf("server process: %v; stderr:\n%s", err, p.stderr)
+		}
+	})
+	p.lines = bufio.NewScanner(out)
+	for (p.url == "" || p.hash == "") && p.lines.Scan() {
+		k, v, _ := strings.Cut(p.lines.Text(), ": ")
+		switch k {
+		case "url":
+			p.url = v
+		case "hash":
+			p.hash = v
+		}
+	}
+	if p.url == "" || p.hash == "" {
+		b.Fatalf("the server process printed no url and hash; stderr:\n%s", p.stderr)
+	}
+	return p
+}
+
+// heap asks the server for its heap in use (after GC) and session count.
+func (p *serverProc) heap(b testing.TB) (heap uint64, sessions int) {
+	if _, err := io.WriteString(p.stdin, "heap\n"); err != nil {
+		b.Fatal(err)
+	}
+	if !p.lines.Scan() {
+		b.Fatalf("the server process did not answer heap; stderr:\n%s", p.stderr)
+	}
+	if _, err := fmt.Sscanf(p.lines.Text(), "heap: %d sessions: %d", &heap, &sessions); err != nil {
+		b.Fatalf("server said %q: %v", p.lines.Text(), err)
+	}
+	return heap, sessions
+}
+
+// profile has the server write a heap profile to path.
+func (p *serverProc) profile(b testing.TB, path string) {
+	if _, err := io.WriteString(p.stdin, "profile "+path+"\n"); err != nil {
+		b.Fatal(err)
+	}
+	if !p.lines.Scan() || p.lines.Text() != "profiled" {
+		b.Fatalf("the server process did not write its heap profile; stderr:\n%s", p.stderr)
+	}
+}
+
+// tlsFor pins the server process's certificate.
+func (p *serverProc) tlsFor(b testing.TB) *flow.ClientConfig {
+	pin, err := certs.ParseHash(p.hash)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tlsConf, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &flow.ClientConfig{TLSConfig: tlsConf, Encodings: []codec.Name{codec.CBOR}, Logger: quiet}
+}
+
+// BenchmarkHeadOfLineProcesses: BenchmarkHeadOfLine's open loop with the
+// client and the server in two processes, each on one core of its own
+// (taskset) when the machine has two: the figure that is not the Go
+// scheduler sharing two cores between both ends.
+func BenchmarkHeadOfLineProcesses(b *testing.B) {
+	const n = 256 << 20
+	for _, w := range []int{0, 64 << 10} {
+		name := "flow-cbor"
+		if w > 0 {
+			name = fmt.Sprintf("flow-cbor-window-%dk", w>>10)
+		}
+		b.Run(name, func(b *testing.B) {
+			srv := startServer(b, 1, 0)
+			for b.Loop() {
+				cl := roleCmd("holclient", 0, "MCP_FLOW_BENCH_URL="+srv.url, "MCP_FLOW_BENCH_HASH="+srv.hash,
+					"MCP_FLOW_BENCH_WINDOW="+strconv.Itoa(w), "MCP_FLOW_BENCH_BYTES="+strconv.Itoa(n))
+				stderr := &flowtest.SyncBuffer{}
+				cl.Stderr = stderr
+				out, err := cl.Output()
+				if err != nil {
+					b.Fatalf("client process: %v; stderr:\n%s\nserver stderr:\n%s", err, stderr, srv.stderr)
+				}
+				var r holRun
+				if err := json.Unmarshal(out, &r); err != nil {
+					b.Fatalf("client output: %v", err)
+				}
+				r.report(b)
+			}
+			b.ReportMetric(map[bool]float64{true: 1, false: 0}[pinned], "pinned")
+		})
+	}
+}

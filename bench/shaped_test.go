@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// The shaped link: a 100 Mbit/s bottleneck, 20 ms of round trip (10 ms
+// each way), a drop-tail queue of one bandwidth-delay product (250 KB), in
+// each direction.
+const (
+	linkRate  = 100e6 / 8 // bytes/s
+	linkRTT   = 20 * time.Millisecond
+	shapedLen = 64 << 20
+)
+
+func linkPath(loss float64) lossrelay.Path {
+	return lossrelay.Path{Rate: linkRate, Delay: linkRTT / 2, Queue: lossrelay.BDP(linkRate, linkRTT), Loss: loss}
+}
+
+// relayStats is what a relay counts in each direction.
+type relayStats interface {
+	Stats() (up, down lossrelay.Counters)
+}
+
+// BenchmarkShapedLink: ping latency (open loop) during a 64 MiB result, and
+// the result's throughput against the link rate, through a bottleneck
+// (linkPath): MCP-Flow through the UDP relay, the go-sdk's Streamable HTTP
+// through the TCP relay (all its connections). MCP-Flow runs with quic-go's
+// autotuned windows and with the stream receive window set to 1.25 BDP
+// (flow.Limits.StreamReceiveWindow, a client setting): what the client
+// lets in flight, the bottleneck queue cannot hold more of. The relay's
+// counters give the packet-level account: datagrams the full queue dropped,
+// the time data waited in it (mean and max), and the bytes the result's
+// direction carried beyond the result (framing, retransmissions, base64).
+func BenchmarkShapedLink(b *testing.B) {
+	ctx := context.Background()
+	bdp := lossrelay.BDP(linkRate, linkRTT)
+	type peer struct {
+		name string
+		dial func(b *testing.B) (mcpTarget, relayStats)
+	}
+	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats) {
+		return func(b *testing.B) (mcpTarget, relayStats) {
+			srv := flowServer(b)
+			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13})
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { relay.Close() })
+			dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+			defer cancel()
+			s, err := flow.Dial(dctx, "https://"+relay.Addr().String()+flow.DefaultPath, flow.ClientConfig{TLSConfig: pinnedTLS(),
+				Encodings: []codec.Name{codec.CBOR}, Logger: quiet, Limits: flow.Limits{StreamReceiveWindow: window}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			return &flowTarget{s}, relay
+		}
+	}
+	peers := []peer{
+		{"flow-cbor", flowPeer(0)},
+		{fmt.Sprintf("flow-cbor-window-%dk", bdp*5/4>>10), flowPeer(bdp * 5 / 4)},
+		{"sdk-http", func(b *testing.B) (mcpTarget, relayStats) {
+			srv := sdkfixture.NewServer()
+			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+			b.Cleanup(ts.Close)
+			relay, err := lossrelay.NewTCP(ts.Listener.Addr().String(), linkPath(0), linkPath(0))
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { relay.Close() })
+			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			url := strings.Replace(ts.URL, ts.Listener.Addr().String(), relay.Addr().String(), 1)
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: sdkHTTPClient(), DisableStandaloneSSE: true}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return &sdkTarget{cs: cs}, relay
+		}},
+	}
+	for _, p := range peers {
+		b.Run(p.name, func(b *testing.B) {
+			t, relay := p.dial(b)
+			defer t.Close()
+			for b.Loop() {
+				_, d0 := relay.Stats()
+				r, err := runHOL(ctx, t, shapedLen)
+				if err != nil {
+					b.Fatal(err)
+				}
+				_, d1 := relay.Stats()
+				r.report(b)
+				tput := float64(r.Bytes) / r.Transfer.Seconds()
+				b.ReportMetric(100*tput/linkRate, "link-%")
+				fw := d1.Forwarded - d0.Forwarded
+				b.ReportMetric(float64(d1.QueueDropped-d0.QueueDropped), "queue-drops")
+				if fw > 0 {
+					b.ReportMetric(float64((d1.QueueDelaySum-d0.QueueDelaySum).Microseconds())/1e3/float64(fw), "queue-mean-ms")
+				}
+				b.ReportMetric(float64(d1.QueueDelayMax.Microseconds())/1e3, "queue-max-ms")
+				b.ReportMetric(100*(float64(d1.Bytes-d0.Bytes)/float64(r.Bytes)-1), "overhead-%")
+			}
+			b.ReportMetric(linkRate*8/1e6, "link-Mbit/s")
+			b.ReportMetric(float64(linkRTT.Milliseconds()), "rtt-ms")
+		})
+	}
+}
