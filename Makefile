@@ -53,8 +53,14 @@ generate:
 	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; apt-get install -y protobuf-compiler; }
 	$(GO) generate ./...
 
+# run: built first and then exec'd (not go run, which exits 1 after Ctrl-C
+# however cleanly the server ended), so that Ctrl-C ends make quietly.
+# RUN_ARGS are the server's flags; BIN is where the binary goes.
+BIN      ?= bin
+RUN_ARGS ?=
 run:
-	$(GO) run ./cmd/mcp-flow-server
+	@$(GO) build -o $(BIN)/ ./cmd/mcp-flow-server
+	exec $(BIN)/mcp-flow-server $(RUN_ARGS)
 
 clean:
 	rm -rf bin
