@@ -37,6 +37,11 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// stdioUpstreamHandshake is the handshake timeout with a stdio -upstream:
+// initialize waits for the subprocess to start, and a first `npx -y …`
+// downloads its package first.
+const stdioUpstreamHandshake = 60 * time.Second
+
 func run(args []string) int {
 	fs := flag.NewFlagSet("mcp-flow-server", flag.ContinueOnError)
 	var (
@@ -55,6 +60,7 @@ func run(args []string) int {
 		keepAlive = fs.Duration("keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
+		handshake = fs.Duration("handshake-timeout", 0, "how long a session may take from CONNECT to the end of initialize (default 10 s; 60 s with a stdio -upstream, whose first run may download it, as npx does)")
 		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
 	)
 	fs.Usage = func() {
@@ -128,7 +134,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive},
+		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, HandshakeTimeout: *handshake},
 		Logger:           log,
 	}
 	switch up := *upstream; {
@@ -145,7 +151,12 @@ func run(args []string) int {
 		}
 		bridge.NewHTTPUpstream(hcfg).Configure(&cfg)
 	case strings.HasPrefix(up, "stdio:") && len(strings.Fields(up[len("stdio:"):])) > 0:
+		if cfg.Limits.HandshakeTimeout == 0 {
+			cfg.Limits.HandshakeTimeout = stdioUpstreamHandshake
+		}
 		bridge.NewStdioUpstream(strings.Fields(up[len("stdio:"):]), 0, log).Configure(&cfg)
+		log.Info("each session starts the upstream and waits for its initialize answer (its stderr follows here)",
+			"upstream", up[len("stdio:"):], "handshake-timeout", cfg.Limits.HandshakeTimeout)
 	default:
 		log.Error("-upstream takes 'stdio:CMD ARGS' or an http(s) URL")
 		return 2

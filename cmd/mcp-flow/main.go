@@ -255,6 +255,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(stderr, "mcp-flow: no initialize answer within -handshake-timeout %v (a server with a stdio -upstream may still be starting it: try a longer one)\n", o.handshake)
+		}
 		if strings.Contains(err.Error(), "certificate") {
 			fmt.Fprintln(stderr, "mcp-flow: pass the server's -cert-hash (printed by mcp-flow-server), -ca, or -insecure for development")
 		}
