@@ -52,7 +52,7 @@ func run(args []string) int {
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
-		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers); '*' allows any")
+		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers) besides loopback pages, which a loopback listener allows anyway; '*' allows any (spec §9)")
 		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
