@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run clean
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean
 
 all: build
 
@@ -61,6 +61,11 @@ RUN_ARGS ?=
 run:
 	@$(GO) build -o $(BIN)/ ./cmd/mcp-flow-server
 	exec $(BIN)/mcp-flow-server $(RUN_ARGS)
+
+# ui: regenerate the inspector's copy of the npm package (cmd/mcp-flow/ui/mcpflow.js)
+# after a change under js/src (TestInspector fails while it is stale).
+ui:
+	cd js && npm install --no-audit --no-fund --ignore-scripts && npm run ui
 
 clean:
 	rm -rf bin

@@ -5,6 +5,13 @@
 //	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
 //	mcp-flow [flags] ping
 //	mcp-flow [flags] bridge stdio
+//	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
+//
+// ui serves the inspector page on loopback (127.0.0.1:7433 unless -listen
+// says otherwise): a browser page that connects to the MCP-Flow server at
+// URL with the npm package of js/, lists and calls tools, and shows results,
+// progress, execution streams (bytes, rate, SHA-256), datagram counters and
+// the frame log.
 //
 // bridge stdio makes the CLI a stdio MCP server for an MCP host (NDJSON or
 // Content-Length framing, detected from the host) that reaches the MCP-Flow
@@ -38,8 +45,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
@@ -124,6 +133,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(rest) == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if rest[0] == "ui" {
+		// mcp-flow ui [flags] [URL]: flags may follow, the URL last.
+		listen := defaultUIListen
+		if err := fs.Parse(rest[1:]); err != nil {
+			return exitUsage
+		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "listen" {
+				listen = o.listen
+			}
+		})
+		switch extra := fs.Args(); len(extra) {
+		case 0:
+		case 1:
+			o.url = extra[0]
+		default:
+			return usage(stderr, "ui takes at most one server URL")
+		}
+		stop := make(chan struct{})
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		go func() { <-sig; close(stop) }()
+		return serveUI(o, listen, stderr, stop)
 	}
 	if rest[0] == "bridge" && len(rest) >= 2 {
 		// Flags may also follow the mode, and the server URL may come
