@@ -81,7 +81,8 @@ func TestSDKClientsOverMCPFlow(t *testing.T) {
 		}
 		return res, err
 	})
-	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps, AllowedOrigins: []string{pageOrigin}})
+	// No AllowedOrigins: a page on loopback may use a loopback server (spec §9).
+	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps})
 
 	const size, size1 = 64 << 20, 12 << 20
 	pageURL := fmt.Sprintf("%s/test/index.html?url=%s&hash=%s&size=%d&size1=%d&only=%s&debug=%s", pageOrigin, url.QueryEscape(srv.URL()), flowtest.Cert.HashHex(), size, size1, os.Getenv("MCP_FLOW_JS_ONLY"), os.Getenv("MCP_FLOW_JS_DEBUG"))
