@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run clean
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean
 
 all: build
 
@@ -56,8 +56,19 @@ generate:
 	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; apt-get install -y protobuf-compiler; }
 	$(GO) generate ./...
 
+# run: built first and then exec'd (not go run, which exits 1 after Ctrl-C
+# however cleanly the server ended), so that Ctrl-C ends make quietly.
+# RUN_ARGS are the server's flags; BIN is where the binary goes.
+BIN      ?= bin
+RUN_ARGS ?=
 run:
-	$(GO) run ./cmd/mcp-flow-server
+	@$(GO) build -o $(BIN)/ ./cmd/mcp-flow-server
+	exec $(BIN)/mcp-flow-server $(RUN_ARGS)
+
+# ui: regenerate the inspector's copy of the npm package (cmd/mcp-flow/ui/mcpflow.js)
+# after a change under js/src (TestInspector fails while it is stale).
+ui:
+	cd js && npm install --no-audit --no-fund --ignore-scripts && npm run ui
 
 clean:
 	rm -rf bin

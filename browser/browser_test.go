@@ -5,86 +5,21 @@ package browser
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
-
-// need fails the test under CI=true and skips it elsewhere, saying what is
-// missing.
-func need(t *testing.T, what string, err error) {
-	t.Helper()
-	if os.Getenv("CI") == "true" {
-		t.Fatalf("%s: %v", what, err)
-	}
-	t.Skipf("skipping: %s: %v", what, err)
-}
-
-// ensureChromium installs Debian's chromium when it is missing.
-func ensureChromium(t *testing.T) string {
-	t.Helper()
-	if p := os.Getenv("CHROMIUM"); p != "" {
-		return p
-	}
-	if p, err := exec.LookPath("chromium"); err == nil {
-		return p
-	}
-	t.Log("chromium is missing: installing Debian's chromium with apt-get")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			need(t, "installing chromium (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, tail(out)))
-		}
-	}
-	p, err := exec.LookPath("chromium")
-	if err != nil {
-		need(t, "chromium after apt-get install", err)
-	}
-	return p
-}
-
-// ensureBundle installs the npm packages at the versions of package-lock.json
-// and builds the page. (npm install, not npm ci: npm 11's ci refuses a lock
-// file made on one platform for packages with per-platform optional
-// dependencies; install scripts are not needed: cbor-x runs in pure JS.)
-func ensureBundle(t *testing.T) {
-	t.Helper()
-	if _, err := exec.LookPath("npm"); err != nil {
-		need(t, "npm", err)
-	}
-	if _, err := os.Stat("node_modules/playwright-core"); err != nil {
-		run(t, "npm", "install", "--no-audit", "--no-fund", "--ignore-scripts")
-	}
-	run(t, "npm", "run", "build")
-}
-
-func run(t *testing.T, name string, args ...string) {
-	t.Helper()
-	cmd := exec.Command(name, args...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		need(t, name+" "+strings.Join(args, " "), fmt.Errorf("%v\n%s", err, tail(out)))
-	}
-}
-
-func tail(b []byte) string {
-	if len(b) > 2000 {
-		b = b[len(b)-2000:]
-	}
-	return string(b)
-}
 
 type step struct {
 	Name                 string
@@ -109,8 +44,8 @@ type step struct {
 }
 
 func TestBrowserPeer(t *testing.T) {
-	chromium := ensureChromium(t)
-	ensureBundle(t)
+	chromium := browsertest.Chromium(t)
+	browsertest.NPM(t, ".", "node_modules/playwright-core")
 
 	// The page, served over plain HTTP on 127.0.0.1 (a secure context).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -126,25 +61,13 @@ func TestBrowserPeer(t *testing.T) {
 
 	const size = 3 << 20
 	pageURL := fmt.Sprintf("%s/index.html?url=%s&hash=%s&enc=cbor,json&size=%d", pageOrigin, url.QueryEscape(srv.URL()), cert.HashHex(), size)
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "node", "run.mjs", pageURL, "90000")
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("browser run failed: %v\n%s", err, tail(stderr.Bytes()))
-	}
 	var res struct {
 		Error     string
 		Steps     []step
 		Console   []string
 		UserAgent string
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("browser output: %v\n%s", err, out)
-	}
+	browsertest.Drive(t, ".", "run.mjs", chromium, pageURL, 90*time.Second, &res)
 	if res.Error != "" {
 		t.Fatalf("the page failed: %s\nconsole: %s", res.Error, strings.Join(res.Console, "\n"))
 	}
@@ -197,6 +120,7 @@ func TestBrowserPeer(t *testing.T) {
 	check("ping", string(steps["ping"].Result) == "{}", "ping result %s", steps["ping"].Result)
 	check("shutdown", steps["shutdown"].Closed, "session not closed after $/shutdown")
 	if t.Failed() {
-		t.Logf("page steps: %s\nconsole: %s", out, strings.Join(res.Console, "\n"))
+		b, _ := json.Marshal(res.Steps)
+		t.Logf("page steps: %s\nconsole: %s", b, strings.Join(res.Console, "\n"))
 	}
 }

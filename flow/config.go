@@ -263,9 +263,11 @@ type ServerConfig struct {
 	// DisableDatagrams makes the server answer datagramsSupported: false.
 	DisableDatagrams bool
 	// AllowedOrigins lists the Origin values a CONNECT may carry (scheme,
-	// host and port, e.g. "http://127.0.0.1:8080"); "*" allows any. A CONNECT
-	// without Origin (a non-browser client) is always allowed; any other is
-	// refused with HTTP 403.
+	// host and port, e.g. "https://app.example"); "*" allows any. A CONNECT
+	// without Origin (a non-browser client) is always allowed, and so is a
+	// loopback page (localhost, 127.0.0.0/8, ::1, any port) when the server
+	// listens on a loopback address; any other is refused with HTTP 403
+	// (spec §9).
 	AllowedOrigins []string
 	Limits         Limits
 	Hooks          Hooks

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"sync"
 	"time"
@@ -237,11 +238,43 @@ func (s *Server) isClosing() bool {
 	return s.closing
 }
 
-// originAllowed applies the allow-list (spec §9). A request without Origin
-// comes from a non-browser client and is allowed.
+// originAllowed applies the origin policy (spec §9): a request without
+// Origin comes from a non-browser client and is allowed; a page on this
+// machine (an Origin whose host is localhost or a loopback IP) is allowed
+// when the server listens on a loopback address; any other Origin must be in
+// AllowedOrigins.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	return s.cfg.Faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o)
+	if s.cfg.Faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o) {
+		return true
+	}
+	return LoopbackOrigin(o) && s.loopbackListener()
+}
+
+// loopbackListener reports whether the server's socket is bound to a
+// loopback address (spec §9).
+func (s *Server) loopbackListener() bool {
+	s.mu.Lock()
+	pc := s.pc
+	s.mu.Unlock()
+	if pc == nil {
+		return false
+	}
+	a, ok := pc.LocalAddr().(*net.UDPAddr)
+	return ok && a.IP.IsLoopback()
+}
+
+// LoopbackOrigin reports whether an Origin (scheme://host[:port]) names this
+// machine: its host is localhost or a loopback IP (spec §9). DNS rebinding
+// cannot forge it: a browser sets Origin from the page's own URL.
+func LoopbackOrigin(o string) bool {
+	u, err := url.Parse(o)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	h := u.Hostname()
+	ip := net.ParseIP(h)
+	return h == "localhost" || (ip != nil && ip.IsLoopback())
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {

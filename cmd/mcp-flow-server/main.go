@@ -38,6 +38,11 @@ func main() {
 	os.Exit(run(os.Args[1:]))
 }
 
+// stdioUpstreamHandshake is the handshake timeout with a stdio -upstream:
+// initialize waits for the subprocess to start, and a first `npx -y …`
+// downloads its package first.
+const stdioUpstreamHandshake = 60 * time.Second
+
 func run(args []string) int {
 	fs := flag.NewFlagSet("mcp-flow-server", flag.ContinueOnError)
 	var (
@@ -48,7 +53,7 @@ func run(args []string) int {
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
-		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers); '*' allows any")
+		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers) besides loopback pages, which a loopback listener allows anyway; '*' allows any (spec §9)")
 		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
@@ -58,6 +63,7 @@ func run(args []string) int {
 		stall     = fs.Duration("stall-timeout", flow.DefaultStreamWriteStallTimeout, "reset an execution stream (and end a session, for the control stream) whose client has read nothing of it for this long")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
+		handshake = fs.Duration("handshake-timeout", 0, "how long a session may take from CONNECT to the end of initialize (default 10 s; 60 s with a stdio -upstream, whose first run may download it, as npx does)")
 		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
 	)
 	fs.Usage = func() {
@@ -131,7 +137,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions},
+		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
 	}
 	switch up := *upstream; {
@@ -148,7 +154,12 @@ func run(args []string) int {
 		}
 		bridge.NewHTTPUpstream(hcfg).Configure(&cfg)
 	case strings.HasPrefix(up, "stdio:") && len(strings.Fields(up[len("stdio:"):])) > 0:
+		if cfg.Limits.HandshakeTimeout == 0 {
+			cfg.Limits.HandshakeTimeout = stdioUpstreamHandshake
+		}
 		bridge.NewStdioUpstream(strings.Fields(up[len("stdio:"):]), 0, log).Configure(&cfg)
+		log.Info("each session starts the upstream and waits for its initialize answer (its stderr follows here)",
+			"upstream", up[len("stdio:"):], "handshake-timeout", cfg.Limits.HandshakeTimeout)
 	default:
 		log.Error("-upstream takes 'stdio:CMD ARGS' or an http(s) URL")
 		return 2

@@ -5,19 +5,33 @@
 //	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
 //	mcp-flow [flags] ping
 //	mcp-flow [flags] bridge stdio
+//	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
+//
+// ui serves the inspector page on loopback (127.0.0.1:7433 unless -listen
+// says otherwise): a browser page that connects to the MCP-Flow server at
+// URL with the npm package of js/, lists and calls tools, and shows results,
+// progress, execution streams (bytes, rate, SHA-256), datagram counters and
+// the frame log.
 //
 // bridge stdio makes the CLI a stdio MCP server for an MCP host (NDJSON or
 // Content-Length framing, detected from the host) that reaches the MCP-Flow
 // server at -url; execution streams are inlined for the host (see package
 // bridge).
 //
-// Results go to stdout: text content as text, execution streams as their raw
-// bytes (or into files with -out). Progress and logs go to stderr.
+// Results go to stdout and nothing else does: with execution streams, their
+// raw bytes alone (the rest of the content then goes to stderr), or with
+// -out each stream into a new file; without, the text content; with -json,
+// the JSON result alone. Progress, transfer meters (bytes, rate) and logs go
+// to stderr; status lines are drawn only when stderr is a terminal.
+//
+// Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends
+// the session and exits 130; a second Ctrl-C exits at once.
 //
 // Exit codes: 0 success; 1 the server answered with an error (a JSON-RPC
 // error, or a tool result with isError); 2 usage; 3 could not connect or
 // initialize, or (bridge stdio -exit-on-disconnect) lost the server; 4 an
-// execution stream failed or was cut off.
+// execution stream failed or was cut off; 5 -timeout expired; 130
+// interrupted.
 package main
 
 import (
@@ -31,9 +45,10 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"path/filepath"
+	"os/signal"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
@@ -46,20 +61,23 @@ import (
 )
 
 const (
-	exitOK       = 0
-	exitRemote   = 1
-	exitUsage    = 2
-	exitConnect  = 3
-	exitStream   = 4
-	defaultURL   = "https://127.0.0.1:4433" + flow.DefaultPath
-	usageSummary = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http [flags] [URL]`
+	exitOK      = 0
+	exitRemote  = 1
+	exitUsage   = 2
+	exitConnect = 3
+	exitStream  = 4
+	exitTimeout = 5
+	// exitInterrupted is the shell's 128+SIGINT.
+	exitInterrupted = 130
+	defaultURL      = "https://127.0.0.1:4433" + flow.DefaultPath
+	usageSummary    = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http [flags] [URL]`
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
 
 // limits are the session limits the flags set (spec §8).
 func (o options) limits() flow.Limits {
-	return flow.Limits{PeerIdleTimeout: o.peerIdle, KeepAlivePeriod: o.keepAlive}
+	return flow.Limits{PeerIdleTimeout: o.peerIdle, KeepAlivePeriod: o.keepAlive, HandshakeTimeout: o.handshake}
 }
 
 type options struct {
@@ -72,6 +90,7 @@ type options struct {
 	maxSessions                          int
 	idleTimeout                          time.Duration
 	peerIdle, keepAlive                  time.Duration
+	handshake                            time.Duration
 	exitOnDisconnect                     bool
 	reconnectWait                        time.Duration
 }
@@ -88,7 +107,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
-	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
+	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long, with exit status 5 (0: no limit)")
+	fs.DurationVar(&o.handshake, "handshake-timeout", 10*time.Second, "how long the server may take to answer initialize (a server with a stdio -upstream may first be starting it)")
 	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
@@ -114,6 +134,31 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(rest) == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if rest[0] == "ui" {
+		// mcp-flow ui [flags] [URL]: flags may follow, the URL last.
+		listen := defaultUIListen
+		if err := fs.Parse(rest[1:]); err != nil {
+			return exitUsage
+		}
+		fs.Visit(func(f *flag.Flag) {
+			if f.Name == "listen" {
+				listen = o.listen
+			}
+		})
+		switch extra := fs.Args(); len(extra) {
+		case 0:
+		case 1:
+			o.url = extra[0]
+		default:
+			return usage(stderr, "ui takes at most one server URL")
+		}
+		stop := make(chan struct{})
+		sig := make(chan os.Signal, 1)
+		signal.Notify(sig, os.Interrupt, syscall.SIGTERM)
+		defer signal.Stop(sig)
+		go func() { <-sig; close(stop) }()
+		return serveUI(o, listen, stderr, stop)
 	}
 	if rest[0] == "bridge" && len(rest) >= 2 {
 		// Flags may also follow the mode, and the server URL may come
@@ -142,12 +187,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	ctx := context.Background()
-	if o.timeout > 0 {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-	}
+	ctx, cancel := withTimeout(context.Background(), o.timeout)
+	defer cancel()
 	if rest[0] == "bridge" {
 		if len(rest) != 2 || (rest[1] != "stdio" && rest[1] != "http") {
 			return usage(stderr, "bridge takes one argument: stdio or http")
@@ -185,6 +226,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitOK
 	}
+	t := newTerm(stderr)
+	ctx, stop := interruptible(ctx, t)
+	defer stop()
 	var call func(*flow.Session) int
 	switch cmd := rest[0]; cmd {
 	case "ping":
@@ -194,7 +238,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		call = func(s *flow.Session) int {
 			t0 := time.Now()
 			if err := s.Ping(ctx); err != nil {
-				return reportErr(stderr, err)
+				return failure(ctx, t, o, err, "waiting for ping")
 			}
 			fmt.Fprintf(stdout, "pong from %s in %v (encoding %s)\n", o.url, time.Since(t0).Round(time.Microsecond), s.Encoding())
 			return exitOK
@@ -203,7 +247,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if len(rest) != 1 {
 			return usage(stderr, "tools takes no arguments")
 		}
-		call = func(s *flow.Session) int { return listTools(ctx, s, o, stdout, stderr) }
+		call = func(s *flow.Session) int { return listTools(ctx, s, o, t, stdout) }
 	case "call":
 		if len(rest) < 2 {
 			return usage(stderr, "call needs a tool name")
@@ -212,7 +256,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage(stderr, err.Error())
 		}
-		call = func(s *flow.Session) int { return callTool(ctx, s, rest[1], argsJSON, o, stdout, stderr) }
+		call = func(s *flow.Session) int { return callTool(ctx, s, rest[1], argsJSON, o, t, stdout) }
 	default:
 		return usage(stderr, "unknown command "+strconv.Quote(cmd))
 	}
@@ -231,14 +275,24 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if o.webtransport == "draft02" {
 		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
 	}
+	waiting := time.AfterFunc(dialPatience, func() {
+		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", o.url, o.handshake)
+	})
 	s, err := flow.Dial(ctx, o.url, cfg)
 	if err != nil && o.webtransport == "auto" && draft02.Needed(err) {
 		log.Debug("the server speaks WebTransport draft-02; dialing again in that dialect", "err", err)
 		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
 		s, err = flow.Dial(ctx, o.url, cfg)
 	}
+	waiting.Stop()
+	if err != nil && ctx.Err() != nil {
+		return failure(ctx, t, o, err, "connecting to "+o.url)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)
+		if errors.Is(err, context.DeadlineExceeded) {
+			fmt.Fprintf(stderr, "mcp-flow: no initialize answer within -handshake-timeout %v (a server with a stdio -upstream may still be starting it: try a longer one)\n", o.handshake)
+		}
 		if strings.Contains(err.Error(), "certificate") {
 			fmt.Fprintln(stderr, "mcp-flow: pass the server's -cert-hash (printed by mcp-flow-server), -ca, or -insecure for development")
 		}
@@ -248,6 +302,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	closeSession(s, log)
 	return code
 }
+
+// dialPatience is how long the CLI connects in silence before it says what
+// it is waiting for.
+const dialPatience = 2 * time.Second
 
 // shutdownBound bounds the graceful end of the CLI's session: the CLI has
 // nothing in flight when it ends one, so the drain is a round trip.
@@ -345,117 +403,4 @@ func reportErr(w io.Writer, err error) int {
 	}
 	fmt.Fprintf(w, "mcp-flow: %v\n", err)
 	return exitConnect
-}
-
-func listTools(ctx context.Context, s *flow.Session, o options, stdout, stderr io.Writer) int {
-	r, err := s.Call(ctx, "tools/list", nil)
-	if err != nil {
-		return reportErr(stderr, err)
-	}
-	if o.raw {
-		fmt.Fprintf(stdout, "%s\n", r.Result)
-		return exitOK
-	}
-	var l struct {
-		Tools []struct{ Name, Description string }
-	}
-	if err := json.Unmarshal(r.Result, &l); err != nil {
-		fmt.Fprintf(stderr, "mcp-flow: tools/list result: %v\n", err)
-		return exitRemote
-	}
-	for _, t := range l.Tools {
-		fmt.Fprintf(stdout, "%-16s %s\n", t.Name, t.Description)
-	}
-	return exitOK
-}
-
-func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMessage, o options, stdout, stderr io.Writer) int {
-	bar := newProgressBar(stderr)
-	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(bar.update))
-	bar.done()
-	if err != nil {
-		return reportErr(stderr, err)
-	}
-	defer r.Close()
-	var res struct {
-		Content []json.RawMessage `json:"content"`
-		IsError bool              `json:"isError"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil {
-		fmt.Fprintf(stderr, "mcp-flow: tools/call result: %v\n", err)
-		return exitRemote
-	}
-	if o.raw {
-		fmt.Fprintf(stdout, "%s\n", r.Result)
-	}
-	code := exitOK
-	for _, c := range res.Content {
-		var block struct {
-			Type, Text, MimeType string
-			StreamTag            uint32
-		}
-		_ = json.Unmarshal(c, &block)
-		switch block.Type {
-		case "text":
-			if !o.raw {
-				fmt.Fprintln(stdout, block.Text)
-			}
-		case protocol.ContentTypeRef:
-			if c := copyStream(ctx, r, block.StreamTag, o, stdout, stderr); c != exitOK {
-				code = c
-			}
-		default:
-			if !o.raw {
-				fmt.Fprintf(stdout, "%s\n", c)
-			}
-		}
-	}
-	if res.IsError && code == exitOK {
-		code = exitRemote
-	}
-	return code
-}
-
-func copyStream(ctx context.Context, r *flow.Response, tag uint32, o options, stdout, stderr io.Writer) int {
-	sr, err := r.Stream(ctx, tag)
-	if err != nil {
-		return reportErr(stderr, err)
-	}
-	dst := stdout
-	var f *os.File
-	if o.out != "" {
-		name := filepath.Join(o.out, fmt.Sprintf("stream-%s-%d", r.ID.Raw(), tag))
-		f, err = os.Create(name + ".part")
-		if err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
-			return exitUsage
-		}
-		dst = f
-		defer func() {
-			if f != nil {
-				f.Close()
-				os.Remove(name + ".part")
-			}
-		}()
-		n, err := io.Copy(dst, sr)
-		if err != nil {
-			// Never leave a truncated payload under its final name.
-			return reportErr(stderr, err)
-		}
-		if err := f.Close(); err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
-			return exitUsage
-		}
-		f = nil
-		if err := os.Rename(name+".part", name); err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: %v\n", err)
-			return exitUsage
-		}
-		fmt.Fprintf(stderr, "mcp-flow: wrote %d bytes (%s) to %s\n", n, sr.Ref().MimeType, name)
-		return exitOK
-	}
-	if _, err := io.Copy(dst, sr); err != nil {
-		return reportErr(stderr, err)
-	}
-	return exitOK
 }

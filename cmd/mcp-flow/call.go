@@ -1,0 +1,230 @@
+package main
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// listTools prints each tool with its arguments (name, type, required) from
+// its inputSchema, or with -json the tools/list result alone.
+func listTools(ctx context.Context, s *flow.Session, o options, t *term, stdout io.Writer) int {
+	r, err := s.Call(ctx, "tools/list", nil)
+	if err != nil {
+		return failure(ctx, t, o, err, "waiting for tools/list")
+	}
+	if o.raw {
+		fmt.Fprintf(stdout, "%s\n", r.Result)
+		return exitOK
+	}
+	var l struct {
+		Tools []struct {
+			Name, Description string
+			InputSchema       struct {
+				Properties map[string]struct {
+					Type        any    `json:"type"`
+					Description string `json:"description"`
+				} `json:"properties"`
+				Required []string `json:"required"`
+			} `json:"inputSchema"`
+		}
+	}
+	if err := json.Unmarshal(r.Result, &l); err != nil {
+		t.say("mcp-flow: tools/list result: %v", err)
+		return exitRemote
+	}
+	for _, tool := range l.Tools {
+		fmt.Fprintf(stdout, "%s  %s\n", tool.Name, strings.TrimSpace(tool.Description))
+		required := map[string]bool{}
+		for _, r := range tool.InputSchema.Required {
+			required[r] = true
+		}
+		names := make([]string, 0, len(tool.InputSchema.Properties))
+		for n := range tool.InputSchema.Properties {
+			names = append(names, n)
+		}
+		// Required arguments first, then by name.
+		sort.Slice(names, func(i, j int) bool {
+			if required[names[i]] != required[names[j]] {
+				return required[names[i]]
+			}
+			return names[i] < names[j]
+		})
+		for _, n := range names {
+			p := tool.InputSchema.Properties[n]
+			typ := "any"
+			switch v := p.Type.(type) {
+			case string:
+				typ = v
+			case []any:
+				var ts []string
+				for _, x := range v {
+					ts = append(ts, fmt.Sprint(x))
+				}
+				typ = strings.Join(ts, "|")
+			}
+			req := ""
+			if required[n] {
+				req = ", required"
+			}
+			line := fmt.Sprintf("    %s=%s%s", n, typ, req)
+			if d := strings.TrimSpace(p.Description); d != "" {
+				line += "  " + d
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	return exitOK
+}
+
+// callTool calls a tool and prints its result. Stdout carries the result
+// alone, so that it can be piped: with execution streams (and no -out) the
+// streams' raw bytes and nothing else, the other content going to stderr;
+// without streams, the text content; with -json, the JSON result alone.
+func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMessage, o options, t *term, stdout io.Writer) int {
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(func(p flow.Progress) { t.draw(progressLine(p)) }))
+	t.clear()
+	if err != nil {
+		return failure(ctx, t, o, err, "waiting for the result of "+name)
+	}
+	defer r.Close()
+	var res struct {
+		Content []json.RawMessage `json:"content"`
+		IsError bool              `json:"isError"`
+	}
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		t.say("mcp-flow: tools/call result: %v", err)
+		return exitRemote
+	}
+	// Once the result is in, the request lives on in its streams: an
+	// interrupt or -timeout cancels it with $/cancel (spec §7.1), which
+	// resets them.
+	stop := context.AfterFunc(ctx, func() {
+		_ = s.Notify(protocol.MethodCancel, flow.CancelParams{RequestID: r.ID, Reason: context.Cause(ctx).Error()})
+	})
+	defer stop()
+	// Where non-stream content goes: stdout unless stream bytes go there.
+	text := stdout
+	if len(r.Refs) > 0 && o.out == "" && !o.raw {
+		text = t.w
+	}
+	if o.raw {
+		fmt.Fprintf(stdout, "%s\n", r.Result)
+	}
+	code := exitOK
+	for _, c := range res.Content {
+		var block struct {
+			Type, Text string
+			StreamTag  uint32
+			Size       int64
+		}
+		_ = json.Unmarshal(c, &block)
+		switch {
+		case block.Type == protocol.ContentTypeRef:
+			if c := copyStream(ctx, r, block.StreamTag, block.Size, o, t, stdout); c != exitOK && code == exitOK {
+				code = c
+			}
+		case o.raw:
+		case block.Type == "text":
+			t.mu.Lock()
+			fmt.Fprintln(text, block.Text)
+			t.mu.Unlock()
+		default:
+			t.mu.Lock()
+			fmt.Fprintf(text, "%s\n", c)
+			t.mu.Unlock()
+		}
+	}
+	if res.IsError && code == exitOK {
+		code = exitRemote
+	}
+	return code
+}
+
+// copyStream copies one execution stream to stdout, to a new file under
+// -out, or (with -json and no -out) only counts and hashes it.
+func copyStream(ctx context.Context, r *flow.Response, tag uint32, total int64, o options, t *term, stdout io.Writer) int {
+	what := fmt.Sprintf("reading execution stream %d", tag)
+	sr, err := r.Stream(ctx, tag)
+	if err != nil {
+		return failure(ctx, t, o, err, "waiting for execution stream "+fmt.Sprint(tag))
+	}
+	if o.out == "" {
+		dst := stdout
+		h := sha256.New()
+		if o.raw {
+			dst = h
+		}
+		m := newMeter(t, dst, total)
+		_, err := io.Copy(m, sr)
+		m.end()
+		if err != nil {
+			return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, m.n.Load()))
+		}
+		if o.raw {
+			t.say("mcp-flow: execution stream %d: %d bytes (%s), sha256 %s; not printed with -json (-out DIR keeps it)", tag, m.n.Load(), sr.Ref().MimeType, hex.EncodeToString(h.Sum(nil)))
+		}
+		return exitOK
+	}
+	base := filepath.Join(o.out, fmt.Sprintf("stream-%s-%d", r.ID.Raw(), tag))
+	f, err := os.CreateTemp(o.out, filepath.Base(base)+".part*")
+	if err != nil {
+		t.say("mcp-flow: %v", err)
+		return exitUsage
+	}
+	defer func() {
+		if f != nil {
+			f.Close()
+			os.Remove(f.Name())
+		}
+	}()
+	m := newMeter(t, f, total)
+	_, err = io.Copy(m, sr)
+	m.end()
+	if err != nil {
+		// Never leave a truncated payload under its final name.
+		return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, m.n.Load()))
+	}
+	if err := f.Close(); err != nil {
+		t.say("mcp-flow: %v", err)
+		return exitUsage
+	}
+	name, err := publish(f.Name(), base)
+	if err != nil {
+		t.say("mcp-flow: %v", err)
+		return exitUsage
+	}
+	f = nil
+	t.say("mcp-flow: wrote %d bytes (%s) to %s", m.n.Load(), sr.Ref().MimeType, name)
+	return exitOK
+}
+
+// publish gives the finished file tmp the name base, or base.1, base.2 …
+// when an earlier call's file holds it: a link never replaces a file, so
+// -out never overwrites.
+func publish(tmp, base string) (string, error) {
+	for i := 0; ; i++ {
+		name := base
+		if i > 0 {
+			name = fmt.Sprintf("%s.%d", base, i)
+		}
+		err := os.Link(tmp, name)
+		if err == nil {
+			return name, os.Remove(tmp)
+		}
+		if !errors.Is(err, os.ErrExist) {
+			return "", err
+		}
+	}
+}

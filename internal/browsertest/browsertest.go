@@ -1,0 +1,108 @@
+// Package browsertest runs pages in headless Chromium for the tests of the
+// browser peer (browser/), the npm package (js/) and the inspector (mcp-flow
+// ui). It installs what is missing by the project's own files: Debian's
+// chromium with apt-get, and a folder's npm packages at the versions of its
+// package-lock.json. Under CI=true a missing piece fails the test; elsewhere
+// the test is skipped, saying what is missing.
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Need fails the test under CI=true and skips it elsewhere, saying what is
+// missing.
+func Need(t testing.TB, what string, err error) {
+	t.Helper()
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("%s: %v", what, err)
+	}
+	t.Skipf("skipping: %s: %v", what, err)
+}
+
+var aptMu sync.Mutex
+
+// Chromium returns the path of chromium ($CHROMIUM, or on PATH), installing
+// Debian's package with apt-get when it is missing.
+func Chromium(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("CHROMIUM"); p != "" {
+		return p
+	}
+	aptMu.Lock()
+	defer aptMu.Unlock()
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p
+	}
+	t.Log("chromium is missing: installing Debian's chromium with apt-get")
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			Need(t, "installing chromium (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, out))
+		}
+	}
+	p, err := exec.LookPath("chromium")
+	if err != nil {
+		Need(t, "chromium after apt-get install", err)
+	}
+	return p
+}
+
+// NPM installs dir's npm packages when marker (a path under dir, such as
+// node_modules/playwright-core) is missing, then runs `npm run build`. (npm
+// install, not npm ci: npm 11's ci refuses a lock file made on one platform
+// for packages with per-platform optional dependencies; install scripts are
+// not needed.)
+func NPM(t testing.TB, dir, marker string) {
+	t.Helper()
+	if _, err := exec.LookPath("npm"); err != nil {
+		Need(t, "npm (Debian package npm)", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
+		Run(t, dir, "npm", "install", "--no-audit", "--no-fund", "--ignore-scripts")
+	}
+	Run(t, dir, "npm", "run", "build")
+}
+
+// Run runs a set-up command in dir; a failure is Need's.
+func Run(t testing.TB, dir, name string, args ...string) {
+	t.Helper()
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		Need(t, name+" "+strings.Join(args, " ")+" in "+dir, fmt.Errorf("%v\n%s", err, out))
+	}
+}
+
+// Drive runs `node driver pageURL timeoutMS extra...` in dir with chromium,
+// and decodes the one JSON line the driver prints into v. A failure quotes
+// the driver's whole stderr.
+func Drive(t testing.TB, dir, driver, chromium, pageURL string, timeout time.Duration, v any, extra ...string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
+	defer cancel()
+	args := append([]string{driver, pageURL, fmt.Sprint(timeout.Milliseconds())}, extra...)
+	cmd := exec.CommandContext(ctx, "node", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("node %s: %v\nstdout:\n%s\nstderr:\n%s", driver, err, out, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("driver output: %v\n%s\nstderr:\n%s", err, out, stderr.String())
+	}
+}
