@@ -389,3 +389,37 @@ func TestShutdownWhileReadingStream(t *testing.T) {
 	}
 	wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseOK, false)
 }
+
+// TestShutdownBeforeControlStream: a server shutdown that reaches a session
+// whose client has not opened its control stream yet ends that session at
+// once and cleanly (nothing was accepted, nothing is drained). Before, the
+// $/shutdown was written to a control stream that did not exist: a nil
+// dereference on the shutdown's goroutine, which ended the whole server.
+func TestShutdownBeforeControlStream(t *testing.T) {
+	srv := startServer(t, nil)
+	tr := &webtransport.Transport{
+		TLSClientConfig: clientTLS(t),
+		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true},
+	}
+	defer tr.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	_, sess, err := tr.Dial(ctx, srv.URL(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sess.CloseWithError(0, "")
+	// No stream is opened: the server session waits in CONNECTED.
+	start := time.Now()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Shutdown took %v: a session without a control stream has nothing to drain", d)
+	}
+	select {
+	case <-sess.Context().Done():
+	case <-ctx.Done():
+		t.Fatal("the client's session did not end after the server shut down")
+	}
+}

@@ -26,6 +26,10 @@ var ErrShuttingDown = jsonrpc.NewError(jsonrpc.CodeShuttingDown, "session is shu
 // peer took none of its bytes for Limits.StreamWriteStallTimeout (spec §5.4).
 var ErrWriteStalled = errors.New("flow: write stalled: the peer read nothing for the stall timeout")
 
+// errNoControl: a server session whose client has not opened the control
+// stream yet has nowhere to write (a shutdown that raced the CONNECT).
+var errNoControl = errors.New("flow: no control stream yet")
+
 // ErrClosed is the cause of a session closed by this side without error.
 var ErrClosed = errors.New("flow: session closed")
 

@@ -341,7 +341,10 @@ func (s *Session) serve() {
 		s.closeWith(&SessionError{Code: CloseHandshakeTimeout, Reason: "no control stream within the handshake timeout", Err: err})
 		return
 	}
+	// Under wmu: a shutdown may already be writing (sendWith checks ctrl).
+	s.wmu.Lock()
 	s.ctrl = ctrl
+	s.wmu.Unlock()
 	s.fr = wire.NewFrameReader(ctrl, s.lim.MaxFrameSize)
 	s.setState(StateControlOpened)
 	go s.refuseExtraStreams()
@@ -349,6 +352,8 @@ func (s *Session) serve() {
 	go s.receiveDatagrams()
 	go s.watchHandshake()
 	go s.watchIdle()
+	// A shutdown that came before the control stream announces itself now.
+	s.maybeFinish()
 	s.readLoop()
 	<-s.done
 }

@@ -253,6 +253,12 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		return err
 	}
 	s.wmu.Lock()
+	if s.ctrl == nil {
+		// A server session that a shutdown reached before its client opened
+		// the control stream: nothing can be written yet.
+		s.wmu.Unlock()
+		return errNoControl
+	}
 	if s.sentFINLocked() {
 		s.wmu.Unlock()
 		return ErrShuttingDown
@@ -405,7 +411,9 @@ func (s *Session) fail(code webtransport.SessionErrorCode, reply *jsonrpc.Respon
 		s.reply(reply)
 	}
 	s.wmu.Lock()
-	_ = s.ctrl.Close()
+	if s.ctrl != nil {
+		_ = s.ctrl.Close()
+	}
 	s.wmu.Unlock()
 	select {
 	case <-s.done:
@@ -448,12 +456,17 @@ func (s *Session) announce() {
 	if p.Reason != "" {
 		params = p
 	}
-	if err := s.Notify(protocol.MethodShutdown, params); err != nil {
-		s.log.Debug("$/shutdown not sent", "err", err)
-	}
+	err := s.Notify(protocol.MethodShutdown, params)
 	s.mu.Lock()
 	s.announcing = 0
+	if errors.Is(err, errNoControl) {
+		// Announced again once the control stream is open (serve).
+		s.notice = p
+	}
 	s.mu.Unlock()
+	if err != nil {
+		s.log.Debug("$/shutdown not sent", "err", err)
+	}
 }
 
 // maybeFinish advances a drain (spec §7.2). Once $/shutdown is in force and
@@ -590,6 +603,11 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 	}
 	if s.State() == StateReady {
 		s.setState(StateDraining)
+	}
+	if s.server && s.State() < StateControlOpened {
+		// The client has not opened its control stream: nothing has been
+		// accepted, so nothing is drained (a shutdown racing a CONNECT).
+		s.closeWith(&SessionError{Code: CloseOK, Reason: "shut down before the control stream opened", Err: ErrClosed})
 	}
 	// The drain has a deadline whoever started it.
 	go func() {
