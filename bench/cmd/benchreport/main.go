@@ -317,7 +317,7 @@ func (r *report) shapedAccount(md *strings.Builder) {
 			continue
 		}
 		m := r.results[n].metrics
-		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s, so at least %s of the busy p99 is spent elsewhere than in the queue: at the ends (the sender's congestion window and pacing, the processes' scheduling on this machine).\n",
+		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s, so about %s of the busy p99 (busy p99 − idle p99 − the queue's longest wait) is spent elsewhere than in the bottleneck queue: at the ends (the sender's congestion window and pacing, the processes' scheduling on this machine).\n",
 			rest, fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]), ms(m["busy-p99-µs"]), ms(m["idle-p99-µs"]), ms(max(0, m["busy-p99-µs"]-m["idle-p99-µs"]-m["queue-max-ms"]*1e3)))
 	}
 	md.WriteString("\n")
