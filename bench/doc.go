@@ -5,6 +5,17 @@
 // same run, on the same machine. Every figure that matters is reported as a
 // ratio to its baseline measured in the same benchmark.
 //
+// Head-of-line latency is measured open loop (a ping every 2 ms, each
+// timed from its scheduled send time): in one process
+// (BenchmarkHeadOfLine), with client and server in two processes pinned
+// one core each (BenchmarkHeadOfLineProcesses: the test binary re-runs
+// itself in a role, see TestMain), and through a shaped link
+// (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
+// MCP-Flow and TCP for the go-sdk's Streamable HTTP). BenchmarkSessions
+// holds thousands of idle sessions in a server process and measures its
+// heap alone. `make bench` turns one run into docs/BENCHMARKS.md
+// (cmd/benchreport).
+//
 //	go test -run='^$' -bench=. ./bench/            # short mode
 //	MCP_FLOW_BENCH_FULL=1 go test -run='^$' -bench=. -timeout=60m ./bench/
 package bench

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os/exec"
@@ -11,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
 
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
@@ -43,31 +41,14 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 			t.Fatal(err)
 		}
 		exited := make(chan error, 1)
-		var url, hash string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() && (url == "" || hash == "") {
-			k, v, _ := strings.Cut(sc.Text(), ": ")
-			switch k {
-			case "url":
-				url = v
-			case "cert-sha256":
-				hash = v
-			}
-		}
+		url, hash := flowtest.Announcement(stdout)
 		go func() { exited <- proc.Wait() }()
 		if url == "" || hash == "" {
 			proc.Process.Kill()
 			<-exited
 			t.Fatalf("iteration %d: no url and hash on stdout; stderr:\n%s", i, stderr)
 		}
-		pin, err := certs.ParseHash(hash)
-		if err != nil {
-			t.Fatal(err)
-		}
-		tlsConf, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		tlsConf := flowtest.PinnedTLS(t, hash)
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		s, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: tlsConf})
 		if err != nil {
@@ -152,28 +133,11 @@ func TestMaxSessionsFlag(t *testing.T) {
 			t.Errorf("server exit: %v; stderr:\n%s", err, stderr)
 		}
 	}()
-	var url, hash string
-	sc := bufio.NewScanner(stdout)
-	for (url == "" || hash == "") && sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		switch k {
-		case "url":
-			url = v
-		case "cert-sha256":
-			hash = v
-		}
-	}
+	url, hash := flowtest.Announcement(stdout)
 	if url == "" || hash == "" {
 		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
 	}
-	pin, err := certs.ParseHash(hash)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tlsConf, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tlsConf := flowtest.PinnedTLS(t, hash)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	first, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet})

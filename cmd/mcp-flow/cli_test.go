@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
@@ -60,19 +59,7 @@ func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, st
 
 // announcement reads mcp-flow-server's stdout up to its URL and
 // certificate hash.
-func announcement(stdout io.Reader) (url, hash string) {
-	sc := bufio.NewScanner(stdout)
-	for (url == "" || hash == "") && sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		switch k {
-		case "url":
-			url = v
-		case "cert-sha256":
-			hash = v
-		}
-	}
-	return url, hash
-}
+func announcement(stdout io.Reader) (url, hash string) { return flowtest.Announcement(stdout) }
 
 func runCLI(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()

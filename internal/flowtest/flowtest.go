@@ -3,11 +3,13 @@
 package flowtest
 
 import (
+	"bufio"
 	"bytes"
 	"crypto/tls"
 	"io"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"testing"
 
@@ -108,4 +110,35 @@ func (s *SyncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
+}
+
+// Announcement reads mcp-flow-server's stdout up to its URL and
+// certificate hash ("url: …", "cert-sha256: …"); empty if it ends first.
+func Announcement(stdout io.Reader) (url, hash string) {
+	sc := bufio.NewScanner(stdout)
+	for (url == "" || hash == "") && sc.Scan() {
+		k, v, _ := strings.Cut(sc.Text(), ": ")
+		switch k {
+		case "url":
+			url = v
+		case "cert-sha256":
+			hash = v
+		}
+	}
+	return url, hash
+}
+
+// PinnedTLS returns a client TLS config that pins the certificate hash
+// hash (hex), as mcp-flow-server prints it.
+func PinnedTLS(t testing.TB, hash string) *tls.Config {
+	t.Helper()
+	pin, err := certs.ParseHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
 }

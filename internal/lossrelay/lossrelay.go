@@ -269,12 +269,18 @@ func (r *Relay) newDirection(p Path, seed uint64) *direction {
 
 func (d *direction) counters() Counters {
 	c := Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load()}
-	if d.bn != nil {
-		c.QueueDropped = d.bn.dropped.Load()
-		c.QueueDelayMax = time.Duration(d.bn.delayMax.Load())
-		c.QueueDelaySum = time.Duration(d.bn.delaySum.Load())
-	}
+	d.bn.count(&c)
 	return c
+}
+
+// count adds the bottleneck's counters to c (none without a bottleneck).
+func (q *bottleneck) count(c *Counters) {
+	if q == nil {
+		return
+	}
+	c.QueueDropped = q.dropped.Load()
+	c.QueueDelayMax = time.Duration(q.delayMax.Load())
+	c.QueueDelaySum = time.Duration(q.delaySum.Load())
 }
 
 // carry drops b, sends it with send at once, or queues a copy for later.

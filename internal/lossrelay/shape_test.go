@@ -44,8 +44,11 @@ func TestBottleneckDropTail(t *testing.T) {
 		}
 	}
 	up, _ := r.Stats()
-	if up.QueueDropped == 0 || arrived > queue/size+1 || arrived < 2 {
-		t.Fatalf("%d arrived, %d dropped by the queue: want at most %d to pass a %d-byte queue", arrived, up.QueueDropped, queue/size+1, queue)
+	// At least a queue's worth passes; a few more if the relay read the
+	// burst slowly (the queue drains 1,000 bytes a millisecond meanwhile),
+	// never most of it.
+	if up.QueueDropped == 0 || arrived < queue/size || arrived > n/2 {
+		t.Fatalf("%d arrived, %d dropped by the queue: want about %d to pass a %d-byte queue", arrived, up.QueueDropped, queue/size, queue)
 	}
 	if span, want := last.Sub(t0), time.Duration(arrived)*time.Millisecond; span < want {
 		t.Errorf("%d datagrams arrived within %v of the burst: a %g B/s bottleneck needs %v", arrived, span, float64(rate), want)

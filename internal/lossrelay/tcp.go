@@ -74,10 +74,7 @@ func (d *tcpDirection) counters() Counters {
 	d.mu.Lock()
 	c := Counters{Forwarded: d.forwarded, Bytes: d.bytes}
 	d.mu.Unlock()
-	if d.bn != nil {
-		c.QueueDelayMax = time.Duration(d.bn.delayMax.Load())
-		c.QueueDelaySum = time.Duration(d.bn.delaySum.Load())
-	}
+	d.bn.count(&c)
 	return c
 }
 

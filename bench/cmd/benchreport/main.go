@@ -317,7 +317,7 @@ func (r *report) shapedAccount(md *strings.Builder) {
 			continue
 		}
 		m := r.results[n].metrics
-		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s, so at least %s of the busy p99 is spent elsewhere than in the queue: at the ends (the sender's congestion window and pacing, the processes' scheduling on this machine).\n",
+		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s, so about %s of the busy p99 (busy p99 − idle p99 − the queue's longest wait) is spent elsewhere than in the bottleneck queue: at the ends (the sender's congestion window and pacing, the processes' scheduling on this machine).\n",
 			rest, fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]), ms(m["busy-p99-µs"]), ms(m["idle-p99-µs"]), ms(max(0, m["busy-p99-µs"]-m["idle-p99-µs"]-m["queue-max-ms"]*1e3)))
 	}
 	md.WriteString("\n")
@@ -560,15 +560,31 @@ func (rep *report) missed(md *strings.Builder, rs []ratio) {
 			m = res.metrics
 		}
 		fmt.Fprintf(md, "- **%s**: %.4g (goal %s %g).", r.what, r.value, r.cmp, r.threshold)
+		if r.den[0] != "" {
+			nv, nn, _ := rep.lookup(r.num)
+			dv, dn, _ := rep.lookup(r.den)
+			fmt.Fprintf(md, " Measured: %s %s (%s) against %s %s (%s).", fmtNum(nv), r.num[1], strings.TrimPrefix(nn, "Benchmark"), fmtNum(dv), r.den[1], strings.TrimPrefix(dn, "Benchmark"))
+		}
+		if p, ok := strings.CutSuffix(r.den[0], "*"); ok {
+			var all []string
+			for _, n := range rep.order {
+				if rest, ok := strings.CutPrefix(n, p); ok {
+					all = append(all, rest+": "+fmtNum(rep.results[n].metrics[r.den[1]]))
+				}
+			}
+			fmt.Fprintf(md, " The baseline at each write size, %s: %s.", r.den[1], strings.Join(all, ", "))
+		}
 		switch {
 		case m["busy-p99-µs"] > 0 && m["link-%"] > 0:
 			fmt.Fprintf(md, " Idle p99 %s, busy p99 %s, busy max %s, longest stall %s ms; the result came at %s %% of the link rate; the bottleneck queue dropped %s datagrams and held data %s ms at most (%s ms on average): see the shaped-link account below.",
 				ms(m["idle-p99-µs"]), ms(m["busy-p99-µs"]), ms(m["busy-max-µs"]), fmtNum(m["stall-ms"]), fmtNum(m["link-%"]), fmtNum(m["queue-drops"]), fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]))
 		case m["busy-p99-µs"] > 0:
-			fmt.Fprintf(md, " Idle p50 %s and p99 %s; during the transfer p50 %s, p99 %s, max %s, longest stall %s ms over %s pings; the result streamed at %s MB/s, while the benchmark's processes used %s CPU-seconds per wall second (%d cores).",
+			fmt.Fprintf(md, " Idle p50 %s and p99 %s; during the transfer p50 %s, p99 %s, max %s, longest stall %s ms over %s pings; the result streamed at %s MB/s, while the measuring process (the client; in one process, both ends) used %s CPU-seconds per wall second (%d cores).",
 				ms(m["idle-p50-µs"]), ms(m["idle-p99-µs"]), ms(m["busy-p50-µs"]), ms(m["busy-p99-µs"]), ms(m["busy-max-µs"]), fmtNum(m["stall-ms"]), fmtNum(m["pings-during"]), fmtNum(m["transfer-MB/s"]), fmtNum(m["cpu-busy"]), runtime.NumCPU())
+		case name == sessions && r.num[1] == "KiB-heap/session":
+			md.WriteString(" The sessions section gives the server's heap profile: where the heap goes.")
 		case name == sessions:
-			md.WriteString(" The sessions section gives the server's heap profile.")
+			fmt.Fprintf(md, " %s of 1,000 dials failed; those that succeeded came at %s sessions per second.", fmtNum(m["burst-refused"]), fmtNum(m["burst-sessions/s"]))
 		}
 		if m["loadavg"] > 0 {
 			fmt.Fprintf(md, " The machine's 1-minute load average was %s.", fmtNum(m["loadavg"]))
