@@ -319,6 +319,38 @@ func special8(x uint64) bool {
 	return ((q-lsb)&^q|(b-lsb)&^b|(x-0x20*lsb)&^x|x)&msb != 0
 }
 
+const (
+	textASCII = iota // printable ASCII, no backslash
+	textUTF8         // the same and bytes of non-ASCII characters
+	textOther        // a backslash or a control character
+)
+
+// plainText classifies the bytes of a string between its quotes, 8 at a
+// time.
+func plainText(b []byte) int {
+	var high uint64
+	i := 0
+	for ; i+8 <= len(b); i += 8 {
+		x := binary.LittleEndian.Uint64(b[i:])
+		bs := x ^ ('\\' * lsb)
+		if ((bs-lsb)&^bs|(x-0x20*lsb)&^x)&^x&msb != 0 {
+			return textOther
+		}
+		high |= x
+	}
+	for ; i < len(b); i++ {
+		c := b[i]
+		if c < 0x20 || c == '\\' {
+			return textOther
+		}
+		high |= uint64(c)
+	}
+	if high&msb != 0 || high&0x80 != 0 {
+		return textUTF8
+	}
+	return textASCII
+}
+
 // plain marks the bytes a string holds as they are: printable ASCII other
 // than a quote and a backslash.
 var plain = func() (t [256]bool) {
@@ -335,6 +367,21 @@ var plain = func() (t [256]bool) {
 func (w *walker) span() (raw []byte, escaped bool, err error) {
 	d := w.data
 	start := w.pos + 1
+	// Most strings hold no escape: find the closing quote at once and check
+	// what lies before it.
+	if q := bytes.IndexByte(d[start:], '"'); q >= 0 {
+		end := start + q
+		switch plainText(d[start:end]) {
+		case textASCII:
+			w.pos = end + 1
+			return d[start:end], false, nil
+		case textUTF8:
+			if utf8.Valid(d[start:end]) {
+				w.pos = end + 1
+				return d[start:end], false, nil
+			}
+		}
+	}
 	i := start
 	utf := -1 // the first byte of a non-ASCII character
 	for {
