@@ -189,23 +189,33 @@ func (w *walker) array() error {
 		if err := w.value(); err != nil {
 			return err
 		}
-		w.space()
-		if w.pos >= len(w.data) {
-			return w.syntax("unexpected end of input in an array")
+		if end, err := w.after(']', "an array"); end || err != nil {
+			if end {
+				w.s.endArray(n)
+			}
+			return err
 		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-			w.space()
-			continue
-		case ']':
-			w.pos++
-			w.depth--
-			w.s.endArray(n)
-			return nil
-		}
-		return w.syntax("expected ',' or ']' in an array")
 	}
+}
+
+// after reads what follows an element of a container: a comma, when
+// another element follows, or the container's closing byte (end).
+func (w *walker) after(closing byte, in string) (end bool, err error) {
+	w.space()
+	if w.pos >= len(w.data) {
+		return false, w.syntax("unexpected end of input in " + in)
+	}
+	switch w.data[w.pos] {
+	case ',':
+		w.pos++
+		w.space()
+		return false, nil
+	case closing:
+		w.pos++
+		w.depth--
+		return true, nil
+	}
+	return false, w.syntax("expected ',' or '" + string(closing) + "' in " + in)
 }
 
 // smallObject is the number of members an object may have before its names
@@ -282,26 +292,16 @@ func (w *walker) object() error {
 		} else if err := w.value(); err != nil {
 			return err
 		}
-		w.space()
-		if w.pos >= len(w.data) {
-			return w.syntax("unexpected end of input in an object")
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-			w.space()
-			continue
-		case '}':
-			w.pos++
-			w.depth--
-			w.names = w.names[:first]
-			if first == 0 {
-				w.arena = w.arena[:0]
+		if end, err := w.after('}', "an object"); end || err != nil {
+			if end {
+				w.names = w.names[:first]
+				if first == 0 {
+					w.arena = w.arena[:0]
+				}
+				w.s.endObject(n)
 			}
-			w.s.endObject(n)
-			return nil
+			return err
 		}
-		return w.syntax("expected ',' or '}' in an object")
 	}
 }
 
@@ -536,9 +536,7 @@ func (w *walker) number() error {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
+		i = digitsEnd(d, i)
 	default:
 		w.pos = i
 		return w.syntax("invalid number")
@@ -546,16 +544,12 @@ func (w *walker) number() error {
 	intEnd := i
 	frac := false
 	if i < len(d) && d[i] == '.' {
-		i++
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			w.pos = i
+		if j := digitsEnd(d, i+1); j > i+1 {
+			i, frac = j, true
+		} else {
+			w.pos = j
 			return w.syntax("invalid number: no digits after '.'")
 		}
-		frac = true
 	}
 	mantEnd := i
 	exp := false
@@ -564,15 +558,12 @@ func (w *walker) number() error {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			w.pos = i
+		if j := digitsEnd(d, i); j > i {
+			i, exp = j, true
+		} else {
+			w.pos = j
 			return w.syntax("invalid number: no digits in the exponent")
 		}
-		exp = true
 	}
 	w.pos = i
 	text := d[start:i]
@@ -603,6 +594,14 @@ func (w *walker) number() error {
 	}
 	w.s.number(n)
 	return nil
+}
+
+// digitsEnd returns the end of the run of digits at d[i:].
+func digitsEnd(d []byte, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func b2i(b bool) int {
