@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -228,6 +229,7 @@ func (w *walker) object() error {
 	}
 	w.s.beginObject()
 	first := len(w.names)
+	var seen uint64 // a bit per (length, first byte) of the names so far
 	var set map[string]struct{}
 	n := 0
 	if w.pos < len(w.data) && w.data[w.pos] == '}' {
@@ -254,11 +256,20 @@ func (w *walker) object() error {
 			name = w.arena[at:len(w.arena):len(w.arena)]
 		}
 		if n <= smallObject {
-			for _, o := range w.names[first:] {
-				if string(o) == string(name) {
-					return w.syntax("duplicate member name " + strconv.Quote(string(name)))
+			// Names are compared only when one of the same length and
+			// first byte came before.
+			h := uint64(1) << ((uint(len(name)) * 7) & 63)
+			if len(name) > 0 {
+				h = uint64(1) << ((uint(len(name))*7 + uint(name[0])) & 63)
+			}
+			if seen&h != 0 {
+				for _, o := range w.names[first:] {
+					if string(o) == string(name) {
+						return w.syntax("duplicate member name " + strconv.Quote(string(name)))
+					}
 				}
 			}
+			seen |= h
 			w.names = append(w.names, name)
 		} else {
 			if set == nil {
@@ -313,42 +324,10 @@ const (
 	msb = 0x8080808080808080
 )
 
-func special8(x uint64) bool {
+func special8(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	b := x ^ ('\\' * lsb)
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-0x20*lsb)&^x|x)&msb != 0
-}
-
-const (
-	textASCII = iota // printable ASCII, no backslash
-	textUTF8         // the same and bytes of non-ASCII characters
-	textOther        // a backslash or a control character
-)
-
-// plainText classifies the bytes of a string between its quotes, 8 at a
-// time.
-func plainText(b []byte) int {
-	var high uint64
-	i := 0
-	for ; i+8 <= len(b); i += 8 {
-		x := binary.LittleEndian.Uint64(b[i:])
-		bs := x ^ ('\\' * lsb)
-		if ((bs-lsb)&^bs|(x-0x20*lsb)&^x)&^x&msb != 0 {
-			return textOther
-		}
-		high |= x
-	}
-	for ; i < len(b); i++ {
-		c := b[i]
-		if c < 0x20 || c == '\\' {
-			return textOther
-		}
-		high |= uint64(c)
-	}
-	if high&msb != 0 || high&0x80 != 0 {
-		return textUTF8
-	}
-	return textASCII
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-0x20*lsb)&^x | x) & msb
 }
 
 // plain marks the bytes a string holds as they are: printable ASCII other
@@ -367,25 +346,16 @@ var plain = func() (t [256]bool) {
 func (w *walker) span() (raw []byte, escaped bool, err error) {
 	d := w.data
 	start := w.pos + 1
-	// Most strings hold no escape: find the closing quote at once and check
-	// what lies before it.
-	if q := bytes.IndexByte(d[start:], '"'); q >= 0 {
-		end := start + q
-		switch plainText(d[start:end]) {
-		case textASCII:
-			w.pos = end + 1
-			return d[start:end], false, nil
-		case textUTF8:
-			if utf8.Valid(d[start:end]) {
-				w.pos = end + 1
-				return d[start:end], false, nil
-			}
-		}
-	}
 	i := start
 	utf := -1 // the first byte of a non-ASCII character
 	for {
-		for i+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[i:])) {
+		// 8 bytes at a time to the first that needs a look (the lowest
+		// flagged byte is exact: the tricks only err above a true one).
+		for i+8 <= len(d) {
+			if m := special8(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		for i < len(d) && plain[d[i]] {
