@@ -50,7 +50,7 @@ func getPBWriter(dst []byte) *pbWriter {
 
 func (w *pbWriter) put() {
 	w.b = nil
-	if cap(w.lens) > 4<<10 {
+	if cap(w.lens) > 16<<10 { // 384 KiB: a frame of a few MiB of small values
 		w.lens = nil
 	}
 	w.lens, w.open, w.ctx = w.lens[:0], w.open[:0], w.ctx[:0]
@@ -72,8 +72,15 @@ func (w *pbWriter) end() {
 	l := &w.lens[i]
 	l.n = len(w.b) - l.at + l.extra
 	if k := len(w.open); k > 0 {
-		w.lens[w.open[k-1]].extra += l.extra + protowire.SizeVarint(uint64(l.n))
+		w.lens[w.open[k-1]].extra += l.extra + varintLen(l.n)
 	}
+}
+
+func varintLen(n int) int {
+	if n < 0x80 {
+		return 1
+	}
+	return protowire.SizeVarint(uint64(n))
 }
 
 // finish inserts the lengths, moving the bytes after each one right, from
@@ -81,25 +88,34 @@ func (w *pbWriter) end() {
 func (w *pbWriter) finish() []byte {
 	grow := 0
 	for _, l := range w.lens {
-		grow += protowire.SizeVarint(uint64(l.n))
+		grow += varintLen(l.n)
 	}
 	end := len(w.b)
 	w.b = slices.Grow(w.b, grow)[:end+grow]
-	to := len(w.b)
+	b := w.b
+	to := len(b)
 	for i := len(w.lens) - 1; i >= 0; i-- {
 		l := w.lens[i]
-		to -= copy(w.b[to-(end-l.at):to], w.b[l.at:end])
-		v := protowire.SizeVarint(uint64(l.n))
-		protowire.AppendVarint(w.b[to-v:to-v], uint64(l.n))
-		to -= v
+		to -= copy(b[to-(end-l.at):to], b[l.at:end])
+		if l.n < 0x80 {
+			to--
+			b[to] = byte(l.n)
+		} else {
+			v := protowire.SizeVarint(uint64(l.n))
+			protowire.AppendVarint(b[to-v:to-v], uint64(l.n))
+			to -= v
+		}
 		end = l.at
 	}
-	return w.b
+	return b
 }
 
 func (w *pbWriter) field(tag byte, s []byte) {
-	w.b = append(w.b, tag)
-	w.b = protowire.AppendVarint(w.b, uint64(len(s)))
+	if len(s) < 0x80 {
+		w.b = append(w.b, tag, byte(len(s)))
+	} else {
+		w.b = protowire.AppendVarint(append(w.b, tag), uint64(len(s)))
+	}
 	w.b = append(w.b, s...)
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/base64"
 	"encoding/binary"
+	"math/bits"
 	"strconv"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -189,23 +190,33 @@ func (w *walker) array() error {
 		if err := w.value(); err != nil {
 			return err
 		}
-		w.space()
-		if w.pos >= len(w.data) {
-			return w.syntax("unexpected end of input in an array")
+		if end, err := w.after(']', "an array"); end || err != nil {
+			if end {
+				w.s.endArray(n)
+			}
+			return err
 		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-			w.space()
-			continue
-		case ']':
-			w.pos++
-			w.depth--
-			w.s.endArray(n)
-			return nil
-		}
-		return w.syntax("expected ',' or ']' in an array")
 	}
+}
+
+// after reads what follows an element of a container: a comma, when
+// another element follows, or the container's closing byte (end).
+func (w *walker) after(closing byte, in string) (end bool, err error) {
+	w.space()
+	if w.pos >= len(w.data) {
+		return false, w.syntax("unexpected end of input in " + in)
+	}
+	switch w.data[w.pos] {
+	case ',':
+		w.pos++
+		w.space()
+		return false, nil
+	case closing:
+		w.pos++
+		w.depth--
+		return true, nil
+	}
+	return false, w.syntax("expected ',' or '" + string(closing) + "' in " + in)
 }
 
 // smallObject is the number of members an object may have before its names
@@ -218,6 +229,7 @@ func (w *walker) object() error {
 	}
 	w.s.beginObject()
 	first := len(w.names)
+	var seen uint64 // a bit per (length, first byte) of the names so far
 	var set map[string]struct{}
 	n := 0
 	if w.pos < len(w.data) && w.data[w.pos] == '}' {
@@ -244,11 +256,20 @@ func (w *walker) object() error {
 			name = w.arena[at:len(w.arena):len(w.arena)]
 		}
 		if n <= smallObject {
-			for _, o := range w.names[first:] {
-				if string(o) == string(name) {
-					return w.syntax("duplicate member name " + strconv.Quote(string(name)))
+			// Names are compared only when one of the same length and
+			// first byte came before.
+			h := uint64(1) << ((uint(len(name)) * 7) & 63)
+			if len(name) > 0 {
+				h = uint64(1) << ((uint(len(name))*7 + uint(name[0])) & 63)
+			}
+			if seen&h != 0 {
+				for _, o := range w.names[first:] {
+					if string(o) == string(name) {
+						return w.syntax("duplicate member name " + strconv.Quote(string(name)))
+					}
 				}
 			}
+			seen |= h
 			w.names = append(w.names, name)
 		} else {
 			if set == nil {
@@ -282,26 +303,16 @@ func (w *walker) object() error {
 		} else if err := w.value(); err != nil {
 			return err
 		}
-		w.space()
-		if w.pos >= len(w.data) {
-			return w.syntax("unexpected end of input in an object")
-		}
-		switch w.data[w.pos] {
-		case ',':
-			w.pos++
-			w.space()
-			continue
-		case '}':
-			w.pos++
-			w.depth--
-			w.names = w.names[:first]
-			if first == 0 {
-				w.arena = w.arena[:0]
+		if end, err := w.after('}', "an object"); end || err != nil {
+			if end {
+				w.names = w.names[:first]
+				if first == 0 {
+					w.arena = w.arena[:0]
+				}
+				w.s.endObject(n)
 			}
-			w.s.endObject(n)
-			return nil
+			return err
 		}
-		return w.syntax("expected ',' or '}' in an object")
 	}
 }
 
@@ -313,10 +324,10 @@ const (
 	msb = 0x8080808080808080
 )
 
-func special8(x uint64) bool {
+func special8(x uint64) uint64 {
 	q := x ^ ('"' * lsb)
 	b := x ^ ('\\' * lsb)
-	return ((q-lsb)&^q|(b-lsb)&^b|(x-0x20*lsb)&^x|x)&msb != 0
+	return ((q-lsb)&^q | (b-lsb)&^b | (x-0x20*lsb)&^x | x) & msb
 }
 
 // plain marks the bytes a string holds as they are: printable ASCII other
@@ -338,7 +349,13 @@ func (w *walker) span() (raw []byte, escaped bool, err error) {
 	i := start
 	utf := -1 // the first byte of a non-ASCII character
 	for {
-		for i+8 <= len(d) && !special8(binary.LittleEndian.Uint64(d[i:])) {
+		// 8 bytes at a time to the first that needs a look (the lowest
+		// flagged byte is exact: the tricks only err above a true one).
+		for i+8 <= len(d) {
+			if m := special8(binary.LittleEndian.Uint64(d[i:])); m != 0 {
+				i += bits.TrailingZeros64(m) >> 3
+				break
+			}
 			i += 8
 		}
 		for i < len(d) && plain[d[i]] {
@@ -489,9 +506,7 @@ func (w *walker) number() error {
 	case i < len(d) && d[i] == '0':
 		i++
 	case i < len(d) && d[i] >= '1' && d[i] <= '9':
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
+		i = digitsEnd(d, i)
 	default:
 		w.pos = i
 		return w.syntax("invalid number")
@@ -499,16 +514,12 @@ func (w *walker) number() error {
 	intEnd := i
 	frac := false
 	if i < len(d) && d[i] == '.' {
-		i++
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			w.pos = i
+		if j := digitsEnd(d, i+1); j > i+1 {
+			i, frac = j, true
+		} else {
+			w.pos = j
 			return w.syntax("invalid number: no digits after '.'")
 		}
-		frac = true
 	}
 	mantEnd := i
 	exp := false
@@ -517,15 +528,12 @@ func (w *walker) number() error {
 		if i < len(d) && (d[i] == '+' || d[i] == '-') {
 			i++
 		}
-		j := i
-		for i < len(d) && d[i] >= '0' && d[i] <= '9' {
-			i++
-		}
-		if i == j {
-			w.pos = i
+		if j := digitsEnd(d, i); j > i {
+			i, exp = j, true
+		} else {
+			w.pos = j
 			return w.syntax("invalid number: no digits in the exponent")
 		}
-		exp = true
 	}
 	w.pos = i
 	text := d[start:i]
@@ -556,6 +564,14 @@ func (w *walker) number() error {
 	}
 	w.s.number(n)
 	return nil
+}
+
+// digitsEnd returns the end of the run of digits at d[i:].
+func digitsEnd(d []byte, i int) int {
+	for i < len(d) && d[i] >= '0' && d[i] <= '9' {
+		i++
+	}
+	return i
 }
 
 func b2i(b bool) int {
