@@ -51,6 +51,7 @@ func run(args []string) int {
 		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
+		handshake = fs.Duration("handshake-timeout", 10*time.Second, "end a session that has not completed initialize this long after its CONNECT")
 		peerIdle  = fs.Duration("peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end a session whose client has been silent this long (QUIC idle timeout: how soon a dead client is noticed)")
 		keepAlive = fs.Duration("keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
@@ -128,7 +129,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive},
+		Limits:           flow.Limits{DrainTimeout: *drain, HandshakeTimeout: *handshake, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive},
 		Logger:           log,
 	}
 	switch up := *upstream; {
