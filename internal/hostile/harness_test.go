@@ -76,11 +76,13 @@ func (e *env) peer() *Peer {
 	return p
 }
 
-// initPeer dials a raw session and initializes it in JSON.
-func (e *env) initPeer() *Peer {
+// initPeer dials a raw session and initializes it in JSON, with datagrams.
+func (e *env) initPeer() *Peer { return e.initPeerDatagrams(true) }
+
+func (e *env) initPeerDatagrams(datagrams bool) *Peer {
 	e.t.Helper()
 	p := e.peer()
-	if err := p.InitializeJSONSession(e.ctx); err != nil {
+	if err := p.InitializeJSONSession(e.ctx, datagrams); err != nil {
 		e.t.Fatalf("initialize: %v; server stderr:\n%s", err, e.srv.Stderr)
 	}
 	return p

@@ -83,13 +83,17 @@ func (p *Peer) WriteFrame(payload []byte) error {
 	return p.Write(wire.AppendFrame(make([]byte, 0, 4+len(payload)), payload))
 }
 
-// ReadFrame reads one control frame of at most max bytes, bounded by ctx's
-// deadline.
+// ReadFrame reads one control frame of at most max bytes, bounded by ctx
+// (its deadline, or its end).
 func (p *Peer) ReadFrame(ctx context.Context, max int) ([]byte, error) {
 	if d, ok := ctx.Deadline(); ok {
 		p.Ctrl.SetReadDeadline(d)
-		defer p.Ctrl.SetReadDeadline(time.Time{})
 	}
+	stop := context.AfterFunc(ctx, func() { p.Ctrl.SetReadDeadline(time.Now()) })
+	defer func() {
+		stop()
+		p.Ctrl.SetReadDeadline(time.Time{})
+	}()
 	var hdr [4]byte
 	if _, err := io.ReadFull(p.Ctrl, hdr[:]); err != nil {
 		return nil, err
@@ -106,15 +110,22 @@ func (p *Peer) ReadFrame(ctx context.Context, max int) ([]byte, error) {
 }
 
 // InitializeJSON is an initialize request (id 0) that asks for enc.
-func InitializeJSON(enc string) []byte {
+func InitializeJSON(enc string) []byte { return initialize(enc, "") }
+
+func initialize(enc, extra string) []byte {
 	return []byte(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},` +
-		`"clientInfo":{"name":"hostile","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["` + enc + `"]}}}`)
+		`"clientInfo":{"name":"hostile","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["` + enc + `"]` + extra + `}}}`)
 }
 
 // InitializeJSONSession initializes the session in JSON: initialize, its
-// result, notifications/initialized.
-func (p *Peer) InitializeJSONSession(ctx context.Context) error {
-	if err := p.WriteFrame(InitializeJSON("json")); err != nil {
+// result, notifications/initialized. Without datagrams, it refuses them
+// (this project's "datagrams": false, spec §4.1).
+func (p *Peer) InitializeJSONSession(ctx context.Context, datagrams bool) error {
+	extra := ""
+	if !datagrams {
+		extra = `,"datagrams":false`
+	}
+	if err := p.WriteFrame(initialize("json", extra)); err != nil {
 		return err
 	}
 	b, err := p.ReadFrame(ctx, 1<<20)
