@@ -8,8 +8,10 @@ import (
 	"time"
 )
 
-// serverBin is mcp-flow-server, built once for the test binary.
-var serverBin string
+// serverBin is mcp-flow-server, built once for the test binary; or the one
+// that $MCP_FLOW_HOSTILE_SERVER names (to attack another build, such as
+// one from before a fix).
+var serverBin = os.Getenv("MCP_FLOW_HOSTILE_SERVER")
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hostile-")
@@ -17,7 +19,9 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	serverBin, err = BuildServer(dir)
+	if serverBin == "" {
+		serverBin, err = BuildServer(dir)
+	}
 	code := 1
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
