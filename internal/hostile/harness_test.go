@@ -13,6 +13,9 @@ import (
 // one from before a fix).
 var serverBin = os.Getenv("MCP_FLOW_HOSTILE_SERVER")
 
+// cliBin is mcp-flow (its stdio front), built once for the test binary.
+var cliBin string
+
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hostile-")
 	if err != nil {
@@ -20,7 +23,10 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	if serverBin == "" {
-		serverBin, err = BuildServer(dir)
+		serverBin, err = Build(dir, "mcp-flow-server")
+	}
+	if err == nil {
+		cliBin, err = Build(dir, "mcp-flow")
 	}
 	code := 1
 	if err != nil {

@@ -19,12 +19,13 @@ import (
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
-// BuildServer builds mcp-flow-server into dir and returns its path.
-func BuildServer(dir string) (string, error) {
-	bin := filepath.Join(dir, "mcp-flow-server")
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server").CombinedOutput()
+// Build builds the command cmd of this module (mcp-flow-server, mcp-flow)
+// into dir and returns its path.
+func Build(dir, cmd string) (string, error) {
+	bin := filepath.Join(dir, cmd)
+	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcp-flow/mcp-flow/cmd/"+cmd).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build mcp-flow-server: %v\n%s", err, out)
+		return "", fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
 	}
 	return bin, nil
 }
@@ -32,6 +33,7 @@ func BuildServer(dir string) (string, error) {
 // Server is an mcp-flow-server subprocess on 127.0.0.1.
 type Server struct {
 	URL    string
+	Hash   string      // the certificate's SHA-256, hex
 	TLS    *tls.Config // pins the server's certificate
 	Cmd    *exec.Cmd
 	Stderr *flowtest.SyncBuffer
@@ -55,15 +57,14 @@ func StartServer(t testing.TB, bin string, args ...string) *Server {
 	if err := s.Cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	var hash string
 	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && (s.URL == "" || hash == "") {
+	for sc.Scan() && (s.URL == "" || s.Hash == "") {
 		k, v, _ := strings.Cut(sc.Text(), ": ")
 		switch k {
 		case "url":
 			s.URL = v
 		case "cert-sha256":
-			hash = v
+			s.Hash = v
 		}
 	}
 	go func() {
@@ -77,12 +78,12 @@ func StartServer(t testing.TB, bin string, args ...string) *Server {
 		s.Cmd.Process.Kill()
 		<-s.exited
 	})
-	if s.URL == "" || hash == "" {
+	if s.URL == "" || s.Hash == "" {
 		s.Cmd.Process.Kill()
 		<-s.exited
 		t.Fatalf("mcp-flow-server %v: no url and hash on stdout (exit: %v); stderr:\n%s", all, s.err, s.Stderr)
 	}
-	pin, err := certs.ParseHash(hash)
+	pin, err := certs.ParseHash(s.Hash)
 	if err != nil {
 		t.Fatal(err)
 	}
