@@ -49,14 +49,10 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 				HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
 				MaxIdleTimeout:                   lim.PeerIdleTimeout,
 				KeepAlivePeriod:                  lim.keepAlive(),
-				MaxIncomingUniStreams:            int64(max(100, lim.MaxConcurrentStreams*2)),
+				MaxIncomingUniStreams:            lim.incomingUniStreams(),
 			},
 		}
-		if w := uint64(lim.StreamReceiveWindow); w > 0 {
-			q := t.QUICConfig
-			q.InitialStreamReceiveWindow, q.MaxStreamReceiveWindow = w, w
-			q.InitialConnectionReceiveWindow, q.MaxConnectionReceiveWindow = 4*w, 4*w
-		}
+		lim.setReceiveWindows(t.QUICConfig)
 		t.DialAddr = conn.dial
 		d = t
 	}

@@ -5,6 +5,7 @@ import (
 
 	"crypto/tls"
 	"encoding/json"
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 	"log/slog"
 	"net/http"
@@ -63,18 +64,27 @@ type Limits struct {
 	// DrainTimeout bounds a $/shutdown drain; what is still in flight then is
 	// cut off. Default 30 s.
 	DrainTimeout time.Duration
+	// StreamWriteStallTimeout bounds how long a write on an execution
+	// stream or on the control stream may make no progress (the peer reads
+	// nothing and QUIC flow control holds the bytes back). An execution
+	// stream is then reset with 32603 and reported with $/streamError
+	// (spec §5.4); a stalled control stream ends the session (code 8, spec
+	// §8.2). Default 30 s.
+	StreamWriteStallTimeout time.Duration
 	// StreamWait bounds how long a client waits for the execution stream that
 	// a ref/stream names before failing it with -32001. Default 10 s.
 	StreamWait time.Duration
 	// StreamReceiveWindow, when set, caps the QUIC flow-control window of
-	// each stream this side receives (and the connection's, at four times
-	// that): the bytes of an execution stream that can be in flight towards
+	// each stream this side receives (and sets the connection's to that
+	// times the streams the peer may open plus one, so that unread streams
+	// never hold the control stream back: spec §5.4, setReceiveWindows):
+	// the bytes of an execution stream that can be in flight towards
 	// this side at once. A small window keeps the control stream's latency
 	// low while a large result streams in (its packets queue behind at most
 	// this much data), at the cost of throughput on long paths (at most one
 	// window per round trip per stream: 256 KiB over 20 ms is ~13 MB/s).
-	// Default 0: quic-go's autotuned window (up to 6 MiB per stream, 15 MiB
-	// per connection). Client side only for now.
+	// Default 0: quic-go's autotuned window (512 KiB at first, up to 6 MiB
+	// per stream). Client side only for now.
 	StreamReceiveWindow int
 	// MaxProgressRate bounds the progress datagrams a session sends per
 	// second (spec §6.2, §8; the guide's "throttle datagrams"): updates
@@ -98,6 +108,10 @@ const (
 	DefaultKeepAlivePeriod = 2 * time.Second
 )
 
+// DefaultStreamWriteStallTimeout is Limits.StreamWriteStallTimeout's
+// default (spec §5.4, §8).
+const DefaultStreamWriteStallTimeout = 30 * time.Second
+
 // quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
 // shorter than quic-go's default, so that a short HandshakeTimeout is
 // enforced by the session, which says why.
@@ -105,6 +119,45 @@ func (l Limits) quicHandshakeIdle() time.Duration { return max(l.HandshakeTimeou
 
 // keepAlive is the quic.Config.KeepAlivePeriod for l (after withDefaults).
 func (l Limits) keepAlive() time.Duration { return max(l.KeepAlivePeriod, 0) }
+
+// incomingUniStreams is the quic.Config.MaxIncomingUniStreams of a client
+// for l: the execution streams (and HTTP/3's own) the server may have open
+// towards it at once, read or not.
+func (l Limits) incomingUniStreams() int64 { return int64(max(100, l.MaxConcurrentStreams*2)) }
+
+// quic-go's default receive windows (quic.Config).
+const (
+	quicStreamWindow  = 512 << 10 // initial, per stream
+	quicMaxStreamWin  = 6 << 20   // autotuned up to, per stream
+	quicMaxConnWindow = 15 << 20  // autotuned up to, per connection
+)
+
+// setReceiveWindows sets q's flow-control windows for a client with l
+// (spec §8). QUIC bounds what a peer may send both per stream and per
+// connection, and bytes that arrive on a stream the application does not
+// read count against the connection's window until they are read. With
+// quic-go's defaults (512 KiB per stream, 768 KiB per connection at first)
+// two unread execution streams filled the connection's window, and then
+// not a byte of the control stream could come: no answer, not even to a
+// ping, until the streams were reset. So the connection's window holds the
+// initial window of every stream the server may open towards this side
+// (incomingUniStreams) plus the control stream's: streams that are not read
+// stop at their own windows, and the control stream keeps flowing. A stream
+// that is read autotunes as quic-go does (up to StreamReceiveWindow, or
+// 6 MiB); the connection's window grows with it as reads allow.
+func (l Limits) setReceiveWindows(q *quic.Config) {
+	stream, maxStream := uint64(quicStreamWindow), uint64(quicMaxStreamWin)
+	if w := uint64(l.StreamReceiveWindow); w > 0 {
+		stream, maxStream = w, w
+	}
+	conn := uint64(l.incomingUniStreams()+1) * stream
+	q.InitialStreamReceiveWindow, q.MaxStreamReceiveWindow = stream, maxStream
+	q.InitialConnectionReceiveWindow = conn
+	q.MaxConnectionReceiveWindow = max(conn, quicMaxConnWindow)
+	if l.StreamReceiveWindow > 0 {
+		q.MaxConnectionReceiveWindow = conn
+	}
+}
 
 func (l Limits) withDefaults() Limits {
 	def := func(v *time.Duration, d time.Duration) {
@@ -135,6 +188,7 @@ func (l Limits) withDefaults() Limits {
 	}
 	def(&l.DrainTimeout, 30*time.Second)
 	def(&l.StreamWait, 10*time.Second)
+	def(&l.StreamWriteStallTimeout, DefaultStreamWriteStallTimeout)
 	return l
 }
 

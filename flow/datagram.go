@@ -50,15 +50,8 @@ func (s *Session) receiveDatagrams() {
 func (s *Session) handleDatagram(b []byte) {
 	if !s.handshake().datagrams || s.State() < StateReady {
 		// -32004, at most once a second so that a flood cannot amplify.
-		s.mu.Lock()
-		now := time.Now()
-		send := now.Sub(s.lastDgErr) >= time.Second
-		if send {
-			s.lastDgErr = now
-		}
-		s.mu.Unlock()
-		if send {
-			s.replyError(jsonrpc.NullID, jsonrpc.CodeDatagramsNotSupported, "datagram received, but datagrams are not enabled on this session (spec §6)")
+		if ok, held := s.reports.allow(); ok {
+			s.replyError(jsonrpc.NullID, jsonrpc.CodeDatagramsNotSupported, "datagram received, but datagrams are not enabled on this session (spec §6)"+heldNote(held))
 		}
 		return
 	}

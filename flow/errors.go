@@ -22,6 +22,10 @@ import (
 // ErrShuttingDown is returned by Call after $/shutdown was sent or received.
 var ErrShuttingDown = jsonrpc.NewError(jsonrpc.CodeShuttingDown, "session is shutting down")
 
+// ErrWriteStalled is the cause of an execution stream reset because the
+// peer took none of its bytes for Limits.StreamWriteStallTimeout (spec §5.4).
+var ErrWriteStalled = errors.New("flow: write stalled: the peer read nothing for the stall timeout")
+
 // ErrClosed is the cause of a session closed by this side without error.
 var ErrClosed = errors.New("flow: session closed")
 

@@ -25,3 +25,10 @@ func ProgressSenderEnded(s *Session) <-chan struct{} {
 	}
 	return s.pg.ended
 }
+
+// OpenStreams returns how many execution streams s is writing.
+func OpenStreams(s *Session) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.openStreams
+}

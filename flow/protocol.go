@@ -138,6 +138,7 @@ const (
 	CloseGoingAway        webtransport.SessionErrorCode = 0x05 // closed without drain by Close
 	CloseRefused          webtransport.SessionErrorCode = 0x06 // initialize refused (transport, version, encodings)
 	CloseConnectionLost   webtransport.SessionErrorCode = 0x07 // peer gone: QUIC idle timeout or reset; never sent
+	CloseStalled          webtransport.SessionErrorCode = 0x08 // the peer read nothing of the control stream for StreamWriteStallTimeout
 )
 
 // CloseText returns the words for a session close code (spec §8.2).
@@ -159,6 +160,8 @@ func CloseText(c webtransport.SessionErrorCode) string {
 		return "session refused"
 	case CloseConnectionLost:
 		return "peer gone"
+	case CloseStalled:
+		return "peer stopped reading"
 	}
 	return "unknown close code"
 }

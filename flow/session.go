@@ -84,9 +84,9 @@ type Session struct {
 	announcing  int             // 1 while our $/shutdown is being written: no FIN before it
 	sentFIN     bool
 	readEOF     bool
-	finTimer    *time.Timer // ShutdownGrace before our FIN
-	closeTimer  *time.Timer // PeerFINWait before our clean close
-	lastDgErr   time.Time
+	finTimer    *time.Timer   // ShutdownGrace before our FIN
+	closeTimer  *time.Timer   // PeerFINWait before our clean close
+	reports     reportLimiter // error replies and log lines about datagrams and streams
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -252,11 +252,18 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		return err
 	}
 	s.wmu.Lock()
-	defer s.wmu.Unlock()
 	if s.sentFINLocked() {
+		s.wmu.Unlock()
 		return ErrShuttingDown
 	}
-	if _, err := s.ctrl.Write(buf); err != nil {
+	_, err = writeStalling(s.ctrl, buf, s.lim.StreamWriteStallTimeout)
+	s.wmu.Unlock()
+	if errors.Is(err, ErrWriteStalled) {
+		// The peer reads nothing of the control stream, and a frame may
+		// be cut in two: the session cannot go on (spec §8.2).
+		s.closeWith(&SessionError{Code: CloseStalled, Reason: fmt.Sprintf("the peer read nothing of the control stream for %v", s.lim.StreamWriteStallTimeout), Err: err})
+	}
+	if err != nil {
 		return err
 	}
 	s.touch()
@@ -533,10 +540,15 @@ func (s *Session) drainLeft() string {
 // flight in both directions finish, then closes. It returns when the session
 // has closed, or when ctx or the drain deadline ends first, in which case
 // what is left is cut off and the error says so.
+//
+// The drain deadline starts when Shutdown is called, and nothing it writes
+// can hold it past that deadline or ctx: $/shutdown is written on a
+// goroutine of its own (a peer that reads nothing holds the write until the
+// close at the deadline ends it).
 func (s *Session) Shutdown(ctx context.Context, reason string) error {
-	s.startShutdown(true, reason)
 	t := time.NewTimer(s.lim.DrainTimeout)
 	defer t.Stop()
+	go s.startShutdown(true, reason)
 	select {
 	case <-s.done:
 	case <-ctx.Done():
@@ -795,6 +807,13 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			s.noteStreamError(p)
 		}
 	case MethodShutdown:
+		if s.server && s.State() < StateReady {
+			// Before READY only initialize and ping are processed (spec
+			// §2): there is nothing to drain, and the next request is
+			// answered as any other before initialize.
+			s.replyError(jsonrpc.NullID, jsonrpc.CodeInvalidRequest, "$/shutdown before initialize: the session is not initialized, so it is not drained (spec §2)")
+			return
+		}
 		if s.faults().NoDrainOnShutdown {
 			s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "fault: no drain"})
 			return

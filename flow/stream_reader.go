@@ -100,9 +100,13 @@ func (s *Session) takeStream(rs WTReceiveStream) {
 	s.mu.Unlock()
 	if c == nil {
 		rs.CancelRead(StreamCode(jsonrpc.CodeStreamInjection))
-		s.log.Warn("refused an execution stream naming no request in flight", "request", h.RequestID, "tag", h.StreamTag)
-		s.replyError(jsonrpc.NullID, jsonrpc.CodeStreamInjection, "stream injection: execution stream header names request "+
-			itoa(h.RequestID)+" tag "+itoa(h.StreamTag)+", which is not in flight (spec §5.3)")
+		// Each is refused; the peer is told, and the log written, at most
+		// once a second (a stream costs the peer a few bytes).
+		if ok, held := s.reports.allow(); ok {
+			s.log.Warn("refused an execution stream naming no request in flight", "request", h.RequestID, "tag", h.StreamTag, "heldBack", held)
+			s.replyError(jsonrpc.NullID, jsonrpc.CodeStreamInjection, "stream injection: execution stream header names request "+
+				itoa(h.RequestID)+" tag "+itoa(h.StreamTag)+", which is not in flight (spec §5.3)"+heldNote(held))
+		}
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -54,7 +56,7 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 	st, err := s.wt.OpenUniStreamSync(s.ctx)
 	if err == nil {
 		w.st = st
-		_, err = st.Write(s.streamHeader(wire.StreamHeader{RequestID: id, StreamTag: w.tag}))
+		_, err = writeStalling(st, s.streamHeader(wire.StreamHeader{RequestID: id, StreamTag: w.tag}), s.lim.StreamWriteStallTimeout)
 	}
 	s.mu.Lock()
 	if err == nil && r.in.cancelled {
@@ -109,9 +111,18 @@ func (w *StreamWriter) Ref() StreamRef {
 // Tag returns the stream tag.
 func (w *StreamWriter) Tag() uint32 { return w.tag }
 
-// Write writes payload bytes.
+// Write writes payload bytes. A write of which the peer takes nothing for
+// Limits.StreamWriteStallTimeout (it reads nothing, and QUIC flow control
+// holds the bytes back) resets the stream with 32603 and sends
+// $/streamError (spec §5.4); it fails with a *StreamError wrapping
+// ErrWriteStalled.
 func (w *StreamWriter) Write(p []byte) (int, error) {
-	n, err := w.st.Write(p)
+	n, err := writeStalling(w.st, p, w.s.lim.StreamWriteStallTimeout)
+	if errors.Is(err, ErrWriteStalled) {
+		msg := fmt.Sprintf("write stalled: the peer read nothing of this stream for %v (spec §5.4)", w.s.lim.StreamWriteStallTimeout)
+		w.reset(jsonrpc.CodeInternalError, msg, true)
+		return n, &StreamError{RequestID: w.id, StreamTag: w.tag, Code: jsonrpc.CodeInternalError, Reason: msg, Err: err}
+	}
 	if err != nil {
 		var se *webtransport.StreamError
 		if errors.As(err, &se) {
@@ -164,4 +175,25 @@ func (w *StreamWriter) release() {
 	delete(w.in.streams, w.tag)
 	s.mu.Unlock()
 	s.settleInbound(w.in)
+}
+
+// writeStalling writes p to st, and fails with ErrWriteStalled once the
+// peer has taken none of it for stall (spec §5.4). A write that makes
+// progress, however slowly, goes on: each deadline counts from the last
+// byte taken.
+func writeStalling(st WTSendStream, p []byte, stall time.Duration) (int, error) {
+	written := 0
+	for {
+		_ = st.SetWriteDeadline(time.Now().Add(stall))
+		n, err := st.Write(p[written:])
+		written += n
+		switch {
+		case err == nil:
+			return written, nil
+		case !errors.Is(err, os.ErrDeadlineExceeded):
+			return written, err
+		case n == 0:
+			return written, ErrWriteStalled
+		}
+	}
 }

@@ -33,10 +33,13 @@ type WTReceiveStream interface {
 	SetReadDeadline(time.Time) error
 }
 
-// WTSendStream is the sending side of a WebTransport stream; Close is its FIN.
+// WTSendStream is the sending side of a WebTransport stream; Close is its
+// FIN. A Write past the write deadline returns what it wrote and an error
+// wrapping os.ErrDeadlineExceeded (Limits.StreamWriteStallTimeout).
 type WTSendStream interface {
 	io.WriteCloser
 	CancelWrite(webtransport.StreamErrorCode)
+	SetWriteDeadline(time.Time) error
 }
 
 // WTStream is a bidirectional WebTransport stream.

@@ -54,6 +54,7 @@ func run(args []string) int {
 		handshake = fs.Duration("handshake-timeout", 10*time.Second, "end a session that has not completed initialize this long after its CONNECT")
 		peerIdle  = fs.Duration("peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end a session whose client has been silent this long (QUIC idle timeout: how soon a dead client is noticed)")
 		keepAlive = fs.Duration("keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
+		stall     = fs.Duration("stall-timeout", flow.DefaultStreamWriteStallTimeout, "reset an execution stream (and end a session, for the control stream) whose client has read nothing of it for this long")
 		debug     = fs.Bool("debug", false, "debug logs on stderr (also MCP_FLOW_DEBUG=1)")
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
 		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
@@ -129,8 +130,9 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits:           flow.Limits{DrainTimeout: *drain, HandshakeTimeout: *handshake, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive},
-		Logger:           log,
+		Limits: flow.Limits{DrainTimeout: *drain, HandshakeTimeout: *handshake, PeerIdleTimeout: *peerIdle,
+			KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall},
+		Logger: log,
 	}
 	switch up := *upstream; {
 	case up == "":
