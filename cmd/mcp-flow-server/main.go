@@ -130,9 +130,8 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
-		Limits: flow.Limits{DrainTimeout: *drain, HandshakeTimeout: *handshake, PeerIdleTimeout: *peerIdle,
-			KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall},
-		Logger: log,
+		Limits:           flow.Limits{DrainTimeout: *drain, HandshakeTimeout: *handshake, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall},
+		Logger:           log,
 	}
 	switch up := *upstream; {
 	case up == "":
