@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -57,9 +58,15 @@ const attackTimeout = 30 * time.Second
 // idle latency (the median of 20 pings), the server's memory and CPU time.
 func setup(t *testing.T, args ...string) *env {
 	t.Helper()
+	return setupEnv(t, nil, args...)
+}
+
+// setupEnv is setup with env added to the server's environment.
+func setupEnv(t *testing.T, environ []string, args ...string) *env {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), attackTimeout)
 	t.Cleanup(cancel)
-	e := &env{t: t, ctx: ctx, srv: StartServer(t, serverBin, args...)}
+	e := &env{t: t, ctx: ctx, srv: StartServerEnv(t, serverBin, environ, args...)}
 	var err error
 	if e.obs, err = Observe(ctx, e.srv.URL, e.srv.TLS); err != nil {
 		t.Fatalf("observer: %v; server stderr:\n%s", err, e.srv.Stderr)
@@ -91,7 +98,12 @@ func (e *env) initPeer() *Peer { return e.initPeerDatagrams(true) }
 
 func (e *env) initPeerDatagrams(datagrams bool) *Peer {
 	e.t.Helper()
-	p := e.peer()
+	return e.initialized(e.peer(), datagrams)
+}
+
+// initialized initializes p in JSON.
+func (e *env) initialized(p *Peer, datagrams bool) *Peer {
+	e.t.Helper()
 	if err := p.InitializeJSONSession(e.ctx, datagrams); err != nil {
 		e.t.Fatalf("initialize: %v; server stderr:\n%s", err, e.srv.Stderr)
 	}
@@ -178,6 +190,31 @@ func (e *env) expectError(p *Peer, what, id string, code int) Reply {
 		}
 		return r
 	}
+}
+
+// liveHeap makes the server (started with GODEBUG=gctrace=1) collect
+// garbage, by sending it 1 MiB pings on p until a new collection is
+// reported, and returns what that collection found live (give or take the
+// few pings then in flight).
+func (e *env) liveHeap(p *Peer) GCTrace {
+	e.t.Helper()
+	before := e.srv.LastGC().N
+	big := []byte(`{"jsonrpc":"2.0","id":"gc","method":"ping","params":{"pad":"` + strings.Repeat("g", 1<<20) + `"}}`)
+	for e.srv.LastGC().N == before {
+		if err := p.WriteFrame(big); err != nil {
+			e.t.Fatal(err)
+		}
+		for {
+			r, err := p.ReadReply(e.ctx)
+			if err != nil {
+				e.t.Fatalf("waiting for a collection: %v; server stderr:\n%s", err, e.srv.Stderr)
+			}
+			if r.ID == `"gc"` {
+				break
+			}
+		}
+	}
+	return e.srv.LastGC()
 }
 
 // MiB formats a byte count.

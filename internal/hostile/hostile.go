@@ -37,16 +37,18 @@ type Peer struct {
 }
 
 // Dial opens a WebTransport session to url and its control stream, and
-// writes nothing on it.
+// writes nothing on it. Its QUIC settings are quic-go's defaults, with
+// datagrams and up to 1000 incoming unidirectional streams.
 func Dial(ctx context.Context, url string, tlsConf *tls.Config, h http.Header) (*Peer, error) {
-	tr := &webtransport.Transport{
-		TLSClientConfig: tlsConf,
-		QUICConfig: &quic.Config{
-			EnableDatagrams:                  true,
-			EnableStreamResetPartialDelivery: true,
-			MaxIncomingUniStreams:            1000,
-		},
-	}
+	return DialQUIC(ctx, url, tlsConf, h, &quic.Config{MaxIncomingUniStreams: 1000})
+}
+
+// DialQUIC is Dial with QUIC settings of the caller's (datagrams and
+// partial delivery are turned on in qc).
+func DialQUIC(ctx context.Context, url string, tlsConf *tls.Config, h http.Header, qc *quic.Config) (*Peer, error) {
+	qc = qc.Clone()
+	qc.EnableDatagrams, qc.EnableStreamResetPartialDelivery = true, true
+	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: qc}
 	_, sess, err := tr.Dial(ctx, url, h)
 	if err != nil {
 		tr.Close()
@@ -180,15 +182,16 @@ func (p *Peer) ReadReply(ctx context.Context) (Reply, error) {
 }
 
 // OpenUni opens a unidirectional stream, writes b on it and finishes it.
+// Only the open can fail: the server may stop the stream (STOP_SENDING)
+// before it is written or finished, which is its answer, not an error.
 func (p *Peer) OpenUni(ctx context.Context, b []byte) error {
 	st, err := p.Sess.OpenUniStreamSync(ctx)
 	if err != nil {
 		return err
 	}
-	if _, err := st.Write(b); err != nil {
-		return err
-	}
-	return st.Close()
+	_, _ = st.Write(b)
+	_ = st.Close()
+	return nil
 }
 
 // SendDatagram sends b as one datagram of the session.

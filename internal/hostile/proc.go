@@ -47,8 +47,18 @@ type Server struct {
 // running and reaps it.
 func StartServer(t testing.TB, bin string, args ...string) *Server {
 	t.Helper()
+	return StartServerEnv(t, bin, nil, args...)
+}
+
+// StartServerEnv is StartServer with env added to the server's
+// environment (such as GODEBUG=gctrace=1, for LiveHeap).
+func StartServerEnv(t testing.TB, bin string, env []string, args ...string) *Server {
+	t.Helper()
 	all := append([]string{"-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir()}, args...)
 	s := &Server{Cmd: exec.Command(bin, all...), Stderr: &flowtest.SyncBuffer{}, exited: make(chan struct{})}
+	if env != nil {
+		s.Cmd.Env = append(os.Environ(), env...)
+	}
 	s.Cmd.Stderr = s.Stderr
 	stdout, err := s.Cmd.StdoutPipe()
 	if err != nil {
@@ -190,4 +200,41 @@ func ReadCPU(pid int) (time.Duration, error) {
 		return 0, fmt.Errorf("hostile: malformed /proc/%d/stat", pid)
 	}
 	return time.Duration(u+st) * clockTick, nil
+}
+
+// GCTrace is the last garbage collection a server started with
+// GODEBUG=gctrace=1 reported on its stderr: its number and the heap it
+// found live (the third figure of "A->B->C MB").
+type GCTrace struct {
+	N    int
+	Live int64 // bytes
+}
+
+// LastGC parses the server's last gctrace line; N is 0 before the first.
+func (s *Server) LastGC() GCTrace {
+	out := s.Stderr.String()
+	i := strings.LastIndex(out, "\ngc ")
+	if i < 0 {
+		if !strings.HasPrefix(out, "gc ") {
+			return GCTrace{}
+		}
+	} else {
+		out = out[i+1:]
+	}
+	line, _, _ := strings.Cut(out, "\n")
+	var g GCTrace
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return GCTrace{}
+	}
+	g.N, _ = strconv.Atoi(f[1])
+	for j, w := range f {
+		if w == "MB," && j > 0 && strings.Count(f[j-1], "->") == 2 {
+			parts := strings.Split(f[j-1], "->")
+			mb, _ := strconv.ParseInt(parts[2], 10, 64)
+			g.Live = mb << 20
+			break
+		}
+	}
+	return g
 }
