@@ -112,6 +112,13 @@ func (r *Reader) readLine() ([]byte, error) {
 			}
 			return nil, &FramingError{Reason: fmt.Sprintf("a line longer than %d bytes was skipped", MaxMessage)}
 		}
+		if len(out)+len(chunk) > cap(out) {
+			// Double, up to MaxMessage: append grows a large slice by a
+			// quarter at a time, which allocates five times a long line.
+			grown := make([]byte, len(out), min(max(2*cap(out), len(out)+len(chunk)), MaxMessage))
+			copy(grown, out)
+			out = grown
+		}
 		out = append(out, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {
 			continue

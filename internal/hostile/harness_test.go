@@ -23,11 +23,13 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	var bins []string
 	if serverBin == "" {
-		serverBin, err = Build(dir, "mcp-flow-server")
-	}
-	if err == nil {
-		cliBin, err = Build(dir, "mcp-flow")
+		if bins, err = Build(dir, "mcp-flow-server", "mcp-flow"); err == nil {
+			serverBin, cliBin = bins[0], bins[1]
+		}
+	} else if bins, err = Build(dir, "mcp-flow"); err == nil {
+		cliBin = bins[0]
 	}
 	code := 1
 	if err != nil {

@@ -19,15 +19,20 @@ import (
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
-// Build builds the command cmd of this module (mcp-flow-server, mcp-flow)
-// into dir and returns its path.
-func Build(dir, cmd string) (string, error) {
-	bin := filepath.Join(dir, cmd)
-	out, err := exec.Command("go", "build", "-o", bin, "github.com/mcp-flow/mcp-flow/cmd/"+cmd).CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("go build %s: %v\n%s", cmd, err, out)
+// Build builds the commands cmds of this module (mcp-flow-server,
+// mcp-flow) into dir, in one go build, and returns their paths.
+func Build(dir string, cmds ...string) ([]string, error) {
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	var bins []string
+	for _, c := range cmds {
+		args = append(args, "github.com/mcp-flow/mcp-flow/cmd/"+c)
+		bins = append(bins, filepath.Join(dir, c))
 	}
-	return bin, nil
+	out, err := exec.Command("go", args...).CombinedOutput()
+	if err != nil {
+		return nil, fmt.Errorf("go build %v: %v\n%s", cmds, err, out)
+	}
+	return bins, nil
 }
 
 // Server is an mcp-flow-server subprocess on 127.0.0.1.
