@@ -284,14 +284,18 @@ func TestHugeNumbers(t *testing.T) {
 // TestLargeFrameThenIdle: 12 initialized sessions, one after the other,
 // each send one ping of nearly 16 MiB (the frame limit) and then stay idle.
 // The server keeps no such buffer per idle session (wire.RetainedFrameBuffer,
-// 64 KiB): its RSS grows by far less than 12 × 16 MiB (before the fix:
-// 462 MiB for 16). The issue: 40
-// sessions held 692 MB.
+// 64 KiB): its live heap (from its gctrace) stays within 32 MiB of where it
+// was, where 12 held buffers would be 192 MiB. RSS cannot tell: the runtime
+// returns freed memory lazily, and it ended 79-128 MiB up either way. The
+// issue: 40 sessions held 692 MB; before the fix, 16 sessions here: RSS
+// +462 MiB.
 func TestLargeFrameThenIdle(t *testing.T) {
-	e := setup(t)
+	e := setupEnv(t, []string{"GODEBUG=gctrace=1"})
 	const sessions = 12
 	pad := strings.Repeat("x", wire.DefaultMaxFrameSize-100)
 	big := []byte(`{"jsonrpc":"2.0","id":7,"method":"ping","params":{"pad":"` + pad + `"}}`)
+	gcPeer := e.initPeer()
+	base := e.liveHeap(gcPeer)
 	e.during(func() {
 		for i := range sessions {
 			p := e.initPeer()
@@ -303,9 +307,11 @@ func TestLargeFrameThenIdle(t *testing.T) {
 			}
 		}
 	})
-	m, _ := e.report()
-	if d := m.RSS - e.base.RSS; d > 112<<20 {
-		t.Errorf("%d idle sessions that each sent one 16 MiB frame hold %s of RSS", sessions, mib(d))
+	after := e.liveHeap(gcPeer)
+	e.report()
+	t.Logf("measured: live heap (gctrace) before %s, with %d idle sessions that each sent 16 MiB %s", mib(base.Live), sessions, mib(after.Live))
+	if d := after.Live - base.Live; d > 32<<20 {
+		t.Errorf("%d idle sessions that each sent one 16 MiB frame hold %s of live heap", sessions, mib(d))
 	}
 	e.alive()
 }
