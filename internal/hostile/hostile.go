@@ -1,9 +1,11 @@
 // Package hostile is an attacker's toolkit for the hostile-peer suite
-// (issue 11; spec §8 "Measured bounds", §9): raw WebTransport sessions that
-// write arbitrary bytes on the control stream, open unidirectional streams
-// with any header and send any datagram; a raw HTTP client; and meters for a
-// server running as a subprocess (its resident memory, CPU time and
-// threads, read from /proc).
+// (issue 11; spec §8.3 "Measured bounds", §9): raw WebTransport sessions
+// that write arbitrary bytes on the control stream, open unidirectional
+// streams with any header and send any datagram (Peer); raw stdio input to
+// a stdio server such as the stdio front (Stdio); a well-behaved session
+// whose ping latency an attack must not spoil (Observer); and meters for a
+// server running as a subprocess (its resident memory, threads and CPU
+// time from /proc, its live heap from GODEBUG=gctrace=1).
 //
 // Nothing here follows the protocol on its own: a Peer writes what it is
 // told, when it is told, and reads only when asked. The well-behaved side of
