@@ -109,8 +109,13 @@ func TestUnreadStreamsStall(t *testing.T) {
 		t.Fatalf("the server still holds %d execution streams after the stall", left)
 	}
 	// The client sees each stream cut, with the reason, never as complete.
+	// The server sent each $/streamError before its writer returned, so a
+	// ping answered now has them all ahead of it on the control stream.
 	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("ping after the streams were reset: %v", err)
+	}
 	for _, ref := range r.Refs {
 		sr, err := r.Stream(ctx, ref.StreamTag)
 		if err != nil {
@@ -121,9 +126,6 @@ func TestUnreadStreamsStall(t *testing.T) {
 		if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError || !strings.Contains(se.Reason, "stalled") {
 			t.Fatalf("stream %d: read ended with %v (reason %q), want -32603 naming the stall", ref.StreamTag, err, reasonOf(se))
 		}
-	}
-	if err := s.Ping(ctx); err != nil {
-		t.Fatalf("ping after the streams were reset: %v", err)
 	}
 }
 
