@@ -63,13 +63,13 @@ func (r *Reader) Read() ([]byte, Framing, error) {
 		}
 		break
 	}
-	if b, _ := r.r.Peek(3); bytes.Equal(b, []byte("\xef\xbb\xbf")) {
+	if r.startsWith("\xef\xbb\xbf", false) {
 		_, _ = r.r.Discard(3)
 		line, _ := r.readLine()
 		_ = line
 		return nil, NDJSON, &FramingError{Reason: "a UTF-8 byte order mark is not allowed before a message; the message was skipped"}
 	}
-	if b, _ := r.r.Peek(15); strings.EqualFold(string(b), "content-length:") {
+	if r.startsWith("content-length:", true) {
 		return r.readHeaders()
 	}
 	line, err := r.readLine()
@@ -77,6 +77,27 @@ func (r *Reader) Read() ([]byte, Framing, error) {
 		return nil, NDJSON, err
 	}
 	return line, NDJSON, nil
+}
+
+// startsWith reports whether the input goes on with prefix (ASCII letters
+// in any case, with fold). It peeks one byte more only while those so far
+// agree, so that a message shorter than the prefix ("[]", a short line of
+// garbage) is read at once instead of waiting for more input.
+func (r *Reader) startsWith(prefix string, fold bool) bool {
+	for n := 1; n <= len(prefix); n++ {
+		b, _ := r.r.Peek(n)
+		if len(b) < n {
+			return false
+		}
+		c, p := b[n-1], prefix[n-1]
+		if fold && 'a' <= p && p <= 'z' {
+			c |= 0x20
+		}
+		if c != p {
+			return false
+		}
+	}
+	return true
 }
 
 // readLine reads one line, without its end, bounded by MaxMessage.
@@ -90,6 +111,13 @@ func (r *Reader) readLine() ([]byte, error) {
 				_, err = r.r.ReadSlice('\n')
 			}
 			return nil, &FramingError{Reason: fmt.Sprintf("a line longer than %d bytes was skipped", MaxMessage)}
+		}
+		if len(out)+len(chunk) > cap(out) {
+			// Double, up to MaxMessage: append grows a large slice by a
+			// quarter at a time, which allocates five times a long line.
+			grown := make([]byte, len(out), min(max(2*cap(out), len(out)+len(chunk)), MaxMessage))
+			copy(grown, out)
+			out = grown
 		}
 		out = append(out, chunk...)
 		if errors.Is(err, bufio.ErrBufferFull) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 func TestFramingRoundTrip(t *testing.T) {
@@ -31,6 +32,33 @@ func TestFramingRoundTrip(t *testing.T) {
 	}
 	if _, _, err := r.Read(); err != io.EOF {
 		t.Fatalf("at end: %v", err)
+	}
+}
+
+// TestShortMessageReadAtOnce: a message shorter than "Content-Length:" is
+// read without waiting for more input (the stdio front once held "[]" or a
+// short line of garbage until the host wrote something else; found by
+// internal/hostile's TestStdioFront).
+func TestShortMessageReadAtOnce(t *testing.T) {
+	for _, msg := range []string{"[]", "\x00\xff{{{", "{}", "Content-Len", "C"} {
+		pr, pw := io.Pipe()
+		go pw.Write([]byte(msg + "\n")) // and nothing more until the pipe is closed
+		got := make(chan []byte, 1)
+		go func() {
+			b, _, _ := NewReader(pr).Read()
+			got <- b
+		}()
+		select {
+		case b := <-got:
+			if string(b) != msg {
+				t.Errorf("%q: read %q", msg, b)
+			}
+			pw.Close()
+		case <-time.After(5 * time.Second):
+			t.Errorf("%q: not read in 5 s without more input", msg)
+			pw.Close() // the read ends
+			<-got
+		}
 	}
 }
 
