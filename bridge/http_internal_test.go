@@ -21,9 +21,9 @@ func note(i int) jsonrpc.Message {
 // TestSSEReplayWindow: a stream holds its latest replayEvents events; a
 // follower that asks for older ones gets errEventsLost, never a silent gap.
 func TestSSEReplayWindow(t *testing.T) {
-	st := newSSEStream(3)
+	st := newSSEStream(3, nil)
 	for i := 1; i <= replayEvents+10; i++ {
-		st.append(note(i))
+		st.appendEvent(jsonrpc.AppendJSON(nil, note(i)))
 	}
 	st.finish()
 	if st.first() != 10 || st.available(9) || !st.available(10) || !st.available(replayEvents+10) {
@@ -43,18 +43,18 @@ func TestSSEReplayWindow(t *testing.T) {
 	}
 
 	// The byte bound: big events push the old ones out, the newest stays.
-	big := newSSEStream(4)
+	big := newSSEStream(4, nil)
 	payload := strings.Repeat("x", replayBytes/3)
 	for i := 0; i < 5; i++ {
 		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": payload})
-		big.append(n)
+		big.appendEvent(jsonrpc.AppendJSON(nil, n))
 	}
 	if big.bytes() > replayBytes || big.first() != 3 {
 		t.Fatalf("%d bytes held from %d", big.bytes(), big.first())
 	}
-	huge := newSSEStream(5)
+	huge := newSSEStream(5, nil)
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": strings.Repeat("y", replayBytes+1)})
-	huge.append(n)
+	huge.appendEvent(jsonrpc.AppendJSON(nil, n))
 	if !huge.available(0) {
 		t.Fatal("the newest event must be held whatever its size")
 	}
@@ -65,8 +65,8 @@ func TestSSEReplayWindow(t *testing.T) {
 func TestFinishedStreamsBounded(t *testing.T) {
 	s := &httpSession{streams: map[int]*sseStream{}}
 	for i := 1; i <= keepFinished+5; i++ {
-		st := newSSEStream(i)
-		st.append(note(i))
+		st := newSSEStream(i, nil)
+		st.appendEvent(jsonrpc.AppendJSON(nil, note(i)))
 		st.finish()
 		s.streams[i] = st
 		s.retire(st)
@@ -76,9 +76,9 @@ func TestFinishedStreamsBounded(t *testing.T) {
 	}
 	payload := strings.Repeat("z", keepFinishedBytes/4)
 	for i := 100; i < 106; i++ {
-		st := newSSEStream(i)
+		st := newSSEStream(i, nil)
 		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": payload})
-		st.append(n)
+		st.appendEvent(jsonrpc.AppendJSON(nil, n))
 		s.streams[i] = st
 		s.retire(st)
 	}

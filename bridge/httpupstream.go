@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -527,104 +525,6 @@ func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) 
 				return true, rd.lastID, rd.retry, nil
 			}
 		}
-	}
-}
-
-// sseEvent is one dispatched event of an event stream.
-type sseEvent struct {
-	typ  string
-	data []byte
-}
-
-// sseReader parses an event stream (WHATWG HTML §9.2.6, "Interpreting an
-// event stream"), holding no event larger than max bytes.
-type sseReader struct {
-	br     *bufio.Reader
-	max    int
-	lastID string
-	retry  time.Duration
-}
-
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
-}
-
-// next returns the next event with data (events without data are only
-// dispatched for their id and retry fields); errLineTooLong past max.
-func (r *sseReader) next() (sseEvent, error) {
-	var data bytes.Buffer
-	event := ""
-	for {
-		line, err := readLine(r.br, r.max)
-		if err != nil {
-			return sseEvent{}, err
-		}
-		if len(line) == 0 { // dispatch
-			if data.Len() > 0 {
-				return sseEvent{typ: event, data: data.Bytes()}, nil
-			}
-			event = ""
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			if data.Len()+len(value) > r.max {
-				return sseEvent{}, errLineTooLong
-			}
-			data.Write(value)
-		case "id":
-			if !bytes.ContainsRune(value, 0) {
-				r.lastID = string(value)
-			}
-		case "retry":
-			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				r.retry = time.Duration(n) * time.Millisecond
-			}
-		case "event":
-			event = string(value)
-		}
-	}
-}
-
-var errLineTooLong = errors.New("SSE line or event over the message limit")
-
-// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes,
-// a buffer at a time.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		buf, err := br.Peek(max(br.Buffered(), 1))
-		if err != nil {
-			return nil, err
-		}
-		i := bytes.IndexAny(buf, "\r\n")
-		if i < 0 {
-			i = len(buf)
-		}
-		if len(line)+i > limit {
-			return nil, errLineTooLong
-		}
-		line = append(line, buf[:i]...)
-		if i == len(buf) {
-			_, _ = br.Discard(i)
-			continue
-		}
-		cr := buf[i] == '\r'
-		_, _ = br.Discard(i + 1)
-		if cr {
-			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = br.Discard(1)
-			}
-		}
-		return line, nil
 	}
 }
 
