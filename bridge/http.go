@@ -76,7 +76,7 @@ var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 type httpSession struct {
 	id     string
 	front  *HTTPFront
-	core   *Stdio
+	core   *core
 	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
 	mu     sync.Mutex
 	// waiting POSTs by request id, and by progress token for related
@@ -452,12 +452,30 @@ func (h *HTTPFront) newSession() *httpSession {
 	st0 := newSSEStream(0)
 	s := &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
 		streams: map[int]*sseStream{0: st0}, standalone: st0}
-	s.core = NewStdio(h.cfg.Stdio)
-	s.core.emit = s.route
 	// A session whose MCP-Flow session ended is over: its id gets 404 and
 	// the client starts over with a new initialize (spec §10).
-	s.core.onLost = func(err error) { h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err)) }
+	s.core = newCore(h.cfg.Stdio, s, func(err error) {
+		h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err))
+	})
 	return s
+}
+
+var _ front = (*httpSession)(nil)
+
+// emit sends one message of the core to where the client waits for it.
+func (s *httpSession) emit(m jsonrpc.Message) { s.route(m) }
+
+// emitBatch sends the responses to a batch one by one, on the POST's stream.
+func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
+	for _, r := range rs {
+		s.route(r)
+	}
+}
+
+// offload writes a large execution stream to a file, as the stdio front
+// does.
+func (s *httpSession) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
+	return offloadFile(s.core.cfg.FileDir, r)
 }
 
 // legacyStream serves a client of the 2024-11-05 HTTP+SSE transport, for
