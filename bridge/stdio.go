@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -48,6 +47,10 @@ type StdioConfig struct {
 	// front reconnects waits for the new session before it fails with
 	// -32603 (default 10 s).
 	ReconnectWait time.Duration
+	// HostQueue bounds the bytes of messages the stdio front holds for a
+	// host that does not read its stdout (default DefaultHostQueue, 32 MiB;
+	// spec §10): past it, notifications are dropped and responses wait.
+	HostQueue int
 }
 
 func (cfg StdioConfig) withDefaults() StdioConfig {
@@ -69,6 +72,9 @@ func (cfg StdioConfig) withDefaults() StdioConfig {
 	if cfg.ReconnectWait <= 0 {
 		cfg.ReconnectWait = 10 * time.Second
 	}
+	if cfg.HostQueue <= 0 {
+		cfg.HostQueue = DefaultHostQueue
+	}
 	return cfg
 }
 
@@ -79,8 +85,7 @@ type Stdio struct {
 	core    *core
 	log     *slog.Logger
 	dir     string
-	outMu   sync.Mutex
-	out     io.Writer
+	out     *outbox
 	framing atomic.Int32
 }
 
@@ -89,7 +94,7 @@ var _ front = (*Stdio)(nil)
 // NewStdio returns a stdio front.
 func NewStdio(cfg StdioConfig) *Stdio {
 	cfg = cfg.withDefaults()
-	b := &Stdio{log: cfg.Logger, dir: cfg.FileDir}
+	b := &Stdio{log: cfg.Logger, dir: cfg.FileDir, out: newOutbox(cfg.HostQueue, cfg.Logger)}
 	b.core = newCore(cfg, b, nil)
 	return b
 }
@@ -101,8 +106,16 @@ func NewStdio(cfg StdioConfig) *Stdio {
 // returns a *ServerLostError instead, and the goroutine reading in ends
 // when in does.
 func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	b.out = out
 	c := b.core
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		b.out.run(out)
+	}()
+	defer func() { // everything queued is written before Run returns
+		b.out.close()
+		<-wrote
+	}()
 	type read struct {
 		msg     []byte
 		framing Framing
@@ -162,8 +175,12 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}
 }
 
-// emit writes one message to the host.
-func (b *Stdio) emit(m jsonrpc.Message) { b.writeBody(jsonrpc.AppendJSON(nil, m)) }
+// emit queues one message for the host: a notification is dropped when the
+// queue is full, anything else waits for room (outbox).
+func (b *Stdio) emit(m jsonrpc.Message) {
+	req, ok := m.(*jsonrpc.Request)
+	b.put(jsonrpc.AppendJSON(nil, m), ok && !req.IsCall())
+}
 
 // emitBatch writes the responses to a batch as one batch.
 func (b *Stdio) emitBatch(rs []*jsonrpc.Response) {
@@ -171,16 +188,12 @@ func (b *Stdio) emitBatch(rs []*jsonrpc.Response) {
 	for i, r := range rs {
 		ms[i] = r
 	}
-	b.writeBody(jsonrpc.AppendBatchJSON(nil, ms))
+	b.put(jsonrpc.AppendBatchJSON(nil, ms), false)
 }
 
-// writeBody writes one message or batch to the host, in the host's framing.
-func (b *Stdio) writeBody(body []byte) {
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	if _, err := b.out.Write(AppendFramed(nil, Framing(b.framing.Load()), body)); err != nil {
-		b.log.Warn("stdout write failed", "err", err)
-	}
+// put queues one message or batch for the host, in the host's framing.
+func (b *Stdio) put(body []byte, droppable bool) {
+	b.out.put(AppendFramed(nil, Framing(b.framing.Load()), body), droppable)
 }
 
 // offload writes a large execution stream to a file and names it with a
