@@ -1,21 +1,17 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"path"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -109,10 +105,10 @@ func (b *core) parseError(err error) {
 // decodeJSON decodes one message or batch of the client's.
 func decodeJSON(msg []byte) (jsonrpc.Payload, error) { return codec.Default(codec.JSON).Decode(msg) }
 
-// BatchesAllowed reports whether MCP protocol version v has JSON-RPC
+// batchesAllowed reports whether MCP protocol version v has JSON-RPC
 // batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
 // 2025-06-18).
-func BatchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
+func batchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
 
 // batchError is the answer to a batch the session's protocol version does
 // not allow, or one sent before initialize (which 2025-03-26 forbids in a
@@ -143,7 +139,7 @@ func (b *core) version() string {
 // responses only gets no answer. Elsewhere the whole batch is refused with
 // one -32600 error and nothing in it is processed.
 func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
-	if v := b.version(); !BatchesAllowed(v) {
+	if v := b.version(); !batchesAllowed(v) {
 		b.write(batchError(v))
 		return
 	}
@@ -515,18 +511,11 @@ func lostError(err error) *jsonrpc.Error {
 // notifications/cancelled. retry reports that m was not sent because s is
 // shutting down.
 func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
-	var opts []flow.CallOption
-	params := m.Params
-	if tok := progressToken(params); tok != nil {
-		// The host's token goes back on every update; MCP-Flow uses its own.
-		params = withoutProgressToken(params)
-		opts = append(opts, flow.WithProgress(func(p flow.Progress) {
-			p.ProgressToken = tok
-			n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, flow.MethodProgress, p)
-			b.write(n)
-		}))
-	}
-	resp, err := s.Call(cctx, m.Method, params, opts...)
+	// The params go as they came: a progress token of the host's comes
+	// back in the server's notifications/progress (on the control stream: a
+	// front asks for no datagrams), which reach the host through the
+	// Notification hook like any other notification.
+	resp, err := s.Call(cctx, m.Method, m.Params)
 	if cctx.Err() != nil && ctx.Err() == nil {
 		return nil, false // the host cancelled: MCP sends no response
 	}
@@ -625,78 +614,8 @@ func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error
 	}
 }
 
-// inline replaces each ref/stream block of a result with content a plain MCP
-// client understands (ref/stream is no MCP content type): text for text
-// under InlineLimit, an embedded resource with a base64 blob for other
-// bytes, a resource_link to a file past InlineLimit. A stream that fails
-// fails the call: a truncated payload is never passed on.
-func (b *core) inline(ctx context.Context, resp *flow.Response) (json.RawMessage, error) {
-	if len(resp.Refs) == 0 {
-		return resp.Result, nil
-	}
-	defer resp.Close()
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal(resp.Result, &res); err != nil {
-		return nil, err
-	}
-	var content []json.RawMessage
-	if err := json.Unmarshal(res["content"], &content); err != nil {
-		return nil, err
-	}
-	for i, c := range content {
-		var ref flow.StreamRef
-		if json.Unmarshal(c, &ref) != nil || ref.Type != flow.ContentTypeRef {
-			continue
-		}
-		block, err := b.inlineStream(ctx, resp, ref, c)
-		if err != nil {
-			return nil, err
-		}
-		content[i] = block
-	}
-	var err error
-	if res["content"], err = json.Marshal(content); err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef, refBlock json.RawMessage) (json.RawMessage, error) {
-	sr, err := resp.Stream(ctx, ref.StreamTag)
-	if err != nil {
-		return nil, fmt.Errorf("execution stream %d: %w", ref.StreamTag, err)
-	}
-	head, err := io.ReadAll(io.LimitReader(sr, b.cfg.InlineLimit+1))
-	if err != nil {
-		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
-	}
-	mime := ref.MimeType
-	if int64(len(head)) <= b.cfg.InlineLimit {
-		if orig, field, ok := original(refBlock); ok {
-			// An upstream bridge moved this block's payload: put it back.
-			if err := drain(sr); err != nil {
-				return nil, err
-			}
-			return restore(orig, field, head)
-		}
-		if isText(mime) && utf8.Valid(head) {
-			return json.Marshal(map[string]any{"type": "text", "text": string(head)})
-		}
-		return json.Marshal(map[string]any{"type": "resource", "resource": map[string]any{
-			"uri": fmt.Sprintf("mcp-flow://stream/%s/%d", resp.ID.Raw(), ref.StreamTag), "mimeType": mime,
-			"blob": base64.StdEncoding.EncodeToString(head)}})
-	}
-	uri, n, err := b.front.offload(ctx, mime, io.MultiReader(bytes.NewReader(head), sr))
-	if err != nil {
-		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
-	}
-	return json.Marshal(map[string]any{"type": "resource_link", "uri": uri, "name": path.Base(uri), "mimeType": mime, "size": n})
-}
-
-func isText(mime string) bool {
-	return strings.HasPrefix(mime, "text/") || strings.HasPrefix(mime, "application/json")
-}
-
+// progressToken returns a request's _meta.progressToken (MCP progress), nil
+// when it has none: the one reader of it in this package.
 func progressToken(params json.RawMessage) json.RawMessage {
 	var p struct {
 		Meta struct {
@@ -707,43 +626,4 @@ func progressToken(params json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return p.Meta.ProgressToken
-}
-
-func withoutProgressToken(params json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &m) != nil {
-		return params
-	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(m["_meta"], &meta)
-	delete(meta, "progressToken")
-	if len(meta) == 0 {
-		delete(m, "_meta")
-	} else {
-		m["_meta"], _ = json.Marshal(meta)
-	}
-	out, _ := json.Marshal(m)
-	return out
-}
-
-// original returns the block an upstream bridge replaced with this ref.
-func original(refBlock json.RawMessage) (map[string]json.RawMessage, string, bool) {
-	var r struct {
-		Meta map[string]struct {
-			Block map[string]json.RawMessage `json:"block"`
-			Field string                     `json:"field"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(refBlock, &r) != nil {
-		return nil, "", false
-	}
-	o, ok := r.Meta[OriginalKey]
-	return o.Block, o.Field, ok && o.Block != nil && o.Field != ""
-}
-
-// drain reads what is left of a stream (nothing, when the inline limit was
-// not reached) so that it ends cleanly.
-func drain(r io.Reader) error {
-	_, err := io.Copy(io.Discard, r)
-	return err
 }

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"io"
@@ -118,22 +117,22 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}()
 	type read struct {
 		msg     []byte
-		framing Framing
+		framing framing
 		err     error
 	}
 	reads := make(chan read)
 	quit := make(chan struct{})
 	defer close(quit)
 	go func() {
-		r := NewReader(in)
+		r := newFrameReader(in, MaxMessage)
 		for {
-			msg, framing, err := r.Read()
+			msg, framing, err := r.read()
 			select {
-			case reads <- read{bytes.Clone(msg), framing, err}:
+			case reads <- read{msg, framing, err}:
 			case <-quit:
 				return
 			}
-			var fe *FramingError
+			var fe *framingError
 			if err != nil && !errors.As(err, &fe) {
 				return
 			}
@@ -152,7 +151,7 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 		msg, framing, err := rd.msg, rd.framing, rd.err
-		var fe *FramingError
+		var fe *framingError
 		switch {
 		case errors.As(err, &fe):
 			b.log.Warn("unreadable message", "err", fe)
@@ -193,7 +192,7 @@ func (b *Stdio) emitBatch(rs []*jsonrpc.Response) {
 
 // put queues one message or batch for the host, in the host's framing.
 func (b *Stdio) put(body []byte, droppable bool) {
-	b.out.put(AppendFramed(nil, Framing(b.framing.Load()), body), droppable)
+	b.out.put(appendFramed(nil, framing(b.framing.Load()), body), droppable)
 }
 
 // offload writes a large execution stream to a file and names it with a
