@@ -381,7 +381,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.enter()()
-	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
+	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
 		// 2025-03-26 allowed a batch in a POST; 2025-06-18 and later do not.
 		writeJSON(w, http.StatusBadRequest, batchError(v))
 		return

@@ -57,7 +57,7 @@ func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
+	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
 		writeJSON(w, http.StatusBadRequest, batchError(v))
 		return
 	}

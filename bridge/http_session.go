@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"sync"
 	"time"
 
@@ -21,7 +23,7 @@ import (
 type httpSession struct {
 	id     string
 	front  *HTTPFront
-	core   *Stdio
+	core   *core
 	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
 	budget *heldBudget
 	mu     sync.Mutex
@@ -76,12 +78,32 @@ func (h *HTTPFront) newSession(legacy bool) *httpSession {
 	s := &httpSession{id: newSessionID(), front: h, legacy: legacy, budget: budget,
 		calls: map[string]*httpCall{}, byToken: map[string]*httpCall{},
 		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now()}
-	s.core = NewStdio(h.cfg.Stdio)
-	s.core.emit = s.route
 	// A session whose MCP-Flow session ended is over: its id gets 404 and
 	// the client starts over with a new initialize (spec §10).
-	s.core.onLost = func(err error) { h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err)) }
+	s.core = newCore(h.cfg.Stdio, s, func(err error) {
+		h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err))
+	})
 	return s
+}
+
+var _ front = (*httpSession)(nil)
+
+// emit sends one message of the core to where the client waits for it
+// (route); it never blocks.
+func (s *httpSession) emit(m jsonrpc.Message) { s.route(m) }
+
+// emitBatch sends the responses to a batch one by one, each on the stream
+// its request waits on.
+func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
+	for _, r := range rs {
+		s.route(r)
+	}
+}
+
+// offload writes a large execution stream to a file, as the stdio front
+// does.
+func (s *httpSession) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
+	return offloadFile(s.core.cfg.FileDir, r)
 }
 
 // enter marks activity on the session; the returned function ends it.

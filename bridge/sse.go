@@ -275,6 +275,7 @@ func newSSEReader(r io.Reader, max int) *sseReader {
 
 // next returns the next event with data (events without data are only
 // dispatched for their id and retry fields); errLineTooLong past max.
+// Lines are read by readLine (framing.go), the bridge's one line reader.
 func (r *sseReader) next() (sseEvent, error) {
 	var data bytes.Buffer
 	event := ""
@@ -315,39 +316,5 @@ func (r *sseReader) next() (sseEvent, error) {
 		case "event":
 			event = string(value)
 		}
-	}
-}
-
-var errLineTooLong = errors.New("SSE line or event over the message limit")
-
-// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes,
-// a buffer at a time.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		buf, err := br.Peek(max(br.Buffered(), 1))
-		if err != nil {
-			return nil, err
-		}
-		i := bytes.IndexAny(buf, "\r\n")
-		if i < 0 {
-			i = len(buf)
-		}
-		if len(line)+i > limit {
-			return nil, errLineTooLong
-		}
-		line = append(line, buf[:i]...)
-		if i == len(buf) {
-			_, _ = br.Discard(i)
-			continue
-		}
-		cr := buf[i] == '\r'
-		_, _ = br.Discard(i + 1)
-		if cr {
-			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = br.Discard(1)
-			}
-		}
-		return line, nil
 	}
 }

@@ -451,34 +451,6 @@ func stripPayload(block map[string]json.RawMessage, field string) map[string]jso
 	return out
 }
 
-// restore puts payload back into an original block at field.
-func restore(block map[string]json.RawMessage, field string, payload []byte) (json.RawMessage, error) {
-	val := func(binary bool) json.RawMessage {
-		if binary {
-			b, _ := json.Marshal(base64.StdEncoding.EncodeToString(payload))
-			return b
-		}
-		b, _ := json.Marshal(string(payload))
-		return b
-	}
-	switch field {
-	case "text":
-		block["text"] = val(false)
-	case "data":
-		block["data"] = val(true)
-	case "resource.text", "resource.blob":
-		var r map[string]json.RawMessage
-		if err := json.Unmarshal(block["resource"], &r); err != nil {
-			return nil, err
-		}
-		r[strings.TrimPrefix(field, "resource.")] = val(field == "resource.blob")
-		block["resource"], _ = json.Marshal(r)
-	default:
-		return nil, fmt.Errorf("unknown payload field %q", field)
-	}
-	return json.Marshal(block)
-}
-
 func orDefault(s, d string) string {
 	if s == "" {
 		return d
