@@ -160,25 +160,17 @@ func (s *httpSession) retire(st *sseStream) {
 	}
 }
 
-// evict frees what the session holds only for resumption, to make room for
-// new events past a held-bytes cap: finished POST streams, oldest first,
-// then the events already written out on open streams.
+// evict frees what the session holds only for resumption, to make room
+// for new events past a held-bytes cap: the events already written out, on
+// every stream (events a client has not read yet are never dropped).
 func (s *httpSession) evict() {
 	s.mu.Lock()
-	gone := s.finished
-	s.finished = nil
-	for _, st := range gone {
-		delete(s.streams, st.id)
-	}
-	open := make([]*sseStream, 0, len(s.streams))
+	all := make([]*sseStream, 0, len(s.streams))
 	for _, st := range s.streams {
-		open = append(open, st)
+		all = append(all, st)
 	}
 	s.mu.Unlock()
-	for _, st := range gone {
-		st.release()
-	}
-	for _, st := range open {
+	for _, st := range all {
 		st.dropDelivered()
 	}
 }
@@ -311,15 +303,23 @@ func (s *httpSession) route(m jsonrpc.Message) {
 }
 
 // add puts one message on a stream within the held-bytes caps: past them,
-// once the session has freed what it held only for resumption, a response
-// becomes a -32603 error naming the cap and anything else is dropped.
+// once what is held only for resumption is freed (the session's, then past
+// MaxHeld every session's), a response becomes a -32603 error naming the
+// cap and anything else is dropped.
 func (s *httpSession) add(st *sseStream, m jsonrpc.Message) {
 	e := jsonrpc.AppendJSON(nil, m)
 	if !s.budget.take(len(e)) {
 		s.evict()
 		if !s.budget.take(len(e)) {
-			s.refused(st, m, len(e))
-			return
+			// Past MaxHeld, what every session keeps for resumption only
+			// gives way too.
+			for _, o := range s.front.all() {
+				o.evict()
+			}
+			if !s.budget.take(len(e)) {
+				s.refused(st, m, len(e))
+				return
+			}
 		}
 	}
 	st.appendEvent(e)
