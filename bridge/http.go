@@ -60,6 +60,13 @@ type HTTPConfig struct {
 	// 64 MiB and 1 GiB).
 	MaxSessionHeld int
 	MaxHeld        int
+	// MaxSessionOffload bounds the bytes of the execution streams past the
+	// inline limit that one session keeps on disk for download; MaxOffload
+	// those of all sessions. Past either, the stream fails and so does its
+	// call, with -32603 (defaults 1 GiB and 4 GiB). The files live in a
+	// directory of the session under Stdio.FileDir, removed with it.
+	MaxSessionOffload int64
+	MaxOffload        int64
 }
 
 // HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
@@ -69,6 +76,7 @@ type HTTPFront struct {
 	cfg           HTTPConfig
 	log           *slog.Logger
 	held          *heldBudget  // all sessions' SSE events (MaxHeld)
+	offloaded     *heldBudget  // all sessions' offloaded streams (MaxOffload)
 	bodies        atomic.Int64 // bytes of request bodies in flight (MaxBodiesInFlight)
 	calls         atomic.Int64 // the clients' requests in flight, over all sessions
 	wakeMu        sync.Mutex
@@ -76,6 +84,7 @@ type HTTPFront struct {
 	cores         sync.WaitGroup // the cores of ended sessions, finishing
 	mu            sync.Mutex
 	sessions      map[string]*httpSession
+	downloads     map[string]*download  // offloaded streams by token
 	finishing     map[*httpSession]bool // ended, their cores not yet finished
 	uninitialized int                   // legacy sessions before their initialize
 	closing       bool
@@ -114,8 +123,15 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if cfg.MaxHeld <= 0 {
 		cfg.MaxHeld = 1 << 30
 	}
+	if cfg.MaxSessionOffload <= 0 {
+		cfg.MaxSessionOffload = 1 << 30
+	}
+	if cfg.MaxOffload <= 0 {
+		cfg.MaxOffload = 4 << 30
+	}
+	cfg.Stdio = cfg.Stdio.withDefaults()
 	return &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
-		sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{}}
+		offloaded: &heldBudget{max: cfg.MaxOffload}, downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{}}
 }
 
 // Protocol versions of MCP this front accepts in MCP-Protocol-Version.
@@ -162,6 +178,10 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.post(w, r)
 	case http.MethodGet:
+		if token := r.URL.Query().Get("download"); token != "" {
+			h.serveDownload(w, r, token)
+			return
+		}
 		if r.Header.Get("MCP-Session-Id") == "" && r.Header.Get("Last-Event-ID") == "" &&
 			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			h.legacyStream(w, r)
@@ -441,7 +461,7 @@ func (h *HTTPFront) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 		h.tooManySessions(w)
 		return
 	}
-	s := h.newSession(false)
+	s := h.newSession(false, r)
 	ch := make(chan *jsonrpc.Response, 1)
 	s.mu.Lock()
 	s.registerLocked(m.ID.Raw(), &httpCall{init: ch}, nil)
@@ -471,6 +491,7 @@ func (h *HTTPFront) discard(s *httpSession) {
 	go func() {
 		defer h.cores.Done()
 		s.core.finish()
+		h.removeFiles(s)
 	}()
 }
 

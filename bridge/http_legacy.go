@@ -15,7 +15,7 @@ import (
 // session ends with it. Until its initialize succeeds the stream counts
 // against MaxUninitialized, not MaxSessions, and lasts at most InitTimeout.
 func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
-	s := h.newSession(true)
+	s := h.newSession(true, r)
 	if !h.register(s) {
 		h.discard(s)
 		h.tooMany(w, fmt.Sprintf("too many HTTP+SSE streams before initialize (%d, MaxUninitialized)", h.cfg.MaxUninitialized))

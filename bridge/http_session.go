@@ -1,12 +1,11 @@
 package bridge
 
 import (
-	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"io"
+	"net/http"
 	"sync"
 	"time"
 
@@ -24,8 +23,10 @@ type httpSession struct {
 	id     string
 	front  *HTTPFront
 	core   *core
-	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
+	legacy bool   // a client of the 2024-11-05 HTTP+SSE transport
+	base   string // the endpoint's URL, for download links
 	budget *heldBudget
+	files  sessionFiles // execution streams past the inline limit
 	mu     sync.Mutex
 	// calls are the client's requests in flight, by id: where their
 	// answers go. byToken finds a call by its progress token.
@@ -72,10 +73,15 @@ func newSessionID() string {
 }
 
 // newSession makes a session (not yet registered) with its core.
-func (h *HTTPFront) newSession(legacy bool) *httpSession {
+func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 	budget := &heldBudget{max: int64(h.cfg.MaxSessionHeld), parent: h.held}
 	st0 := newSSEStream(0, budget)
-	s := &httpSession{id: newSessionID(), front: h, legacy: legacy, budget: budget,
+	scheme := "http"
+	if r.TLS != nil {
+		scheme = "https"
+	}
+	s := &httpSession{id: newSessionID(), front: h, legacy: legacy, budget: budget, base: scheme + "://" + r.Host + r.URL.Path,
+		files: sessionFiles{budget: &heldBudget{max: int64(h.cfg.MaxSessionOffload), parent: h.offloaded}},
 		calls: map[string]*httpCall{}, byToken: map[string]*httpCall{},
 		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now()}
 	// A session whose MCP-Flow session ended is over: its id gets 404 and
@@ -98,12 +104,6 @@ func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
 	for _, r := range rs {
 		s.route(r)
 	}
-}
-
-// offload writes a large execution stream to a file, as the stdio front
-// does.
-func (s *httpSession) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
-	return offloadFile(s.core.cfg.FileDir, r)
 }
 
 // enter marks activity on the session; the returned function ends it.
@@ -371,6 +371,7 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 	}
 	s.mu.Unlock()
 	s.standalone.finish()
+	h.forgetFiles(s)
 	if force {
 		if fs := s.core.session(); fs != nil {
 			fs.Close()
@@ -380,6 +381,7 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 	go func() {
 		defer h.cores.Done()
 		s.core.finish()
+		h.removeFiles(s)
 		h.mu.Lock()
 		delete(h.finishing, s)
 		h.mu.Unlock()
