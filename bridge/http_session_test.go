@@ -126,6 +126,21 @@ func waitIdleEnd(t *testing.T, ends chan map[string]string, within time.Duration
 
 func withSession(sid string) map[string]string { return map[string]string{"MCP-Session-Id": sid} }
 
+// heldCall starts a call of the hold tool with id on session sid and waits
+// until the server holds it; its SSE body arrives on the channel.
+func heldCall(t *testing.T, url, sid string, hold *holdTool, id int) <-chan string {
+	t.Helper()
+	call := streamPOST(t, url, sid, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"hold","arguments":{}}}`, id))
+	select {
+	case <-hold.holding:
+	case body := <-call:
+		t.Fatalf("the call ended before it was held: %s", body)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call did not reach the server in 10 s")
+	}
+	return call
+}
+
 // TestHTTPFrontCancelEndsStream (issue 12): after notifications/cancelled
 // the call's SSE stream ends at once, without a response (MCP sends none
 // for a cancelled request), the server's tool sees the cancellation, and
@@ -135,14 +150,7 @@ func TestHTTPFrontCancelEndsStream(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{IdleTimeout: idle})
 	sid := openSession(t, ts.URL, "2025-11-25")
-	call := streamPOST(t, ts.URL, sid, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
-	select {
-	case <-hold.holding:
-	case body := <-call:
-		t.Fatalf("the call ended before it was held: %s", body)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call did not reach the server in 10 s")
-	}
+	call := heldCall(t, ts.URL, sid, hold, 2)
 	if r, body := send(t, ts.URL, "POST", `{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":2,"reason":"test"}}`, withSession(sid)); r.StatusCode != http.StatusAccepted {
 		t.Fatalf("notifications/cancelled: %d %s", r.StatusCode, body)
 	}
@@ -250,12 +258,7 @@ func TestHTTPFrontDuplicateRequestID(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{IdleTimeout: idle})
 	sid := openSession(t, ts.URL, "2025-11-25")
-	call := streamPOST(t, ts.URL, sid, `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
-	select {
-	case <-hold.holding:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the call did not reach the server in 10 s")
-	}
+	call := heldCall(t, ts.URL, sid, hold, 7)
 	r, body := send(t, ts.URL, "POST", `{"jsonrpc":"2.0","id":7,"method":"ping"}`, withSession(sid))
 	if r.StatusCode != http.StatusBadRequest || !strings.Contains(body, `"id":7,"error"`) || !strings.Contains(body, "-32600") {
 		t.Fatalf("a POST reusing id 7 in flight: %d %s; want 400 with a -32600 error for id 7", r.StatusCode, body)
@@ -321,5 +324,39 @@ func TestHTTPFrontPrimingEvent(t *testing.T) {
 	old := openSession(t, ts.URL, "2025-03-26")
 	if _, body := send(t, ts.URL, "POST", `{"jsonrpc":"2.0","id":1,"method":"ping"}`, withSession(old)); !strings.HasPrefix(body, "id: 1.1\ndata: {") {
 		t.Fatalf("a POST's stream at 2025-03-26 (no priming event):\n%s", body)
+	}
+}
+
+// TestHTTPFrontShutdownDeadline: HTTPFront.Shutdown waits for the requests
+// in flight; when its context ends first, it closes what is left (Close):
+// the held call's stream gets a -32603 error and ends, Shutdown returns the
+// context's error, and the front refuses new sessions from then on.
+func TestHTTPFrontShutdownDeadline(t *testing.T) {
+	srv, hold := holdServer(t)
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+	ts := httptest.NewServer(front)
+	t.Cleanup(ts.Close)
+	sid := openSession(t, ts.URL, "2025-11-25")
+	call := heldCall(t, ts.URL, sid, hold, 5)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	if err := front.Shutdown(ctx); err != context.DeadlineExceeded {
+		t.Fatalf("Shutdown with a call held past its deadline: %v", err)
+	}
+	select {
+	case body := <-call:
+		if !strings.Contains(body, `"id":5,"error"`) || !strings.Contains(body, "-32603") {
+			t.Fatalf("the held call after Close: %s", body)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the held call's stream is open 10 s after Shutdown returned")
+	}
+	if r, _ := send(t, ts.URL, "POST", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`, nil); r.StatusCode != http.StatusServiceUnavailable {
+		t.Fatalf("an initialize after Shutdown: %d, want 503", r.StatusCode)
+	}
+	if err := front.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
