@@ -79,10 +79,10 @@ func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (stri
 		return "", 0, errors.New("the HTTP session ended")
 	}
 	f.tokens = append(f.tokens, token)
-	f.mu.Unlock()
-	h.mu.Lock()
+	h.mu.Lock() // under f.mu: forgetFiles sees the token, or offload sees closed
 	h.downloads[token] = &download{path: path, mime: mime, size: n, session: s}
 	h.mu.Unlock()
+	f.mu.Unlock()
 	return s.base + "?download=" + url.QueryEscape(token), n, nil
 }
 

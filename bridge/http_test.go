@@ -275,7 +275,7 @@ func TestHTTPFrontLimits(t *testing.T) {
 
 	// c stays busy with a call held open until a has idled out. a's last
 	// request comes after c's call started, so c's idle timer is due first
-	// and finds c busy (http.go register's check) before a's ends a.
+	// and finds c busy (register's check, http_session.go) before a's ends a.
 	held := make(chan string, 1)
 	go func() {
 		_, body := do("POST", c, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"hold","arguments":{}}}`)
