@@ -77,7 +77,8 @@ type httpSession struct {
 	id     string
 	front  *HTTPFront
 	core   *core
-	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
+	files  *streamFiles // streams past the inline limit, deleted when the session ends
+	legacy bool         // a client of the 2024-11-05 HTTP+SSE transport
 	mu     sync.Mutex
 	// waiting POSTs by request id, and by progress token for related
 	// notifications.
@@ -381,7 +382,12 @@ func (h *HTTPFront) end(s *httpSession, why string) {
 	}
 	s.mu.Unlock()
 	s.standalone.finish()
-	go s.core.finish()
+	go func() {
+		s.core.finish()
+		if err := s.files.remove(); err != nil {
+			h.log.Warn("removing the stream files", "err", err)
+		}
+	}()
 }
 
 // register adds an initialized session, unless MaxSessions are open.
@@ -451,7 +457,7 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.Pa
 func (h *HTTPFront) newSession() *httpSession {
 	st0 := newSSEStream(0)
 	s := &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
-		streams: map[int]*sseStream{0: st0}, standalone: st0}
+		streams: map[int]*sseStream{0: st0}, standalone: st0, files: &streamFiles{dir: h.cfg.Stdio.StreamDir}}
 	// A session whose MCP-Flow session ended is over: its id gets 404 and
 	// the client starts over with a new initialize (spec §10).
 	s.core = newCore(h.cfg.Stdio, s, func(err error) {
@@ -473,9 +479,9 @@ func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
 }
 
 // offload writes a large execution stream to a file, as the stdio front
-// does.
+// does (for now: the files are deleted when the session ends).
 func (s *httpSession) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
-	return offloadFile(s.core.cfg.FileDir, r)
+	return s.files.offload(r)
 }
 
 // legacyStream serves a client of the 2024-11-05 HTTP+SSE transport, for
