@@ -1,18 +1,15 @@
 package bridge_test
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
@@ -35,32 +32,11 @@ func TestStdioFrontStreamFilesRemoved(t *testing.T) {
 		}
 		cmd := bridgeCmd(cli, srv, extra...)
 		cmd.Env = append(os.Environ(), "TMPDIR="+tmp)
-		in, _ := cmd.StdinPipe()
-		stdout, _ := cmd.StdoutPipe()
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		exited := make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		out := bufio.NewReader(stdout)
-		send := func(s string) {
-			if _, err := io.WriteString(in, s+"\n"); err != nil {
-				t.Fatal(err)
-			}
-		}
-		read := func() string {
-			line, err := out.ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading the bridge's stdout: %v", err)
-			}
-			return line
-		}
-		send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
-		read()
-		send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		h := startNDJSONHostCmd(t, cmd)
+		h.initialize("2025-11-25")
 		var paths []string
 		for i, n := range []int64{5000, 7000} {
-			send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"generate","arguments":{"bytes":%d}}}`, i+1, n))
+			h.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"generate","arguments":{"bytes":%d}}}`, i+1, n))
 			var r struct {
 				Result struct {
 					Content []struct {
@@ -70,7 +46,7 @@ func TestStdioFrontStreamFilesRemoved(t *testing.T) {
 					} `json:"content"`
 				} `json:"result"`
 			}
-			line := read()
+			line := h.read()
 			if err := json.Unmarshal([]byte(line), &r); err != nil || len(r.Result.Content) == 0 || r.Result.Content[0].Type != "resource_link" {
 				t.Fatalf("generate %d: %s (%v)", n, line, err)
 			}
@@ -91,16 +67,7 @@ func TestStdioFrontStreamFilesRemoved(t *testing.T) {
 			}
 			paths = append(paths, u.Path)
 		}
-		in.Close()
-		select {
-		case err := <-exited:
-			if err != nil {
-				t.Fatalf("bridge exit after EOF: %v", err)
-			}
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("the bridge did not exit 20 s after EOF")
-		}
+		h.exit() // exit 0 after EOF, nothing more on stdout
 		for _, p := range paths {
 			if _, err := os.Stat(p); !os.IsNotExist(err) {
 				t.Errorf("stream file %s left behind (stat: %v)", p, err)
