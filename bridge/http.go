@@ -64,7 +64,7 @@ type HTTPConfig struct {
 	// inline limit that one session keeps on disk for download; MaxOffload
 	// those of all sessions. Past either, the stream fails and so does its
 	// call, with -32603 (defaults 1 GiB and 4 GiB). The files live in a
-	// directory of the session under Stdio.FileDir, removed with it.
+	// directory of the session under Stdio.StreamDir (default: the temporary directory), removed with it.
 	MaxSessionOffload int64
 	MaxOffload        int64
 }

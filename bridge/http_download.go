@@ -47,7 +47,7 @@ func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (stri
 		return "", 0, errors.New("the HTTP session ended")
 	}
 	if f.dir == "" {
-		dir, err := os.MkdirTemp(h.cfg.Stdio.FileDir, "mcp-flow-http-*")
+		dir, err := os.MkdirTemp(h.cfg.Stdio.StreamDir, "mcp-flow-http-*")
 		if err != nil {
 			f.mu.Unlock()
 			return "", 0, err

@@ -28,7 +28,7 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	dir := t.TempDir()
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
-	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(), InlineLimit: 1 << 20, FileDir: dir,
+	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(), InlineLimit: 1 << 20, StreamDir: dir,
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}, MaxSessionOffload: 5 << 20})
 	ts := httptest.NewServer(front)
 	t.Cleanup(ts.Close)
@@ -86,6 +86,6 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 	front.Close() // returns once every session's core has finished
 	ents, _ := os.ReadDir(dir)
 	for _, e := range ents {
-		t.Errorf("left behind in FileDir: %s", e.Name())
+		t.Errorf("left behind in StreamDir: %s", e.Name())
 	}
 }

@@ -102,28 +102,44 @@ func TestHTTPFrontBodiesInFlight(t *testing.T) {
 	// A: 900 KB declared, sent slowly (the rest once the test says so).
 	ping := `{"jsonrpc":"2.0","id":"a","method":"ping"}`
 	const aSize = 900_000
-	pr, pw := io.Pipe()
-	req, _ := http.NewRequest("POST", ts.URL, pr)
-	req.ContentLength = aSize
-	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("MCP-Session-Id", sid)
-	aDone := make(chan string, 1)
-	go func() {
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			aDone <- err.Error()
-			return
-		}
-		b, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		aDone <- fmt.Sprint(resp.StatusCode, " ", string(b))
-	}()
-	go pw.Write([]byte(ping))
+	startA := func() (*io.PipeWriter, chan string) {
+		pr, pw := io.Pipe()
+		req, _ := http.NewRequest("POST", ts.URL, pr)
+		req.ContentLength = aSize
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("MCP-Session-Id", sid)
+		aDone := make(chan string, 1)
+		go func() {
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				aDone <- err.Error()
+				return
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			aDone <- fmt.Sprint(resp.StatusCode, " ", string(b))
+		}()
+		go pw.Write([]byte(ping))
+		return pw, aDone
+	}
+	pw, aDone := startA()
+	defer func() { pw.CloseWithError(io.ErrUnexpectedEOF) }()
 	// B: 200 KB; it is refused once A's body is in flight (A's request
-	// reaches the front on its own connection, so B tries until then).
+	// reaches the front on its own connection, so B tries until then; when
+	// B's own body in flight made A's refused, A starts again).
 	bBody := `{"jsonrpc":"2.0","id":"b","method":"ping"}` + strings.Repeat(" ", 200_000)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
+		select {
+		case a := <-aDone:
+			if !strings.HasPrefix(a, "503 ") {
+				t.Fatalf("A, its body not all sent: %s", a)
+			}
+			pw.Close()
+			pw, aDone = startA()
+			continue
+		default:
+		}
 		r, body := send(t, ts.URL, "POST", bBody, withSession(sid))
 		if r.StatusCode == http.StatusServiceUnavailable {
 			if r.Header.Get("Retry-After") == "" || !strings.Contains(body, "MaxBodiesInFlight") {
@@ -135,10 +151,10 @@ func TestHTTPFrontBodiesInFlight(t *testing.T) {
 			t.Fatalf("B while A's body is in flight: %d %s", r.StatusCode, body)
 		}
 	}
-	go func() {
+	go func(pw *io.PipeWriter) {
 		pw.Write([]byte(strings.Repeat(" ", aSize-len(ping))))
 		pw.Close()
-	}()
+	}(pw)
 	select {
 	case a := <-aDone:
 		if !strings.HasPrefix(a, "200 ") || !strings.Contains(a, `"id":"a","result"`) {

@@ -129,6 +129,9 @@ func newStallRig(t *testing.T, cfg bridge.StdioConfig) *stallRig {
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Capabilities: caps,
 		Handler: flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 			once.Do(func() { r.srvSess <- req.Session })
+			if req.Method == "tools/call" && strings.Contains(string(req.Params), `"name":"ordered"`) {
+				return orderedResult(req)
+			}
 			res, err := mux.HandleRequest(ctx, req)
 			if ctx.Err() != nil {
 				r.cancelled <- time.Now()
@@ -348,5 +351,47 @@ func TestStdioFrontHostQueueLimit(t *testing.T) {
 	r.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
 	if m := r.read(); string(m.ID) != `"after"` || m.Error != nil {
 		t.Fatalf("ping after the drops: %+v", m)
+	}
+}
+
+// orderedResult is a tool result whose members are in no sorted order,
+// with a text stream on an execution stream and an image whose payload an
+// upstream bridge moved to one (its original block, minus its data, in
+// _meta).
+func orderedResult(req *flow.Request) (any, error) {
+	text, err := req.StreamFrom(strings.NewReader("<ストリーム & text>"), "text/plain; charset=utf-8")
+	if err != nil {
+		return nil, err
+	}
+	img, err := req.StreamFrom(strings.NewReader("\x89PNG"), "image/png")
+	if err != nil {
+		return nil, err
+	}
+	return json.RawMessage(fmt.Sprintf(`{"structuredContent":{"z":1,"a":[2,1]},"content":[{"type":"text","text":"first"},`+
+		`{"type":"ref/stream","streamTag":%d,"mimeType":"text/plain; charset=utf-8"},`+
+		`{"type":"ref/stream","streamTag":%d,"mimeType":"image/png","_meta":{"io.mcp-flow/original":{"block":{"type":"image","mimeType":"image/png","annotations":{"priority":1,"audience":["user"]}},"field":"data"}}}],`+
+		`"_meta":{"z":true,"a":null},"isError":false}`, text.StreamTag, img.StreamTag)), nil
+}
+
+// TestStdioFrontKeepsResultBytes: through the stdio front, a result with
+// execution streams reaches the host with only its ref/stream blocks
+// replaced (the text inline; the image put back as its original block)
+// and every other byte as the server sent it, members in their order: the
+// front splices, it does not decode the result into maps and marshal it
+// again.
+func TestStdioFrontKeepsResultBytes(t *testing.T) {
+	r := newStallRig(t, bridge.StdioConfig{})
+	r.initialize()
+	r.send(`{"jsonrpc":"2.0","id":"o","method":"tools/call","params":{"name":"ordered","arguments":{}}}`)
+	line, err := r.out.ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"jsonrpc":"2.0","id":"o","result":{"structuredContent":{"z":1,"a":[2,1]},"content":[{"type":"text","text":"first"},` +
+		`{"type":"text","text":"<ストリーム & text>"},` +
+		`{"type":"image","mimeType":"image/png","annotations":{"priority":1,"audience":["user"]},"data":"iVBORw=="}],` +
+		`"_meta":{"z":true,"a":null},"isError":false}}` + "\n"
+	if line != want {
+		t.Fatalf("the host got\n%s\nwant\n%s", line, want)
 	}
 }

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,13 +28,16 @@ type StdioConfig struct {
 	Client flow.ClientConfig
 	// InlineLimit is the largest execution stream inlined into a result
 	// (as text, or as a base64 blob). A larger one is offloaded by the
-	// front (the stdio front: a file in FileDir) and named with a
+	// front (the stdio front: a file in StreamDir) and named with a
 	// resource_link. Default 8 MiB: under the 16 MiB line cap of the
 	// go-sdk's stdio client.
 	InlineLimit int64
-	// FileDir receives streams past InlineLimit. Default: os.TempDir().
-	FileDir string
-	Logger  *slog.Logger
+	// StreamDir receives the files of streams past InlineLimit (spec §10).
+	// Default: a directory of the front's own, made in os.TempDir() on
+	// first use. The files (and that directory) are deleted when the
+	// front's session ends: for the stdio front, when Run returns.
+	StreamDir string
+	Logger    *slog.Logger
 	// ExitOnDisconnect: when the MCP-Flow session ends other than by the
 	// host's EOF, Run answers the requests in flight and returns a
 	// *ServerLostError instead of reconnecting (spec §10), for hosts that
@@ -55,9 +61,6 @@ type StdioConfig struct {
 func (cfg StdioConfig) withDefaults() StdioConfig {
 	if cfg.InlineLimit <= 0 {
 		cfg.InlineLimit = 8 << 20
-	}
-	if cfg.FileDir == "" {
-		cfg.FileDir = os.TempDir()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -83,7 +86,7 @@ func (cfg StdioConfig) withDefaults() StdioConfig {
 type Stdio struct {
 	core    *core
 	log     *slog.Logger
-	dir     string
+	files   *streamFiles
 	out     *outbox
 	framing atomic.Int32
 }
@@ -93,7 +96,7 @@ var _ front = (*Stdio)(nil)
 // NewStdio returns a stdio front.
 func NewStdio(cfg StdioConfig) *Stdio {
 	cfg = cfg.withDefaults()
-	b := &Stdio{log: cfg.Logger, dir: cfg.FileDir, out: newOutbox(cfg.HostQueue, cfg.Logger)}
+	b := &Stdio{log: cfg.Logger, files: &streamFiles{dir: cfg.StreamDir}, out: newOutbox(cfg.HostQueue, cfg.Logger)}
 	b.core = newCore(cfg, b, nil)
 	return b
 }
@@ -114,6 +117,9 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	defer func() { // everything queued is written before Run returns
 		b.out.close()
 		<-wrote
+		if err := b.files.remove(); err != nil {
+			b.log.Warn("removing the stream files", "err", err)
+		}
 	}()
 	type read struct {
 		msg     []byte
@@ -198,29 +204,96 @@ func (b *Stdio) put(body []byte, droppable bool) {
 // offload writes a large execution stream to a file and names it with a
 // file:// URI.
 func (b *Stdio) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
-	return offloadFile(b.dir, r)
+	return b.files.offload(r)
 }
 
-// offloadFile writes r to a new file in dir, complete or not at all, and
-// returns its file:// URI.
-func offloadFile(dir string, r io.Reader) (string, int64, error) {
-	f, err := os.CreateTemp(dir, "mcp-flow-stream-*.part")
+// streamFiles are the files a front offloaded execution streams to (spec
+// §10): in dir when set, else in a directory of their own made on first
+// use. remove deletes them, and that directory. Safe for concurrent use.
+type streamFiles struct {
+	dir string
+
+	mu     sync.Mutex
+	own    string   // the directory made for them, if any
+	names  []string // every file made, partial or complete
+	closed bool
+}
+
+var errStreamFilesClosed = errors.New("the session is over: its stream files are deleted")
+
+// offload writes r to a new file, complete or not at all, and returns its
+// file:// URI and size.
+func (f *streamFiles) offload(r io.Reader) (string, int64, error) {
+	file, err := f.create()
 	if err != nil {
 		return "", 0, err
 	}
-	n, err := io.Copy(f, r)
-	if cerr := f.Close(); err == nil {
+	n, err := io.Copy(file, r)
+	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
+	final := strings.TrimSuffix(file.Name(), ".part")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && f.closed {
+		err = errStreamFilesClosed
+	}
+	if err == nil {
+		f.names = append(f.names, final)
+		err = os.Rename(file.Name(), final)
+	}
 	if err != nil {
-		os.Remove(f.Name())
+		os.Remove(file.Name())
 		return "", 0, err
 	}
-	final := strings.TrimSuffix(f.Name(), ".part")
-	if err := os.Rename(f.Name(), final); err != nil {
-		os.Remove(f.Name())
+	abs, err := filepath.Abs(final)
+	if err != nil {
 		return "", 0, err
 	}
-	abs, _ := filepath.Abs(final)
-	return "file://" + abs, n, nil
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), n, nil
+}
+
+// create makes a new partial file.
+func (f *streamFiles) create() (*os.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errStreamFilesClosed
+	}
+	dir := f.dir
+	if dir == "" {
+		if f.own == "" {
+			own, err := os.MkdirTemp("", "mcp-flow-streams-*")
+			if err != nil {
+				return nil, err
+			}
+			f.own = own
+		}
+		dir = f.own
+	}
+	file, err := os.CreateTemp(dir, "mcp-flow-stream-*.part")
+	if err != nil {
+		return nil, err
+	}
+	f.names = append(f.names, file.Name())
+	return file, nil
+}
+
+// remove deletes every file made, and the directory made for them; later
+// offloads fail.
+func (f *streamFiles) remove() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	var errs []error
+	for _, name := range f.names {
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	f.names = nil
+	if f.own != "" {
+		errs = append(errs, os.RemoveAll(f.own))
+	}
+	return errors.Join(errs...)
 }

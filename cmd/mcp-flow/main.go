@@ -82,6 +82,7 @@ type options struct {
 	drain, readHeaderTimeout             time.Duration
 	maxBodiesInFlight                    int
 	maxSessionHeld, maxHeld              int
+	streamDir                            string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -99,6 +100,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long (0: no limit)")
 	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
+	fs.StringVar(&o.streamDir, "stream-dir", "", "bridge: directory for the files of streams past -inline-limit (default: a temporary directory per session); they are deleted when the session ends")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
 	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed")
 	fs.IntVar(&o.maxSessions, "max-sessions", 256, "bridge http: sessions open at once; more get 503")
@@ -169,7 +171,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage(stderr, err.Error())
 		}
-		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
+		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, StreamDir: o.streamDir, Logger: log,
 			Client:           flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()},
 			ExitOnDisconnect: o.exitOnDisconnect, ReconnectWait: o.reconnectWait}
 		if o.webtransport == "draft02" {
