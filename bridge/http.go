@@ -208,8 +208,9 @@ func (h *HTTPFront) session(w http.ResponseWriter, r *http.Request) *httpSession
 		return nil
 	}
 	s := h.lookup(id)
-	if s == nil {
+	if s == nil || s.legacy { // an HTTP+SSE session has no Streamable HTTP id
 		http.Error(w, "unknown or ended session", http.StatusNotFound)
+		return nil
 	}
 	return s
 }
