@@ -844,11 +844,11 @@ func withoutProgressToken(params json.RawMessage) json.RawMessage {
 }
 
 // original returns the block an upstream bridge replaced with this ref.
-func original(refBlock json.RawMessage) (map[string]json.RawMessage, string, bool) {
+func original(refBlock json.RawMessage) (json.RawMessage, string, bool) {
 	var r struct {
 		Meta map[string]struct {
-			Block map[string]json.RawMessage `json:"block"`
-			Field string                     `json:"field"`
+			Block json.RawMessage `json:"block"`
+			Field string          `json:"field"`
 		} `json:"_meta"`
 	}
 	if json.Unmarshal(refBlock, &r) != nil {
