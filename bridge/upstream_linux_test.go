@@ -3,7 +3,6 @@
 package bridge_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -13,8 +12,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"os/exec"
-	"os/signal"
 	"slices"
 	"strings"
 	"sync"
@@ -29,74 +26,16 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// childEnv makes the test binary a stdio MCP server (upstreamChild) instead
-// of running the tests: "polite" ends on end of input; "stubborn" ignores
-// end of input and SIGTERM, and starts a grandchild that does too.
-const childEnv = "MCP_FLOW_TEST_UPSTREAM_CHILD"
+// childEnv makes the test binary a stdio MCP server (flowtest.UpstreamChild)
+// instead of running the tests.
+const childEnv = flowtest.UpstreamChildEnv
 
 func TestMain(m *testing.M) {
 	if mode := os.Getenv(childEnv); mode != "" {
-		upstreamChild(mode)
+		flowtest.UpstreamChild(mode)
 		return
 	}
 	os.Exit(m.Run())
-}
-
-// upstreamChild is a stdio MCP server. Its serverInfo.version is
-// "pid=P,grandchild=G". Tools: "echo" answers its text; "stall" stops
-// reading its input for 2 s (after telling the client with a log
-// notification), then answers.
-func upstreamChild(mode string) {
-	grandchild := 0
-	if mode == "stubborn" {
-		signal.Ignore(syscall.SIGTERM) // inherited by the grandchild
-		gc := exec.Command("sleep", "3600")
-		gc.Stderr = os.Stderr // holds stderr (and stdout) open, like a helper would
-		if err := gc.Start(); err != nil {
-			fmt.Fprintln(os.Stderr, "child: grandchild:", err)
-			os.Exit(1)
-		}
-		grandchild = gc.Process.Pid
-	}
-	out := bufio.NewWriter(os.Stdout)
-	reply := func(id json.RawMessage, result string) {
-		fmt.Fprintf(out, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", id, result)
-		out.Flush()
-	}
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 64<<10), 64<<20)
-	for in.Scan() {
-		var m struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-			Params struct {
-				Name      string `json:"name"`
-				Arguments struct {
-					Text string `json:"text"`
-				} `json:"arguments"`
-			} `json:"params"`
-		}
-		if err := json.Unmarshal(in.Bytes(), &m); err != nil {
-			fmt.Fprintln(os.Stderr, "child: bad line:", err)
-			continue
-		}
-		switch {
-		case m.Method == "initialize":
-			reply(m.ID, fmt.Sprintf(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"child-%s","version":"pid=%d,grandchild=%d"}}`, mode, os.Getpid(), grandchild))
-		case m.Method == "tools/call" && m.Params.Name == "stall":
-			fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"stalling"}}`)
-			out.Flush()
-			time.Sleep(2 * time.Second) // the slow upstream under test: its input is not read meanwhile
-			reply(m.ID, `{"content":[{"type":"text","text":"stalled"}]}`)
-		case m.Method == "tools/call":
-			b, _ := json.Marshal(m.Params.Arguments.Text)
-			reply(m.ID, `{"content":[{"type":"text","text":`+string(b)+`}]}`)
-		}
-	}
-	fmt.Fprintf(os.Stderr, "child %d: end of input (%s)\n", os.Getpid(), mode)
-	if mode == "stubborn" {
-		time.Sleep(time.Hour) // ignores end of input: only SIGKILL ends it
-	}
 }
 
 // childUpstream serves the test binary as a stdio upstream in mode.
@@ -157,11 +96,12 @@ func exits(pid int, d time.Duration) bool {
 }
 
 // latencyBound is how long a ping or call may take while an upstream
-// stalls for 2 s: ten times the median of idle ones on this machine (loaded
-// or not), at least 200 ms and at most 1 s.
+// stalls for 2 s: ten times the 90th percentile of idle ones on this machine
+// (loaded or not), at least 200 ms and at most 1 s (a session held behind
+// the stall waits 2 s).
 func latencyBound(idle []time.Duration) time.Duration {
 	slices.Sort(idle)
-	return min(max(10*idle[len(idle)/2], 200*time.Millisecond), time.Second)
+	return min(max(10*idle[len(idle)*9/10], 200*time.Millisecond), time.Second)
 }
 
 // idlePings measures n pings on s.
@@ -273,23 +213,30 @@ func TestUpstreamStdinStallDoesNotBlockSession(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("the upstream never said it was stalling")
 	}
-	// 200 KiB do not fit in a pipe (64 KiB): the bridge's write of them
+	// 100 KiB do not fit in a pipe (64 KiB): the bridge's write of them
 	// waits until the upstream reads again.
 	bigCtx, bigCancel := context.WithCancel(ctx)
 	defer bigCancel()
 	big := make(chan error, 1)
+	bigSent := time.Now()
 	go func() {
-		_, err := s.Call(bigCtx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": strings.Repeat("x", 200<<10)}})
+		_, err := s.Call(bigCtx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": strings.Repeat("x", 100<<10)}})
 		big <- err
 	}()
+	// Pings in the first 500 ms may queue behind the large frame itself
+	// on the control stream (its transfer and decoding, not the bridge's
+	// doing): only the time after that counts, and $/cancel goes then.
+	window := bigSent.Add(500 * time.Millisecond)
 	var worst time.Duration
+	cancelled := false
 	for round := 0; ; round++ {
 		// A notification each round: once the write is stuck, the queue
 		// fills and the rest are dropped (spec §10), never waited for.
 		if err := s.Notify("notifications/roots/list_changed", nil); err != nil {
 			t.Fatal(err)
 		}
-		if round == 16 {
+		if time.Now().After(window) && !cancelled {
+			cancelled = true
 			bigCancel() // the client sends $/cancel; the pings after it show it did not hold the session
 			if err := <-big; !errors.Is(err, context.Canceled) {
 				t.Fatalf("the cancelled call: %v", err)
@@ -299,7 +246,12 @@ func TestUpstreamStdinStallDoesNotBlockSession(t *testing.T) {
 		if _, err := s.Call(ctx, "ping", nil); err != nil {
 			t.Fatal(err)
 		}
-		worst = max(worst, time.Since(start))
+		if time.Now().After(window) {
+			if start.Before(window) {
+				start = window
+			}
+			worst = max(worst, time.Since(start))
+		}
 		select {
 		case err := <-stalled:
 			if err != nil {
