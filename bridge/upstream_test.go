@@ -171,7 +171,8 @@ func TestHTTPUpstreamNeither(t *testing.T) {
 }
 
 // scriptedPipe is an in-process stdio MCP server that answers initialize and
-// then each tools/call with the next of results, as written.
+// then each tools/call with the next of results, as written; at a result
+// of "" it dies (its output ends; its input is read to its end).
 func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 	return func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 		inR, inW := io.Pipe()
@@ -193,6 +194,10 @@ func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.R
 				switch {
 				case m.Method == "initialize":
 					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`+"\n", m.ID)
+				case m.Method == "tools/call" && next < len(results) && results[next] == "":
+					outW.Close()
+					io.Copy(io.Discard, inR)
+					return
 				case m.Method == "tools/call" && next < len(results):
 					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, results[next])
 					next++

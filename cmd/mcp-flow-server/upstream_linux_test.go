@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -60,17 +59,7 @@ func TestUpstreamFlags(t *testing.T) {
 		proc.Process.Kill()
 		<-exited
 	}()
-	var url, hash string
-	sc := bufio.NewScanner(stdout)
-	for sc.Scan() && (url == "" || hash == "") {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		switch k {
-		case "url":
-			url = v
-		case "cert-sha256":
-			hash = v
-		}
-	}
+	url, hash := flowtest.Announcement(stdout)
 	pin, err := certs.ParseHash(hash)
 	if err != nil {
 		t.Fatalf("no certificate hash on stdout (%v); stderr:\n%s", err, stderr)
