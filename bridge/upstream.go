@@ -588,11 +588,11 @@ func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawM
 	if len(result) < u.threshold {
 		return result, nil
 	}
-	type splice struct {
+	type block struct {
+		members    []rawMember
 		start, end int
-		with       []byte
 	}
-	var splices []splice
+	var blocks []block // the whole walk first: nothing moves out of a result that does not read
 	d := newObjectDecoder(result)
 	if d.PeekKind() != '{' {
 		return result, nil
@@ -621,26 +621,26 @@ func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawM
 				}
 				continue
 			}
-			block, start, end, err := readObject(d, result, func(n string) bool { return n == "resource" })
+			ms, start, end, err := readObject(d, result, func(n string) bool { return n == "resource" })
 			if err != nil {
 				return result, nil
 			}
-			if ref, ok := u.moveOut(req, block); ok {
-				splices = append(splices, splice{start, end, ref})
-			}
+			blocks = append(blocks, block{ms, start, end})
 		}
 		if _, err := d.ReadToken(); err != nil {
 			return result, nil
 		}
 	}
-	if len(splices) == 0 {
-		return result, nil
-	}
-	out := make([]byte, 0, 1024)
+	var out []byte
 	prev := 0
-	for _, sp := range splices {
-		out = append(append(out, result[prev:sp.start]...), sp.with...)
-		prev = sp.end
+	for _, b := range blocks {
+		if ref, ok := u.moveOut(req, b.members); ok {
+			out = append(append(out, result[prev:b.start]...), ref...)
+			prev = b.end
+		}
+	}
+	if out == nil {
+		return result, nil
 	}
 	return append(out, result[prev:]...), nil
 }
