@@ -182,6 +182,9 @@ func startProcess(cfg StdioUpstreamConfig, slots chan struct{}) (io.WriteCloser,
 	p := &process{cmd: cmd, grace: cfg.StopGrace, log: cfg.Logger, exited: make(chan struct{})}
 	go func() { // the reaper: runs whenever the process ends, session or not
 		err := cmd.Wait()
+		// What is left of its group goes too, at once: later, its id
+		// could name another group.
+		signalGroup(cmd.Process.Pid, sigKill)
 		p.log.Debug("upstream process ended", "pid", cmd.Process.Pid, "status", err)
 		release()
 		close(p.exited)
@@ -198,8 +201,8 @@ type process struct {
 }
 
 // stop ends the process after its input was closed: SIGTERM after the
-// grace period, SIGKILL after another; then whatever is left of its process
-// group is killed. It returns once the process is reaped.
+// grace period, SIGKILL after another (to its process group). It returns
+// once the process is reaped (and what was left of its group killed).
 func (p *process) stop() {
 	pid := p.cmd.Process.Pid
 	t := time.NewTimer(p.grace)
@@ -207,7 +210,6 @@ func (p *process) stop() {
 	for _, sig := range []syscall.Signal{sigTerm, sigKill} {
 		select {
 		case <-p.exited:
-			signalGroup(pid, sigKill) // its children, if any are left
 			return
 		case <-t.C:
 		}
