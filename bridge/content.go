@@ -154,7 +154,7 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlo
 	}
 	if ref.original != nil {
 		// An upstream bridge moved this block's payload: put it back.
-		return restorePayload(ref.original, ref.field, head)
+		return restore(ref.original, ref.field, head)
 	}
 	if isText(mime) && utf8.Valid(head) {
 		out := append([]byte(`{"type":"text","text":`), quote(head)...)
@@ -185,68 +185,6 @@ func linkBlock(uri, mime string, size int64) []byte {
 func quote[T []byte | string](s T) []byte {
 	out, _ := jsontext.AppendQuote(nil, s)
 	return out
-}
-
-// restorePayload puts payload back into block, an original block without
-// its payload, at field: "text" and "data" are members of the block,
-// "resource.text" and "resource.blob" members of its resource object;
-// "data" and "resource.blob" are base64. The new member is added last; the
-// others keep their bytes and order.
-func restorePayload(block []byte, field string, payload []byte) ([]byte, error) {
-	var val []byte
-	switch field {
-	case "data", "resource.blob":
-		val = base64.StdEncoding.AppendEncode([]byte{'"'}, payload)
-		val = append(val, '"')
-	case "text", "resource.text":
-		val = quote(payload)
-	default:
-		return nil, fmt.Errorf("unknown payload field %q", field)
-	}
-	sub, ok := strings.CutPrefix(field, "resource.")
-	if !ok {
-		return addMember(block, field, val)
-	}
-	// The resource object inside the block.
-	d := jsontext.NewDecoder(bytes.NewBuffer(block))
-	if _, err := d.ReadToken(); err != nil {
-		return nil, err
-	}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return nil, err
-		}
-		name := tok.String() // before the next read voids tok
-		v, err := d.ReadValue()
-		if err != nil {
-			return nil, err
-		}
-		if name == "resource" && len(v) > 0 && v[0] == '{' {
-			end := int(d.InputOffset())
-			res, err := addMember(v, sub, val)
-			if err != nil {
-				return nil, err
-			}
-			out := append(append([]byte{}, block[:end-len(v)]...), res...)
-			return append(out, block[end:]...), nil
-		}
-	}
-	return nil, fmt.Errorf("payload field %q: the block has no resource object", field)
-}
-
-// addMember appends the member name: val to the JSON object obj.
-func addMember(obj []byte, name string, val []byte) ([]byte, error) {
-	obj = bytes.TrimSpace(obj)
-	if len(obj) < 2 || obj[0] != '{' || obj[len(obj)-1] != '}' {
-		return nil, fmt.Errorf("not a JSON object: %.40q", obj)
-	}
-	out := append([]byte{}, obj[:len(obj)-1]...)
-	if len(bytes.TrimSpace(obj[1:len(obj)-1])) > 0 {
-		out = append(out, ',')
-	}
-	out = append(append(append(out, quote(name)...), ':'), val...)
-	return append(out, '}'), nil
 }
 
 func isText(mime string) bool {

@@ -50,15 +50,15 @@ func TestRestorePayload(t *testing.T) {
 		{`{"type":"resource","resource":{"uri":"u","mimeType":"m"},"_meta":{"k":1}}`, "resource.blob", `{"type":"resource","resource":{"uri":"u","mimeType":"m","blob":"` + b64 + `"},"_meta":{"k":1}}`},
 		{`{"type":"resource","resource":{}}`, "resource.text", `{"type":"resource","resource":{"text":"<a & b>\u0000é"}}`},
 	} {
-		got, err := restorePayload([]byte(c.block), c.field, payload)
+		got, err := restore([]byte(c.block), c.field, payload)
 		if err != nil || !bytes.Equal(got, []byte(c.want)) {
 			t.Errorf("%s at %s:\n got  %s (%v)\n want %s", c.block, c.field, got, err, c.want)
 		}
 	}
-	if _, err := restorePayload([]byte(`{"type":"text"}`), "resource.text", payload); err == nil {
+	if _, err := restore([]byte(`{"type":"text"}`), "resource.text", payload); err == nil {
 		t.Error("a resource field restored into a block without a resource object")
 	}
-	if _, err := restorePayload([]byte(`{"type":"text"}`), "other", payload); err == nil {
+	if _, err := restore([]byte(`{"type":"text"}`), "other", payload); err == nil {
 		t.Error("an unknown field was accepted")
 	}
 }

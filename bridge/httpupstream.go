@@ -47,7 +47,10 @@ type HTTPUpstreamConfig struct {
 	// Threshold: content larger than this many bytes goes on execution
 	// streams (0: 256 KiB).
 	Threshold int
-	Logger    *slog.Logger
+	// Queue bounds the messages waiting for the upstream per session
+	// (default DefaultUpstreamQueue; spec §10, "Backpressure").
+	Queue  int
+	Logger *slog.Logger
 }
 
 // NewHTTPUpstream returns an upstream that reaches, per MCP-Flow session, the
@@ -68,7 +71,7 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	dial := func(_ context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
 		return newHTTPConn(cfg, recv, end), nil
 	}
-	return newUpstream(dial, cfg.Threshold, cfg.Logger)
+	return newUpstream(dial, cfg.Threshold, cfg.Queue, cfg.Logger)
 }
 
 // httpConn is one Streamable HTTP client session: the upstream link of one
@@ -99,21 +102,36 @@ func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(er
 		calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
 }
 
-// send POSTs one message. It returns once the request is on the wire (so
-// that messages reach the server in the bridge's order), or, for
-// initialize, once its answer (with the session id) is in and the
-// standalone stream is open; other answers are read in the background.
+// send POSTs one message. It returns once the POST has left, so that
+// messages reach the server in the bridge's order without one slow POST
+// holding the next (spec §10): a notification once it is written whole
+// (notifications/initialized must be in before the requests that follow), a
+// request or response once its headers are written (the server handles
+// requests concurrently anyway; a server that does not read a large body
+// holds that POST only). initialize returns once its answer (with the
+// session id) is in and the standalone stream is open. Answers are read in
+// the background.
 func (c *httpConn) send(m jsonrpc.Message) error {
 	body := jsonrpc.AppendJSON(nil, m)
 	var call jsonrpc.ID
-	initialize := false
+	initialize, notification := false, false
+	var cancelled jsonrpc.ID // the request a notifications/cancelled is about
 	if r, ok := m.(*jsonrpc.Request); ok {
 		call = r.ID
+		notification = !r.IsCall()
 		initialize = r.Method == flow.MethodInitialize
 		if initialize {
 			c.mu.Lock()
 			c.initID = r.ID
 			c.mu.Unlock()
+		}
+		if r.Method == flow.MethodCancelled {
+			var p struct {
+				RequestID jsonrpc.ID `json:"requestId"`
+			}
+			if json.Unmarshal(r.Params, &p) == nil {
+				cancelled = p.RequestID
+			}
 		}
 	}
 	// A request's POST and its stream end when the bridge cancels it.
@@ -123,9 +141,26 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		c.calls[call.Raw()] = cancel
 		c.mu.Unlock()
 	}
-	wrote := make(chan struct{})
+	left := make(chan struct{})
 	var once sync.Once
-	markWrote := func() { once.Do(func() { close(wrote) }) }
+	markLeft := func() { once.Do(func() { close(left) }) }
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		markLeft()
+		if cancelled.IsValid() {
+			// The notification is on the wire; the cancelled request's
+			// POST and SSE stream are of no more use (MCP sends no
+			// response to it).
+			c.mu.Lock()
+			stop := c.calls[cancelled.Raw()]
+			c.mu.Unlock()
+			if stop != nil {
+				stop()
+			}
+		}
+	}}
+	if !notification {
+		trace.WroteHeaders = markLeft
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -135,8 +170,8 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 			c.mu.Unlock()
 			cancel()
 		}()
-		resp, err := c.do(ctx, http.MethodPost, body, markWrote, nil)
-		markWrote()
+		resp, err := c.do(httptrace.WithClientTrace(ctx, trace), http.MethodPost, body, nil)
+		markLeft()
 		if err != nil {
 			if ctx.Err() == nil {
 				c.failCall(call, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
@@ -152,22 +187,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		}
 		c.answer(ctx, resp, call)
 	}()
-	<-wrote
-	if r, ok := m.(*jsonrpc.Request); ok && r.Method == flow.MethodCancelled {
-		// The notification is on its way; the cancelled request's POST and
-		// SSE stream are of no more use (MCP sends no response to it).
-		var p struct {
-			RequestID jsonrpc.ID `json:"requestId"`
-		}
-		if json.Unmarshal(r.Params, &p) == nil && p.RequestID.IsValid() {
-			c.mu.Lock()
-			stop := c.calls[p.RequestID.Raw()]
-			c.mu.Unlock()
-			if stop != nil {
-				stop()
-			}
-		}
-	}
+	<-left
 	if initialize {
 		// The session id comes with the initialize response; nothing else
 		// may be sent before it is known. Then the standalone stream opens
@@ -186,10 +206,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 
 // do sends one HTTP request with the session's headers, authorizing and
 // retrying once on 401/403 when OAuth is configured.
-func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote func(), extra http.Header) (*http.Response, error) {
-	if wrote != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
-	}
+func (c *httpConn) do(ctx context.Context, method string, body []byte, extra http.Header) (*http.Response, error) {
 	build := func() (*http.Request, error) {
 		var rd io.Reader
 		if body != nil {
@@ -338,7 +355,7 @@ const legacyWait = 30 * time.Second
 // to; every server message then comes on that one stream. It returns once
 // the initialize response is in.
 func (c *httpConn) legacy(initBody []byte, postStatus string) error {
-	resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+	resp, err := c.do(c.ctx, http.MethodGet, nil, http.Header{"Accept": {"text/event-stream"}})
 	if err != nil {
 		return fmt.Errorf("upstream %s: POST answered %s, and the HTTP+SSE GET failed: %v", c.cfg.Endpoint, postStatus, err)
 	}
@@ -379,7 +396,7 @@ func (c *httpConn) legacy(initBody []byte, postStatus string) error {
 			}
 		}
 	}()
-	pr, err := c.do(c.ctx, http.MethodPost, initBody, nil, nil)
+	pr, err := c.do(c.ctx, http.MethodPost, initBody, nil)
 	if err != nil {
 		return fmt.Errorf("upstream HTTP+SSE initialize: %v", err)
 	}
@@ -408,7 +425,7 @@ func (c *httpConn) listen() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+		resp, err := c.do(c.ctx, http.MethodGet, nil, http.Header{"Accept": {"text/event-stream"}})
 		close(open)
 		if err != nil {
 			c.log.Debug("upstream GET stream", "err", err)
@@ -479,7 +496,7 @@ func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc
 		if lastID != "" {
 			h.Set("Last-Event-Id", lastID)
 		}
-		next, err := c.do(ctx, http.MethodGet, nil, nil, h)
+		next, err := c.do(ctx, http.MethodGet, nil, h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -588,7 +605,7 @@ func (c *httpConn) close() {
 	c.mu.Unlock()
 	if live { // an expired session has nothing to delete
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if resp, err := c.do(ctx, http.MethodDelete, nil, nil, nil); err == nil {
+		if resp, err := c.do(ctx, http.MethodDelete, nil, nil); err == nil {
 			resp.Body.Close()
 		}
 		cancel()

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"os/exec"
@@ -43,17 +42,7 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 			t.Fatal(err)
 		}
 		exited := make(chan error, 1)
-		var url, hash string
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() && (url == "" || hash == "") {
-			k, v, _ := strings.Cut(sc.Text(), ": ")
-			switch k {
-			case "url":
-				url = v
-			case "cert-sha256":
-				hash = v
-			}
-		}
+		url, hash := flowtest.Announcement(stdout)
 		go func() { exited <- proc.Wait() }()
 		if url == "" || hash == "" {
 			proc.Process.Kill()

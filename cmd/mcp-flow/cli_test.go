@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -50,28 +48,12 @@ func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, st
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	deadline := time.AfterFunc(20*time.Second, func() { proc.Process.Kill() })
 	defer deadline.Stop()
-	url, hash = announcement(stdout)
+	url, hash = flowtest.Announcement(stdout)
 	if url == "" || hash == "" {
 		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr)
 	}
 	go func() { _, _ = bytes.NewBuffer(nil).ReadFrom(stdout) }()
 	return url, hash, proc, stderr
-}
-
-// announcement reads mcp-flow-server's stdout up to its URL and
-// certificate hash.
-func announcement(stdout io.Reader) (url, hash string) {
-	sc := bufio.NewScanner(stdout)
-	for (url == "" || hash == "") && sc.Scan() {
-		k, v, _ := strings.Cut(sc.Text(), ": ")
-		switch k {
-		case "url":
-			url = v
-		case "cert-sha256":
-			hash = v
-		}
-	}
-	return url, hash
 }
 
 func runCLI(t *testing.T, bin string, args ...string) (stdout, stderr string, code int) {
