@@ -1,6 +1,7 @@
-// Package bridge connects plain MCP peers to MCP-Flow. This file holds the
-// stdio framings of seeds 000 and 002: newline-delimited JSON, and
-// Content-Length headers (as LSP), detected from what the peer sends.
+// Package bridge connects plain MCP peers to MCP-Flow (spec §10). This file
+// holds the stdio framings of seeds 000 and 002 (newline-delimited JSON, and
+// Content-Length headers as in LSP, detected from what the peer sends) and
+// the package's one bounded line reader.
 package bridge
 
 import (
@@ -13,49 +14,144 @@ import (
 	"strings"
 )
 
-// Framing is how messages are delimited on a stdio pipe.
-type Framing int
+// framing is how messages are delimited on a stdio pipe.
+type framing int
 
 // The framings.
 const (
-	NDJSON        Framing = iota // one JSON text per line
-	ContentLength                // "Content-Length: N\r\n\r\n" then N bytes of UTF-8
+	framingNDJSON        framing = iota // one JSON text per line
+	framingContentLength                // "Content-Length: N\r\n\r\n" then N bytes of UTF-8
 )
 
-func (f Framing) String() string {
-	if f == ContentLength {
+func (f framing) String() string {
+	if f == framingContentLength {
 		return "Content-Length"
 	}
 	return "NDJSON"
 }
 
-// FramingError is a message that could not be delimited: the reader has
+// framingError is a message that could not be delimited: the reader has
 // skipped it and can go on.
-type FramingError struct{ Reason string }
+type framingError struct{ reason string }
 
-func (e *FramingError) Error() string { return "bridge: " + e.Reason }
+func (e *framingError) Error() string { return "bridge: " + e.reason }
 
-// MaxMessage bounds one message read from stdio (64 MiB).
+// MaxMessage bounds one message read by a bridge: a line or a
+// Content-Length body from stdio, an HTTP body, an SSE event (64 MiB).
 const MaxMessage = 64 << 20
 
-// Reader reads messages in whichever framing each one comes. Not safe for
-// concurrent use.
-type Reader struct {
-	r *bufio.Reader
+// errLineTooLong reports a line (or an SSE event) over its reader's limit.
+// Nothing past the limit was kept, and the reader stopped inside the line:
+// skipLine goes on after it, and a reader that cannot go on fails.
+var errLineTooLong = errors.New("line or event over the message limit")
+
+// readLine reads one line of at most limit bytes, without its end, a buffer
+// at a time (WHATWG HTML §9.2.5 for SSE): a line ends at LF, at CR, or at
+// CRLF. At the end of input, a last line without an end is returned, then
+// io.EOF. Past limit: errLineTooLong.
+func readLine(br *bufio.Reader, limit int) ([]byte, error) {
+	return readLineEnds(br, limit, "\r\n")
 }
 
-// NewReader returns a reader of framed messages.
-func NewReader(r io.Reader) *Reader { return &Reader{r: bufio.NewReaderSize(r, 64<<10)} }
+// readLineEnds is readLine where a line ends at any byte of ends; a CR
+// that ends no line is kept, except one just before the LF.
+func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
+	// For LF-ended lines, a CR just before the LF is dropped, so it does
+	// not count against limit.
+	slack := 0
+	if ends == "\n" {
+		slack = 1
+	}
+	var line []byte
+	for {
+		buf, err := br.Peek(max(br.Buffered(), 1))
+		if err != nil {
+			if err == io.EOF && len(line) > 0 {
+				return line, nil
+			}
+			return nil, err
+		}
+		i := bytes.IndexAny(buf, ends)
+		if i < 0 {
+			if len(line)+len(buf) > limit+slack {
+				return nil, errLineTooLong
+			}
+			line = grow(line, len(buf), limit+slack)
+			line = append(line, buf...)
+			_, _ = br.Discard(len(buf))
+			continue
+		}
+		n, last := len(line)+i, byte(0)
+		switch {
+		case i > 0:
+			last = buf[i-1]
+		case len(line) > 0:
+			last = line[len(line)-1]
+		}
+		if slack == 1 && last == '\r' {
+			n--
+		}
+		if n > limit {
+			return nil, errLineTooLong
+		}
+		line = append(line, buf[:i]...)
+		cr := buf[i] == '\r'
+		_, _ = br.Discard(i + 1)
+		if cr {
+			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
+				_, _ = br.Discard(1)
+			}
+		}
+		if !cr && ends == "\n" {
+			line = bytes.TrimSuffix(line, []byte{'\r'})
+		}
+		return line, nil
+	}
+}
 
-// Read returns the next message and the framing it came in. A *FramingError
-// reports a message it had to skip (a BOM, a broken header, a message over
-// MaxMessage); io.EOF the end of input.
-func (r *Reader) Read() ([]byte, Framing, error) {
+// skipLine discards input up to and including the next LF.
+// grow makes room for n more bytes in line, doubling up to limit: append
+// grows a large slice by a quarter at a time, which allocates a long line
+// about five times over.
+func grow(line []byte, n, limit int) []byte {
+	if len(line)+n <= cap(line) {
+		return line
+	}
+	g := make([]byte, len(line), min(max(2*cap(line), len(line)+n), max(limit, len(line)+n)))
+	copy(g, line)
+	return g
+}
+
+func skipLine(br *bufio.Reader) error {
+	for {
+		_, err := br.ReadSlice('\n')
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return err
+		}
+	}
+}
+
+// frameReader reads messages in whichever framing each one comes, each of
+// at most limit bytes. Not safe for concurrent use.
+type frameReader struct {
+	r     *bufio.Reader
+	limit int
+}
+
+// newFrameReader returns a reader of framed messages of at most limit bytes.
+func newFrameReader(r io.Reader, limit int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
+}
+
+// read returns the next message, in a buffer of its own, and the framing it
+// came in. A *framingError reports a message it had to skip (a BOM, a
+// broken header, a message over the limit); io.EOF the end of input.
+func (r *frameReader) read() ([]byte, framing, error) {
 	for {
 		// Skip blank lines between messages.
 		b, err := r.r.Peek(1)
 		if err != nil {
-			return nil, NDJSON, err
+			return nil, framingNDJSON, err
 		}
 		if b[0] == '\n' || b[0] == '\r' || b[0] == ' ' || b[0] == '\t' {
 			_, _ = r.r.ReadByte()
@@ -64,26 +160,21 @@ func (r *Reader) Read() ([]byte, Framing, error) {
 		break
 	}
 	if r.startsWith("\xef\xbb\xbf", false) {
-		_, _ = r.r.Discard(3)
-		line, _ := r.readLine()
-		_ = line
-		return nil, NDJSON, &FramingError{Reason: "a UTF-8 byte order mark is not allowed before a message; the message was skipped"}
+		_ = skipLine(r.r)
+		return nil, framingNDJSON, &framingError{reason: "a UTF-8 byte order mark is not allowed before a message; the message was skipped"}
 	}
 	if r.startsWith("content-length:", true) {
 		return r.readHeaders()
 	}
-	line, err := r.readLine()
-	if err != nil {
-		return nil, NDJSON, err
-	}
-	return line, NDJSON, nil
+	line, err := r.line()
+	return line, framingNDJSON, err
 }
 
 // startsWith reports whether the input goes on with prefix (ASCII letters
 // in any case, with fold). It peeks one byte more only while those so far
 // agree, so that a message shorter than the prefix ("[]", a short line of
 // garbage) is read at once instead of waiting for more input.
-func (r *Reader) startsWith(prefix string, fold bool) bool {
+func (r *frameReader) startsWith(prefix string, fold bool) bool {
 	for n := 1; n <= len(prefix); n++ {
 		b, _ := r.r.Peek(n)
 		if len(b) < n {
@@ -100,71 +191,53 @@ func (r *Reader) startsWith(prefix string, fold bool) bool {
 	return true
 }
 
-// readLine reads one line, without its end, bounded by MaxMessage.
-func (r *Reader) readLine() ([]byte, error) {
-	var out []byte
-	for {
-		chunk, err := r.r.ReadSlice('\n')
-		if len(out)+len(chunk) > MaxMessage {
-			// Drop the rest of the line, then report.
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = r.r.ReadSlice('\n')
-			}
-			return nil, &FramingError{Reason: fmt.Sprintf("a line longer than %d bytes was skipped", MaxMessage)}
-		}
-		if len(out)+len(chunk) > cap(out) {
-			// Double, up to MaxMessage: append grows a large slice by a
-			// quarter at a time, which allocates five times a long line.
-			grown := make([]byte, len(out), min(max(2*cap(out), len(out)+len(chunk)), MaxMessage))
-			copy(grown, out)
-			out = grown
-		}
-		out = append(out, chunk...)
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if err != nil && (err != io.EOF || len(out) == 0) {
-			return nil, err
-		}
-		return bytes.TrimRight(out, "\r\n"), nil
+// line reads one NDJSON line; one past the limit is skipped and reported.
+func (r *frameReader) line() ([]byte, error) {
+	line, err := readLineEnds(r.r, r.limit, "\n")
+	if errors.Is(err, errLineTooLong) {
+		_ = skipLine(r.r)
+		return nil, &framingError{reason: fmt.Sprintf("a line longer than %d bytes was skipped", r.limit)}
 	}
+	return line, err
 }
 
 // readHeaders reads a Content-Length message: headers up to a blank line,
 // then exactly that many bytes.
-func (r *Reader) readHeaders() ([]byte, Framing, error) {
+func (r *frameReader) readHeaders() ([]byte, framing, error) {
 	n := -1
 	for {
-		line, err := r.readLine()
+		line, err := r.line()
 		if err != nil {
-			return nil, ContentLength, err
+			return nil, framingContentLength, err
 		}
 		if len(line) == 0 {
 			break
 		}
 		k, v, ok := strings.Cut(string(line), ":")
 		if !ok {
-			return nil, ContentLength, &FramingError{Reason: fmt.Sprintf("broken header line %q", clip(string(line)))}
+			return nil, framingContentLength, &framingError{reason: fmt.Sprintf("broken header line %q", clip(string(line)))}
 		}
 		if strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
 			n, err = strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
-				return nil, ContentLength, &FramingError{Reason: fmt.Sprintf("bad Content-Length %q", clip(strings.TrimSpace(v)))}
+				return nil, framingContentLength, &framingError{reason: fmt.Sprintf("bad Content-Length %q", clip(strings.TrimSpace(v)))}
 			}
 		}
 	}
 	if n < 0 {
-		return nil, ContentLength, &FramingError{Reason: "headers without Content-Length"}
+		return nil, framingContentLength, &framingError{reason: "headers without Content-Length"}
 	}
-	if n > MaxMessage {
-		_, _ = r.r.Discard(n)
-		return nil, ContentLength, &FramingError{Reason: fmt.Sprintf("Content-Length %d exceeds %d; the message was skipped", n, MaxMessage)}
+	if n > r.limit {
+		if _, err := r.r.Discard(n); err != nil {
+			return nil, framingContentLength, err
+		}
+		return nil, framingContentLength, &framingError{reason: fmt.Sprintf("Content-Length %d exceeds %d; the message was skipped", n, r.limit)}
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r.r, body); err != nil {
-		return nil, ContentLength, err
+		return nil, framingContentLength, err
 	}
-	return body, ContentLength, nil
+	return body, framingContentLength, nil
 }
 
 func clip(s string) string {
@@ -174,9 +247,9 @@ func clip(s string) string {
 	return s
 }
 
-// AppendFramed appends msg in framing f. Content-Length counts UTF-8 bytes.
-func AppendFramed(dst []byte, f Framing, msg []byte) []byte {
-	if f == ContentLength {
+// appendFramed appends msg in framing f. Content-Length counts UTF-8 bytes.
+func appendFramed(dst []byte, f framing, msg []byte) []byte {
+	if f == framingContentLength {
 		dst = append(dst, "Content-Length: "...)
 		dst = strconv.AppendInt(dst, int64(len(msg)), 10)
 		dst = append(dst, "\r\n\r\n"...)

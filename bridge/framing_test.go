@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"strings"
 	"testing"
 	"testing/iotest"
 	"time"
@@ -12,25 +13,25 @@ import (
 func TestFramingRoundTrip(t *testing.T) {
 	// Japanese text: Content-Length counts UTF-8 bytes, not characters.
 	msg := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"こんにちは"}}}`)
-	cl := AppendFramed(nil, ContentLength, msg)
+	cl := appendFramed(nil, framingContentLength, msg)
 	if want := "Content-Length: 110\r\n\r\n"; !bytes.HasPrefix(cl, []byte(want)) || len(msg) != 110 { // 95 ASCII bytes + 5 kana × 3
 		t.Fatalf("header %q (message %d bytes)", cl[:24], len(msg))
 	}
-	nd := AppendFramed(nil, NDJSON, msg)
+	nd := appendFramed(nil, framingNDJSON, msg)
 	batch := []byte(`[{"jsonrpc":"2.0","id":2,"method":"ping"},{"jsonrpc":"2.0","method":"notifications/initialized"}]`)
-	in := append(append(append(append([]byte{}, cl...), nd...), "\r\n"...), AppendFramed(nil, ContentLength, batch)...)
+	in := append(append(append(append([]byte{}, cl...), nd...), "\r\n"...), appendFramed(nil, framingContentLength, batch)...)
 	// One byte per read: messages split across reads.
-	r := NewReader(iotest.OneByteReader(bytes.NewReader(in)))
+	r := newFrameReader(iotest.OneByteReader(bytes.NewReader(in)), MaxMessage)
 	for i, want := range []struct {
 		b []byte
-		f Framing
-	}{{msg, ContentLength}, {msg, NDJSON}, {batch, ContentLength}} {
-		got, f, err := r.Read()
+		f framing
+	}{{msg, framingContentLength}, {msg, framingNDJSON}, {batch, framingContentLength}} {
+		got, f, err := r.read()
 		if err != nil || f != want.f || !bytes.Equal(got, want.b) {
 			t.Fatalf("message %d: %q (%v), %v", i, got, f, err)
 		}
 	}
-	if _, _, err := r.Read(); err != io.EOF {
+	if _, _, err := r.read(); err != io.EOF {
 		t.Fatalf("at end: %v", err)
 	}
 }
@@ -45,7 +46,7 @@ func TestShortMessageReadAtOnce(t *testing.T) {
 		go pw.Write([]byte(msg + "\n")) // and nothing more until the pipe is closed
 		got := make(chan []byte, 1)
 		go func() {
-			b, _, _ := NewReader(pr).Read()
+			b, _, _ := newFrameReader(pr, MaxMessage).read()
 			got <- b
 		}()
 		select {
@@ -69,22 +70,52 @@ func TestFramingErrorsDoNotWedge(t *testing.T) {
 		"broken header": "Content-Length: 12\r\nno colon here\r\n\r\n",
 		"bad length":    "Content-Length: -5\r\n\r\n",
 	} {
-		r := NewReader(bytes.NewReader([]byte(bad + ok + "\n")))
-		var fe *FramingError
+		r := newFrameReader(bytes.NewReader([]byte(bad+ok+"\n")), MaxMessage)
+		var fe *framingError
 		var got []byte
 		var err error
 		for range 4 {
-			got, _, err = r.Read()
+			got, _, err = r.read()
 			if errors.As(err, &fe) {
 				continue
 			}
 			break
 		}
 		if fe == nil {
-			t.Errorf("%s: no FramingError", name)
+			t.Errorf("%s: no framingError", name)
 		}
 		if string(got) != ok {
 			t.Errorf("%s: the next message was %q, %v", name, got, err)
+		}
+	}
+}
+
+// TestFrameReaderLimit crosses the reader's message limit in both framings:
+// a message of exactly the limit is read (across many buffer fills), one
+// byte more is skipped with a framingError, nothing of it kept, and the
+// next message is read.
+func TestFrameReaderLimit(t *testing.T) {
+	const limit = 100 << 10 // more than the reader's 64 KiB buffer
+	ok := `{"jsonrpc":"2.0","id":9,"method":"ping"}`
+	at := `"` + strings.Repeat("a", limit-2) + `"`
+	over := at + " "
+	for name, in := range map[string]string{
+		"NDJSON":         at + "\r\n" + over + "\n" + ok + "\n",
+		"Content-Length": string(appendFramed(appendFramed(nil, framingContentLength, []byte(at)), framingContentLength, []byte(over))) + ok + "\n",
+	} {
+		r := newFrameReader(strings.NewReader(in), limit)
+		if got, _, err := r.read(); err != nil || string(got) != at {
+			t.Fatalf("%s: a message of the limit: %d bytes, %v", name, len(got), err)
+		}
+		var fe *framingError
+		if got, _, err := r.read(); !errors.As(err, &fe) || got != nil {
+			t.Fatalf("%s: a message over the limit: %d bytes, %v", name, len(got), err)
+		}
+		if got, _, err := r.read(); err != nil || string(got) != ok {
+			t.Fatalf("%s: after the skipped message: %q, %v", name, got, err)
+		}
+		if _, _, err := r.read(); err != io.EOF {
+			t.Fatalf("%s: at the end: %v", name, err)
 		}
 	}
 }

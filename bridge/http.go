@@ -2,29 +2,26 @@ package bridge
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/base64"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // HTTPConfig configures a Streamable HTTP front (MCP 2025-11-25 transports):
-// plain MCP clients reach an MCP-Flow server through it.
+// plain MCP clients reach an MCP-Flow server through it. Its limits are in
+// spec §8 and §10.
 type HTTPConfig struct {
 	Stdio StdioConfig // the MCP-Flow side, as for the stdio front
 	// AllowedOrigins may send requests from browsers; others get 403. A
@@ -38,18 +35,59 @@ type HTTPConfig struct {
 	// IdleTimeout ends a session with no request and no open stream for
 	// that long; its id then gets 404 (default 30 minutes).
 	IdleTimeout time.Duration
-	// MaxBody bounds a POST body; a larger one gets 413 (default and
-	// ceiling: MaxMessage, 64 MiB).
+	// MaxBody bounds a POST body of a session; a larger one gets 413
+	// (default and ceiling: MaxMessage, 64 MiB). The session id is checked
+	// before the body is read.
 	MaxBody int
+	// MaxInitBody bounds a POST body without a session id (it can only be
+	// an initialize); a larger one gets 413 (default 1 MiB).
+	MaxInitBody int
+	// MaxBodiesInFlight bounds the bytes of request bodies being read and
+	// decoded at once, over all sessions; a POST that would pass it gets
+	// 503 with Retry-After (default 256 MiB).
+	MaxBodiesInFlight int
+	// MaxUninitialized bounds the 2024-11-05 HTTP+SSE streams open before
+	// their initialize (they do not count against MaxSessions until it
+	// succeeds); a GET past it gets 503 (default 16). InitTimeout ends such
+	// a stream when no initialize succeeded in it (default 30 s).
+	MaxUninitialized int
+	InitTimeout      time.Duration
+	// MaxSessionHeld bounds the bytes of SSE events one session holds (its
+	// open streams' unsent events and what it keeps for resumption);
+	// MaxHeld those of all sessions. Past either, once the session has
+	// dropped what it held only for resumption, a response becomes a
+	// -32603 error naming the cap and a notification is dropped (defaults
+	// 64 MiB and 1 GiB).
+	MaxSessionHeld int
+	MaxHeld        int
+	// MaxSessionOffload bounds the bytes of the execution streams past the
+	// inline limit that one session keeps on disk for download; MaxOffload
+	// those of all sessions. Past either, the stream fails and so does its
+	// call, with -32603 (defaults 1 GiB and 4 GiB). The files live in a
+	// directory of the session under Stdio.StreamDir (default: the temporary directory), removed with it.
+	MaxSessionOffload int64
+	MaxOffload        int64
 }
 
 // HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
-// DELETE on one path).
+// DELETE on one path). Shutdown drains it; Close ends it at once. Its
+// methods are safe for concurrent use.
 type HTTPFront struct {
-	cfg      HTTPConfig
-	log      *slog.Logger
-	mu       sync.Mutex
-	sessions map[string]*httpSession
+	cfg           HTTPConfig
+	log           *slog.Logger
+	held          *heldBudget  // all sessions' SSE events (MaxHeld)
+	offloaded     *heldBudget  // all sessions' offloaded streams (MaxOffload)
+	bodies        atomic.Int64 // bytes of request bodies in flight (MaxBodiesInFlight)
+	calls         atomic.Int64 // the clients' requests in flight, over all sessions
+	wakeMu        sync.Mutex
+	wake          chan struct{}  // closed (and replaced) when calls drops to 0
+	cores         sync.WaitGroup // the cores of ended sessions, finishing
+	mu            sync.Mutex
+	sessions      map[string]*httpSession
+	downloads     map[string]*download  // offloaded streams by token
+	finishing     map[*httpSession]bool // ended, their cores not yet finished
+	uninitialized int                   // legacy sessions before their initialize
+	closing       bool
 }
 
 // NewHTTPFront returns the handler.
@@ -67,232 +105,40 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if cfg.MaxBody <= 0 || cfg.MaxBody > MaxMessage {
 		cfg.MaxBody = MaxMessage
 	}
-	return &HTTPFront{cfg: cfg, log: log, sessions: map[string]*httpSession{}}
+	if cfg.MaxInitBody <= 0 {
+		cfg.MaxInitBody = min(1<<20, cfg.MaxBody)
+	}
+	if cfg.MaxBodiesInFlight <= 0 {
+		cfg.MaxBodiesInFlight = 256 << 20
+	}
+	if cfg.MaxUninitialized <= 0 {
+		cfg.MaxUninitialized = 16
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 30 * time.Second
+	}
+	if cfg.MaxSessionHeld <= 0 {
+		cfg.MaxSessionHeld = 64 << 20
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 1 << 30
+	}
+	if cfg.MaxSessionOffload <= 0 {
+		cfg.MaxSessionOffload = 1 << 30
+	}
+	if cfg.MaxOffload <= 0 {
+		cfg.MaxOffload = 4 << 30
+	}
+	cfg.Stdio = cfg.Stdio.withDefaults()
+	return &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
+		offloaded: &heldBudget{max: cfg.MaxOffload}, downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{}}
 }
 
 // Protocol versions of MCP this front accepts in MCP-Protocol-Version.
-var httpVersions = []string{protocol.MCP20251125, protocol.MCP20250618, protocol.MCP20250326}
-
-type httpSession struct {
-	id     string
-	front  *HTTPFront
-	core   *Stdio
-	legacy bool // a client of the 2024-11-05 HTTP+SSE transport
-	mu     sync.Mutex
-	// waiting POSTs by request id, and by progress token for related
-	// notifications.
-	byID    map[string]chan jsonrpc.Message
-	byToken map[string]chan jsonrpc.Message
-	// SSE streams, kept for resumption with Last-Event-ID: stream 0 is the
-	// standalone GET stream, the others one per POST. Event ids are
-	// "<stream>.<seq>", unique within the session.
-	streams    map[int]*sseStream // under mu
-	standalone *sseStream         // streams[0]; set once
-	nextStream int
-	finished   []*sseStream // finished POST streams kept for resumption, oldest first
-	getOpen    bool
-	delivered  int // events of stream 0 sent on some GET
-	// Idleness: active counts requests and streams in progress; the timer
-	// ends the session once it has been idle for IdleTimeout.
-	active     int
-	lastActive time.Time
-	idle       *time.Timer
-}
-
-// enter marks activity on the session; the returned function ends it.
-func (s *httpSession) enter() func() {
-	s.mu.Lock()
-	s.active++
-	s.mu.Unlock()
-	return func() {
-		s.mu.Lock()
-		s.active--
-		s.lastActive = time.Now()
-		s.mu.Unlock()
-	}
-}
-
-// idleFor is how long the session has been idle (0 while it is busy).
-func (s *httpSession) idleFor() time.Duration {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.active > 0 {
-		return 0
-	}
-	return time.Since(s.lastActive)
-}
-
-// retire keeps a finished POST stream for resumption, within the session's
-// bounds; the oldest finished streams go first.
-func (s *httpSession) retire(st *sseStream) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.finished = append(s.finished, st)
-	total := 0
-	for _, f := range s.finished {
-		total += f.bytes()
-	}
-	for len(s.finished) > 1 && (len(s.finished) > keepFinished || total > keepFinishedBytes) {
-		old := s.finished[0]
-		total -= old.bytes()
-		delete(s.streams, old.id)
-		s.finished[0] = nil
-		s.finished = s.finished[1:]
-	}
-}
-
-// sseStream is the event log of one SSE stream. A writer follows it from a
-// position; appends wake the writers. It keeps a window of the latest
-// events for resumption (replayEvents, replayBytes); a follower that falls
-// behind the window has lost events and is cut off.
-type sseStream struct {
-	id     int
-	mu     sync.Mutex
-	base   int // events before this sequence number are gone
-	events [][]byte
-	size   int
-	done   bool
-	wake   chan struct{}
-}
-
-// The replay window of one stream: the latest replayEvents events, within
-// replayBytes (the newest event is always kept, whatever its size).
-const (
-	replayEvents = 1024
-	replayBytes  = 16 << 20
-)
-
-// Finished POST streams are kept for resumption within these bounds per
-// session; the oldest go first.
-const (
-	keepFinished      = 64
-	keepFinishedBytes = 32 << 20
-)
-
-// errEventsLost: a follower asked for events that left the replay window.
-var errEventsLost = errors.New("events no longer available for replay")
-
-func newSSEStream(id int) *sseStream { return &sseStream{id: id, wake: make(chan struct{})} }
-
-func (st *sseStream) append(m jsonrpc.Message) {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	e := jsonrpc.AppendJSON(nil, m)
-	st.events = append(st.events, e)
-	st.size += len(e)
-	for len(st.events) > 1 && (len(st.events) > replayEvents || st.size > replayBytes) {
-		st.size -= len(st.events[0])
-		st.events[0] = nil
-		st.events = st.events[1:]
-		st.base++
-	}
-	close(st.wake)
-	st.wake = make(chan struct{})
-}
-
-func (st *sseStream) finish() {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	st.done = true
-	close(st.wake)
-	st.wake = make(chan struct{})
-}
-
-// bytes is what the stream holds for replay.
-func (st *sseStream) bytes() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.size
-}
-
-// first is the position of the oldest event held.
-func (st *sseStream) first() int {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return st.base
-}
-
-// available reports whether the events after position from are all still
-// held.
-func (st *sseStream) available(from int) bool {
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return from >= st.base && from <= st.base+len(st.events)
-}
-
-// follow writes the events after position from (0: all) until the stream is
-// done or ctx ends, and returns the position reached; errEventsLost when the
-// next event has left the replay window.
-func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) (int, error) {
-	fl, _ := w.(http.Flusher)
-	for {
-		st.mu.Lock()
-		if from < st.base {
-			st.mu.Unlock()
-			return from, errEventsLost
-		}
-		evs, done, wake := st.events[min(from-st.base, len(st.events)):], st.done, st.wake
-		st.mu.Unlock()
-		for _, e := range evs {
-			from++
-			fmt.Fprintf(w, "id: %d.%d\ndata: %s\n\n", st.id, from, e)
-		}
-		if fl != nil && len(evs) > 0 {
-			fl.Flush()
-		}
-		if done {
-			return from, nil
-		}
-		select {
-		case <-wake:
-		case <-ctx.Done():
-			return from, nil
-		}
-	}
-}
-
-// route sends one message of the core to where the client waits for it.
-func (s *httpSession) route(m jsonrpc.Message) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	switch m := m.(type) {
-	case *jsonrpc.Response:
-		if ch := s.byID[m.ID.Raw()]; ch != nil {
-			ch <- m
-			return
-		}
-	case *jsonrpc.Request:
-		if m.Method == protocol.MethodProgress {
-			var p struct {
-				Token json.RawMessage `json:"progressToken"`
-			}
-			_ = json.Unmarshal(m.Params, &p)
-			if ch := s.byToken[string(p.Token)]; ch != nil {
-				ch <- m
-				return
-			}
-		}
-		if m.IsCall() {
-			// A server request (sampling, elicitation) most likely serves a
-			// request in flight: send it on that request's stream, where
-			// the client is listening for sure (MCP 2025-11-25 transports).
-			for _, ch := range s.byID {
-				ch <- m
-				return
-			}
-		}
-	}
-	s.standalone.append(m)
-}
-
-func newSessionID() string {
-	var b [24]byte
-	_, _ = rand.Read(b[:])
-	return base64.RawURLEncoding.EncodeToString(b[:]) // visible ASCII
-}
+var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
-	if o := r.Header.Get("Origin"); o != "" && !loopbackOrigin(o) && !slices.Contains(h.cfg.AllowedOrigins, o) && !slices.Contains(h.cfg.AllowedOrigins, "*") {
+	if !h.originAllowed(r) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return false
 	}
@@ -319,21 +165,6 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-func (h *HTTPFront) session(w http.ResponseWriter, r *http.Request) *httpSession {
-	id := r.Header.Get("MCP-Session-Id")
-	if id == "" {
-		http.Error(w, "missing MCP-Session-Id", http.StatusBadRequest)
-		return nil
-	}
-	h.mu.Lock()
-	s := h.sessions[id]
-	h.mu.Unlock()
-	if s == nil {
-		http.Error(w, "unknown or ended session", http.StatusNotFound)
-	}
-	return s
-}
-
 // ServeHTTP implements the endpoint.
 func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.checkHeaders(w, r) {
@@ -347,6 +178,10 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.post(w, r)
 	case http.MethodGet:
+		if token := r.URL.Query().Get("download"); token != "" {
+			h.serveDownload(w, r, token)
+			return
+		}
 		if r.Header.Get("MCP-Session-Id") == "" && r.Header.Get("Last-Event-ID") == "" &&
 			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			h.legacyStream(w, r)
@@ -364,76 +199,120 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
-// end removes a session: its id gets 404 from now on, an open GET stream
-// ends, and its MCP-Flow session shuts down once its requests are done.
-func (h *HTTPFront) end(s *httpSession, why string) {
-	h.mu.Lock()
-	_, ok := h.sessions[s.id]
-	delete(h.sessions, s.id)
-	h.mu.Unlock()
-	if !ok {
-		return
+// session finds the session a request names in MCP-Session-Id, before its
+// body is read; it answers the client itself (400, 404) when there is none.
+func (h *HTTPFront) session(w http.ResponseWriter, r *http.Request) *httpSession {
+	id := r.Header.Get("MCP-Session-Id")
+	if id == "" {
+		http.Error(w, "missing MCP-Session-Id", http.StatusBadRequest)
+		return nil
 	}
-	h.log.Debug("HTTP session ended", "why", why)
-	s.mu.Lock()
-	if s.idle != nil {
-		s.idle.Stop()
+	s := h.lookup(id)
+	if s == nil || s.legacy { // an HTTP+SSE session has no Streamable HTTP id
+		http.Error(w, "unknown or ended session", http.StatusNotFound)
+		return nil
 	}
-	s.mu.Unlock()
-	s.standalone.finish()
-	go s.core.finish()
+	return s
 }
 
-// register adds an initialized session, unless MaxSessions are open.
-func (h *HTTPFront) register(s *httpSession) bool {
+func (h *HTTPFront) lookup(id string) *httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if len(h.sessions) >= h.cfg.MaxSessions {
-		return false
-	}
-	h.sessions[s.id] = s
-	s.mu.Lock()
-	s.lastActive = time.Now()
-	var check func()
-	check = func() {
-		if d := s.idleFor(); d < h.cfg.IdleTimeout {
-			s.mu.Lock()
-			s.idle = time.AfterFunc(h.cfg.IdleTimeout-d, check)
-			s.mu.Unlock()
-			return
-		}
-		h.end(s, "idle")
-	}
-	s.idle = time.AfterFunc(h.cfg.IdleTimeout, check)
-	s.mu.Unlock()
-	return true
+	return h.sessions[id]
 }
 
 // tooMany refuses a new session: 503 with Retry-After.
-func (h *HTTPFront) tooMany(w http.ResponseWriter) {
+func (h *HTTPFront) tooMany(w http.ResponseWriter, what string) {
 	w.Header().Set("Retry-After", "5")
-	http.Error(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions), http.StatusServiceUnavailable)
+	http.Error(w, what, http.StatusServiceUnavailable)
 }
 
-// full reports whether MaxSessions are open.
+func (h *HTTPFront) tooManySessions(w http.ResponseWriter) {
+	h.tooMany(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions))
+}
+
+// full reports whether MaxSessions are open, or the front is closing.
 func (h *HTTPFront) full() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return len(h.sessions) >= h.cfg.MaxSessions
+	return h.closing || len(h.sessions)-h.uninitialized >= h.cfg.MaxSessions
 }
 
-// readBody reads a POST's JSON-RPC payload; it answers the client itself
-// (413, 400) when the body is too large or not valid JSON-RPC.
-func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.Payload, []jsonrpc.Message, bool) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, int64(h.cfg.MaxBody)+1))
-	switch {
-	case err != nil:
-		http.Error(w, "unreadable body: "+err.Error(), http.StatusBadRequest)
-		return jsonrpc.Payload{}, nil, false
-	case len(body) > h.cfg.MaxBody:
-		http.Error(w, fmt.Sprintf("body over %d bytes", h.cfg.MaxBody), http.StatusRequestEntityTooLarge)
-		return jsonrpc.Payload{}, nil, false
+func (h *HTTPFront) isClosing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
+}
+
+// readBody reads a POST's body of at most limit bytes, within
+// MaxBodiesInFlight; it answers the client itself (413, 503, 400) when it
+// cannot. release gives the body's bytes back to MaxBodiesInFlight.
+func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) (body []byte, release func(), ok bool) {
+	if r.ContentLength > int64(limit) {
+		http.Error(w, fmt.Sprintf("body over %d bytes", limit), http.StatusRequestEntityTooLarge)
+		return nil, nil, false
 	}
+	reserved := int64(0)
+	release = func() { h.bodies.Add(-reserved) }
+	reserve := func(n int) bool {
+		if h.bodies.Add(int64(n)) > int64(h.cfg.MaxBodiesInFlight) {
+			h.bodies.Add(-int64(n))
+			return false
+		}
+		reserved += int64(n)
+		return true
+	}
+	busy := func() {
+		release()
+		h.tooMany(w, fmt.Sprintf("request bodies in flight over %d bytes (MaxBodiesInFlight)", h.cfg.MaxBodiesInFlight))
+	}
+	size := 32 << 10
+	if r.ContentLength >= 0 {
+		size = int(r.ContentLength) + 1 // room to see the end
+	}
+	size = min(size, limit+1)
+	if !reserve(size) {
+		busy()
+		return nil, nil, false
+	}
+	body = make([]byte, 0, size)
+	for {
+		if len(body) == cap(body) {
+			if len(body) > limit {
+				release()
+				http.Error(w, fmt.Sprintf("body over %d bytes", limit), http.StatusRequestEntityTooLarge)
+				return nil, nil, false
+			}
+			grow := min(cap(body), limit+1-cap(body))
+			if !reserve(grow) {
+				busy()
+				return nil, nil, false
+			}
+			body = slices.Grow(body, grow)
+			reserve(cap(body) - int(reserved)) // what append rounded up; may pass the cap by that
+		}
+		n, err := r.Body.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			release()
+			http.Error(w, "unreadable body: "+err.Error(), http.StatusBadRequest)
+			return nil, nil, false
+		}
+	}
+	if len(body) > limit {
+		release()
+		http.Error(w, fmt.Sprintf("body over %d bytes", limit), http.StatusRequestEntityTooLarge)
+		return nil, nil, false
+	}
+	return body, release, true
+}
+
+// parse decodes a POST's JSON-RPC payload; it answers the client itself
+// (400) when it is not valid JSON-RPC.
+func parse(w http.ResponseWriter, body []byte) (jsonrpc.Payload, []jsonrpc.Message, bool) {
 	p, err := codec.Default(codec.JSON).Decode(body)
 	if err != nil {
 		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
@@ -447,69 +326,43 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request) (jsonrpc.Pa
 	return p, msgs, true
 }
 
-// newSession makes a session (not yet registered) with its core.
-func (h *HTTPFront) newSession() *httpSession {
-	st0 := newSSEStream(0)
-	s := &httpSession{id: newSessionID(), front: h, byID: map[string]chan jsonrpc.Message{}, byToken: map[string]chan jsonrpc.Message{},
-		streams: map[int]*sseStream{0: st0}, standalone: st0}
-	s.core = NewStdio(h.cfg.Stdio)
-	s.core.emit = s.route
-	// A session whose MCP-Flow session ended is over: its id gets 404 and
-	// the client starts over with a new initialize (spec §10).
-	s.core.onLost = func(err error) { h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err)) }
-	return s
-}
-
-// legacyStream serves a client of the 2024-11-05 HTTP+SSE transport, for
-// backwards compatibility (2025-11-25 transports): its GET opens the
-// session's one SSE stream, whose first event, "endpoint", names where to
-// POST; every answer and server message comes on this stream, and the
-// session ends with it.
-func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
-	s := h.newSession()
-	s.legacy = true
-	if !h.register(s) {
-		h.tooMany(w)
-		return
-	}
-	defer h.end(s, "HTTP+SSE stream closed")
-	defer s.enter()()
-	w.Header().Set("Content-Type", "text/event-stream")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(http.StatusOK)
-	fmt.Fprintf(w, "event: endpoint\ndata: %s?session=%s\n\n", r.URL.Path, s.id)
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	if _, err := s.standalone.follow(r.Context(), w, 0); err != nil {
-		h.log.Warn("HTTP+SSE stream cut", "err", err)
-	}
-}
-
-// legacyPost takes a message of a 2024-11-05 HTTP+SSE client: 202, and the
-// answer comes on the session's stream.
-func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
-	h.mu.Lock()
-	s := h.sessions[r.URL.Query().Get("session")]
-	h.mu.Unlock()
-	if s == nil || !s.legacy {
-		http.Error(w, "unknown or ended session", http.StatusNotFound)
-		return
-	}
-	defer s.enter()()
-	p, msgs, ok := h.readBody(w, r)
-	if !ok {
-		return
-	}
-	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
-		writeJSON(w, http.StatusBadRequest, batchError(v))
-		return
-	}
-	w.WriteHeader(http.StatusAccepted)
+// duplicateLocked returns the first request of msgs whose id is in flight
+// on the session or repeated in msgs (nil: none). s.mu must be held.
+func (s *httpSession) duplicateLocked(msgs []jsonrpc.Message) *jsonrpc.Request {
+	seen := map[string]bool{}
 	for _, m := range msgs {
-		s.core.dispatch(context.WithoutCancel(r.Context()), m)
+		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			id := req.ID.Raw()
+			if s.calls[id] != nil || seen[id] {
+				return req
+			}
+			seen[id] = true
+		}
+	}
+	return nil
+}
+
+// duplicate answers a POST that reuses a request id in flight: 400 and a
+// -32600 error for that id; nothing in the POST is processed.
+func duplicate(w http.ResponseWriter, req *jsonrpc.Request) {
+	writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+		"request id "+req.ID.String()+" is already in flight in this session (JSON-RPC 2.0: ids are unique among requests in flight)")))
+}
+
+// dispatch passes the client's messages to the core; a
+// notifications/cancelled also ends the wait for its request.
+func (s *httpSession) dispatch(r *http.Request, msgs []jsonrpc.Message) {
+	for _, m := range msgs {
+		s.core.dispatch(context.WithoutCancel(r.Context()), m) // a disconnect is not a cancellation
+		if n, ok := m.(*jsonrpc.Request); ok && !n.IsCall() && n.Method == protocol.MethodCancelled {
+			s.cancelled(n.Params)
+		}
 	}
 }
+
+// primingSince is the first MCP version whose SSE streams start with a
+// priming event (2025-11-25 transports).
+const primingSince = "2025-11-25"
 
 func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	accept := r.Header.Get("Accept")
@@ -517,107 +370,130 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	p, msgs, ok := h.readBody(w, r)
+	// The session is found before the body is read: a POST for no session
+	// costs nothing; one without a session id can only be an initialize.
+	var s *httpSession
+	limit := h.cfg.MaxInitBody
+	if r.Header.Get("MCP-Session-Id") != "" {
+		if s = h.session(w, r); s == nil {
+			return
+		}
+		limit = h.cfg.MaxBody
+	}
+	if h.isClosing() {
+		h.tooMany(w, "the bridge is shutting down")
+		return
+	}
+	body, release, ok := h.readBody(w, r, limit)
 	if !ok {
 		return
 	}
-	var s *httpSession
-	isInit := !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize)
-	if isInit {
-		if h.full() {
-			h.tooMany(w)
-			return
-		}
-		s = h.newSession()
-	} else if s = h.session(w, r); s == nil {
+	defer func() { release() }()
+	p, msgs, ok := parse(w, body)
+	if !ok {
 		return
-	} else {
-		defer s.enter()()
 	}
-	if v := s.core.version(); p.Batch && !BatchesAllowed(v) {
+	if !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize) {
+		h.initialize(w, r, msgs[0].(*jsonrpc.Request))
+		return
+	}
+	if s == nil {
+		http.Error(w, "missing MCP-Session-Id", http.StatusBadRequest)
+		return
+	}
+	defer s.enter()()
+	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
 		// 2025-03-26 allowed a batch in a POST; 2025-06-18 and later do not.
 		writeJSON(w, http.StatusBadRequest, batchError(v))
 		return
 	}
-	// The requests of this POST, and where their answers come.
-	ch := make(chan jsonrpc.Message, 64)
-	var ids []string
+	// The requests of this POST are answered on its stream, which ends
+	// once each is answered or cancelled.
+	done := s.enter() // the stream counts as activity until it is complete
+	post := &postStream{done: done}
 	s.mu.Lock()
+	if s.ended {
+		s.mu.Unlock()
+		done()
+		http.Error(w, "unknown or ended session", http.StatusNotFound)
+		return
+	}
+	if dup := s.duplicateLocked(msgs); dup != nil {
+		s.mu.Unlock()
+		done()
+		duplicate(w, dup)
+		return
+	}
 	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			ids = append(ids, req.ID.Raw())
-			s.byID[req.ID.Raw()] = ch
-			if tok := progressToken(req.Params); tok != nil {
-				s.byToken[string(tok)] = ch
+			if post.sseStream == nil {
+				s.nextStream++
+				post.sseStream = newSSEStream(s.nextStream, s.budget)
+				s.streams[post.id] = post.sseStream
 			}
+			s.registerLocked(req.ID.Raw(), &httpCall{post: post}, req.Params)
 		}
-	}
-	var st *sseStream
-	if !isInit && len(ids) > 0 {
-		s.nextStream++
-		st = newSSEStream(s.nextStream)
-		s.streams[st.id] = st
 	}
 	s.mu.Unlock()
-	release := func() {
-		s.mu.Lock()
-		for _, id := range ids {
-			delete(s.byID, id)
-		}
-		for tok, c := range s.byToken {
-			if c == ch {
-				delete(s.byToken, tok)
-			}
-		}
-		s.mu.Unlock()
-	}
-	for _, m := range msgs {
-		s.core.dispatch(context.WithoutCancel(r.Context()), m) // a disconnect is not a cancellation
-	}
-	if len(ids) == 0 {
-		release()
+	release() // the messages are decoded: the body's bytes are theirs now
+	release = func() {}
+	if post.sseStream == nil {
+		done()
+		s.dispatch(r, msgs)
 		w.WriteHeader(http.StatusAccepted) // notifications and responses only
 		return
 	}
-	if isInit {
-		res := <-ch
-		release()
-		if resp, ok := res.(*jsonrpc.Response); ok && resp.Error == nil {
-			if !h.register(s) {
-				go s.core.finish()
-				h.tooMany(w)
-				return
-			}
-			if s.core.session() == nil { // lost before it was registered
-				h.end(s, "its MCP-Flow session ended during initialize")
-			}
-			w.Header().Set("MCP-Session-Id", s.id)
-		} else {
-			go s.core.finish()
-		}
-		writeJSON(w, http.StatusOK, res)
-		return
-	}
-	// The stream's events are collected whether or not the client stays:
-	// it may come back with Last-Event-ID.
-	done := s.enter() // the stream counts as activity until it is complete
-	go func() {
-		defer done()
-		defer s.retire(st)
-		defer release()
-		defer st.finish()
-		for pending := len(ids); pending > 0; {
-			m := <-ch
-			st.append(m)
-			if _, ok := m.(*jsonrpc.Response); ok {
-				pending--
-			}
-		}
-	}()
+	s.dispatch(r, msgs)
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	_, _ = st.follow(r.Context(), w, 0)
+	if s.core.version() >= primingSince {
+		post.prime(w, 0)
+	}
+	// The stream's events are kept whether or not the client stays: it
+	// may come back with Last-Event-ID.
+	_, _ = post.follow(r.Context(), w, 0)
+}
+
+// initialize opens a Streamable HTTP session with the client's initialize:
+// its id comes back in MCP-Session-Id with a successful result.
+func (h *HTTPFront) initialize(w http.ResponseWriter, r *http.Request, m *jsonrpc.Request) {
+	if h.full() {
+		h.tooManySessions(w)
+		return
+	}
+	s := h.newSession(false, r)
+	ch := make(chan *jsonrpc.Response, 1)
+	s.mu.Lock()
+	s.registerLocked(m.ID.Raw(), &httpCall{init: ch}, nil)
+	s.mu.Unlock()
+	s.core.dispatch(context.WithoutCancel(r.Context()), m)
+	res := <-ch // the core answers every initialize
+	if res.Error != nil {
+		h.discard(s)
+		writeJSON(w, http.StatusOK, res)
+		return
+	}
+	if !h.register(s) {
+		h.discard(s)
+		h.tooManySessions(w)
+		return
+	}
+	if s.core.session() == nil { // lost before it was registered
+		h.end(s, "its MCP-Flow session ended during initialize")
+	}
+	w.Header().Set("MCP-Session-Id", s.id)
+	writeJSON(w, http.StatusOK, res)
+}
+
+// discard ends the core of a session that was never registered.
+func (h *HTTPFront) discard(s *httpSession) {
+	h.cores.Add(1)
+	go func() {
+		defer h.cores.Done()
+		s.core.finish()
+		h.removeFiles(s)
+	}()
 }
 
 func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
@@ -662,7 +538,9 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 1000\n\n")
-	if fl, ok := w.(http.Flusher); ok {
+	if s.core.version() >= primingSince {
+		s.standalone.prime(w, from)
+	} else if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
 	reached, err := s.standalone.follow(r.Context(), w, from)
@@ -677,12 +555,90 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	s.mu.Unlock()
 }
 
-// parseEventID splits "<stream>.<seq>".
-func parseEventID(id string) (int, int, bool) {
-	a, b, ok := strings.Cut(id, ".")
-	sid, err1 := strconv.Atoi(a)
-	seq, err2 := strconv.Atoi(b)
-	return sid, seq, ok && err1 == nil && err2 == nil && sid >= 0 && seq >= 0
+// callsDone counts one request of a client answered or cancelled.
+func (h *HTTPFront) callsDone() {
+	if h.calls.Add(-1) == 0 {
+		h.wakeMu.Lock()
+		close(h.wake)
+		h.wake = make(chan struct{})
+		h.wakeMu.Unlock()
+	}
+}
+
+// Shutdown drains the front: new sessions and new requests get 503, the
+// requests in flight are answered (their POST streams end), then every
+// session ends and its MCP-Flow session shuts down gracefully (spec §7.2).
+// When ctx ends first, Shutdown closes what is left (Close) and returns
+// ctx's error. Serve the front's http.Server until Shutdown returns, and
+// shut the server down alongside (its open GET streams end with their
+// sessions).
+func (h *HTTPFront) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	for {
+		h.wakeMu.Lock()
+		wake := h.wake
+		h.wakeMu.Unlock()
+		if h.calls.Load() <= 0 {
+			break
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			h.Close()
+			return ctx.Err()
+		}
+	}
+	for _, s := range h.all() {
+		h.end(s, "the bridge is shutting down")
+	}
+	done := make(chan struct{})
+	go func() {
+		h.cores.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		h.Close()
+		return ctx.Err()
+	}
+}
+
+// Close ends every session at once: their MCP-Flow sessions are closed,
+// the requests in flight fail, the streams end. It returns once every
+// session's core has finished.
+func (h *HTTPFront) Close() error {
+	h.mu.Lock()
+	h.closing = true
+	ending := make([]*httpSession, 0, len(h.finishing))
+	for s := range h.finishing {
+		ending = append(ending, s)
+	}
+	h.mu.Unlock()
+	for _, s := range h.all() {
+		h.endSession(s, "the bridge closed", true)
+	}
+	for _, s := range ending {
+		if fs := s.core.session(); fs != nil {
+			fs.Close()
+		}
+	}
+	h.cores.Wait()
+	return nil
+}
+
+// all lists the open sessions.
+func (h *HTTPFront) all() []*httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := make([]*httpSession, 0, len(h.sessions))
+	for _, s := range h.sessions {
+		ss = append(ss, s)
+	}
+	return ss
 }
 
 func isRequest(m jsonrpc.Message, method string) bool {
@@ -696,14 +652,27 @@ func writeJSON(w http.ResponseWriter, status int, m jsonrpc.Message) {
 	_, _ = w.Write(jsonrpc.AppendJSON(nil, m))
 }
 
-// loopbackOrigin reports whether an Origin names this machine (a page served
-// from localhost may use a local server; DNS rebinding cannot forge it).
-func loopbackOrigin(o string) bool {
-	u, err := url.Parse(o)
+// originAllowed applies the one origin policy of spec §9, the same as the
+// WebTransport server's: a request without Origin (a non-browser client) is
+// allowed; a page on this machine (flow.LoopbackOrigin) is allowed when the
+// front is reached on a loopback address; any other Origin must be in
+// AllowedOrigins ("*" allows any).
+func (h *HTTPFront) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || slices.Contains(h.cfg.AllowedOrigins, o) || slices.Contains(h.cfg.AllowedOrigins, "*") {
+		return true
+	}
+	if !flow.LoopbackOrigin(o) {
+		return false
+	}
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.String())
 	if err != nil {
 		return false
 	}
-	h := u.Hostname()
-	ip := net.ParseIP(h)
-	return h == "localhost" || (ip != nil && ip.IsLoopback())
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
@@ -21,9 +23,9 @@ func note(i int) jsonrpc.Message {
 // TestSSEReplayWindow: a stream holds its latest replayEvents events; a
 // follower that asks for older ones gets errEventsLost, never a silent gap.
 func TestSSEReplayWindow(t *testing.T) {
-	st := newSSEStream(3)
+	st := newSSEStream(3, nil)
 	for i := 1; i <= replayEvents+10; i++ {
-		st.append(note(i))
+		st.appendEvent(jsonrpc.AppendJSON(nil, note(i)))
 	}
 	st.finish()
 	if st.first() != 10 || st.available(9) || !st.available(10) || !st.available(replayEvents+10) {
@@ -43,18 +45,18 @@ func TestSSEReplayWindow(t *testing.T) {
 	}
 
 	// The byte bound: big events push the old ones out, the newest stays.
-	big := newSSEStream(4)
+	big := newSSEStream(4, nil)
 	payload := strings.Repeat("x", replayBytes/3)
 	for i := 0; i < 5; i++ {
 		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": payload})
-		big.append(n)
+		big.appendEvent(jsonrpc.AppendJSON(nil, n))
 	}
 	if big.bytes() > replayBytes || big.first() != 3 {
 		t.Fatalf("%d bytes held from %d", big.bytes(), big.first())
 	}
-	huge := newSSEStream(5)
+	huge := newSSEStream(5, nil)
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": strings.Repeat("y", replayBytes+1)})
-	huge.append(n)
+	huge.appendEvent(jsonrpc.AppendJSON(nil, n))
 	if !huge.available(0) {
 		t.Fatal("the newest event must be held whatever its size")
 	}
@@ -65,8 +67,8 @@ func TestSSEReplayWindow(t *testing.T) {
 func TestFinishedStreamsBounded(t *testing.T) {
 	s := &httpSession{streams: map[int]*sseStream{}}
 	for i := 1; i <= keepFinished+5; i++ {
-		st := newSSEStream(i)
-		st.append(note(i))
+		st := newSSEStream(i, nil)
+		st.appendEvent(jsonrpc.AppendJSON(nil, note(i)))
 		st.finish()
 		s.streams[i] = st
 		s.retire(st)
@@ -76,9 +78,9 @@ func TestFinishedStreamsBounded(t *testing.T) {
 	}
 	payload := strings.Repeat("z", keepFinishedBytes/4)
 	for i := 100; i < 106; i++ {
-		st := newSSEStream(i)
+		st := newSSEStream(i, nil)
 		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, "notifications/message", map[string]any{"data": payload})
-		st.append(n)
+		st.appendEvent(jsonrpc.AppendJSON(nil, n))
 		s.streams[i] = st
 		s.retire(st)
 	}
@@ -113,5 +115,40 @@ func TestReadLine(t *testing.T) {
 	}
 	if _, err := readLine(bufio.NewReaderSize(strings.NewReader(strings.Repeat("y", 101)+"\n"), 16), 100); !errors.Is(err, errLineTooLong) {
 		t.Fatalf("a line over the limit: %v", err)
+	}
+}
+
+// TestHTTPFrontOriginPolicy: the HTTP front applies the origin policy of the
+// WebTransport server (spec §9): a loopback page is allowed only when the
+// front is reached on a loopback address; other Origins need the allow-list;
+// no Origin is a non-browser client.
+func TestHTTPFrontOriginPolicy(t *testing.T) {
+	on := func(ip string) *http.Request {
+		r := httptest.NewRequest(http.MethodPost, "/mcp", nil)
+		return r.WithContext(context.WithValue(r.Context(), http.LocalAddrContextKey, &net.TCPAddr{IP: net.ParseIP(ip), Port: 8080}))
+	}
+	for _, c := range []struct {
+		listener, origin string
+		allow            []string
+		want             bool
+	}{
+		{"127.0.0.1", "", nil, true},
+		{"127.0.0.1", "http://127.0.0.1:5173", nil, true},
+		{"127.0.0.1", "http://localhost:3000", nil, true},
+		{"::1", "http://[::1]:3000", nil, true},
+		{"127.0.0.1", "https://evil.example", nil, false},
+		{"192.0.2.7", "http://127.0.0.1:5173", nil, false},
+		{"192.0.2.7", "http://127.0.0.1:5173", []string{"http://127.0.0.1:5173"}, true},
+		{"192.0.2.7", "https://app.example", []string{"*"}, true},
+		{"192.0.2.7", "", nil, true},
+	} {
+		h := NewHTTPFront(HTTPConfig{AllowedOrigins: c.allow})
+		r := on(c.listener)
+		if c.origin != "" {
+			r.Header.Set("Origin", c.origin)
+		}
+		if got := h.originAllowed(r); got != c.want {
+			t.Errorf("listener %s, Origin %q, allow %v: allowed=%v, want %v", c.listener, c.origin, c.allow, got, c.want)
+		}
 	}
 }

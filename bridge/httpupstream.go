@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -12,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptrace"
 	"net/url"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -49,7 +47,10 @@ type HTTPUpstreamConfig struct {
 	// Threshold: content larger than this many bytes goes on execution
 	// streams (0: 256 KiB).
 	Threshold int
-	Logger    *slog.Logger
+	// Queue bounds the messages waiting for the upstream per session
+	// (default DefaultUpstreamQueue; spec §10, "Backpressure").
+	Queue  int
+	Logger *slog.Logger
 }
 
 // NewHTTPUpstream returns an upstream that reaches, per MCP-Flow session, the
@@ -70,7 +71,7 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	dial := func(_ context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
 		return newHTTPConn(cfg, recv, end), nil
 	}
-	return newUpstream(dial, cfg.Threshold, cfg.Logger)
+	return newUpstream(dial, cfg.Threshold, cfg.Queue, cfg.Logger)
 }
 
 // httpConn is one Streamable HTTP client session: the upstream link of one
@@ -101,21 +102,36 @@ func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(er
 		calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
 }
 
-// send POSTs one message. It returns once the request is on the wire (so
-// that messages reach the server in the bridge's order), or, for
-// initialize, once its answer (with the session id) is in and the
-// standalone stream is open; other answers are read in the background.
+// send POSTs one message. It returns once the POST has left, so that
+// messages reach the server in the bridge's order without one slow POST
+// holding the next (spec §10): a notification once it is written whole
+// (notifications/initialized must be in before the requests that follow), a
+// request or response once its headers are written (the server handles
+// requests concurrently anyway; a server that does not read a large body
+// holds that POST only). initialize returns once its answer (with the
+// session id) is in and the standalone stream is open. Answers are read in
+// the background.
 func (c *httpConn) send(m jsonrpc.Message) error {
 	body := jsonrpc.AppendJSON(nil, m)
 	var call jsonrpc.ID
-	initialize := false
+	initialize, notification := false, false
+	var cancelled jsonrpc.ID // the request a notifications/cancelled is about
 	if r, ok := m.(*jsonrpc.Request); ok {
 		call = r.ID
+		notification = !r.IsCall()
 		initialize = r.Method == protocol.MethodInitialize
 		if initialize {
 			c.mu.Lock()
 			c.initID = r.ID
 			c.mu.Unlock()
+		}
+		if r.Method == protocol.MethodCancelled {
+			var p struct {
+				RequestID jsonrpc.ID `json:"requestId"`
+			}
+			if json.Unmarshal(r.Params, &p) == nil {
+				cancelled = p.RequestID
+			}
 		}
 	}
 	// A request's POST and its stream end when the bridge cancels it.
@@ -125,9 +141,26 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		c.calls[call.Raw()] = cancel
 		c.mu.Unlock()
 	}
-	wrote := make(chan struct{})
+	left := make(chan struct{})
 	var once sync.Once
-	markWrote := func() { once.Do(func() { close(wrote) }) }
+	markLeft := func() { once.Do(func() { close(left) }) }
+	trace := &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) {
+		markLeft()
+		if cancelled.IsValid() {
+			// The notification is on the wire; the cancelled request's
+			// POST and SSE stream are of no more use (MCP sends no
+			// response to it).
+			c.mu.Lock()
+			stop := c.calls[cancelled.Raw()]
+			c.mu.Unlock()
+			if stop != nil {
+				stop()
+			}
+		}
+	}}
+	if !notification {
+		trace.WroteHeaders = markLeft
+	}
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
@@ -137,8 +170,8 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 			c.mu.Unlock()
 			cancel()
 		}()
-		resp, err := c.do(ctx, http.MethodPost, body, markWrote, nil)
-		markWrote()
+		resp, err := c.do(httptrace.WithClientTrace(ctx, trace), http.MethodPost, body, nil)
+		markLeft()
 		if err != nil {
 			if ctx.Err() == nil {
 				c.failCall(call, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
@@ -154,22 +187,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		}
 		c.answer(ctx, resp, call)
 	}()
-	<-wrote
-	if r, ok := m.(*jsonrpc.Request); ok && r.Method == protocol.MethodCancelled {
-		// The notification is on its way; the cancelled request's POST and
-		// SSE stream are of no more use (MCP sends no response to it).
-		var p struct {
-			RequestID jsonrpc.ID `json:"requestId"`
-		}
-		if json.Unmarshal(r.Params, &p) == nil && p.RequestID.IsValid() {
-			c.mu.Lock()
-			stop := c.calls[p.RequestID.Raw()]
-			c.mu.Unlock()
-			if stop != nil {
-				stop()
-			}
-		}
-	}
+	<-left
 	if initialize {
 		// The session id comes with the initialize response; nothing else
 		// may be sent before it is known. Then the standalone stream opens
@@ -188,10 +206,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 
 // do sends one HTTP request with the session's headers, authorizing and
 // retrying once on 401/403 when OAuth is configured.
-func (c *httpConn) do(ctx context.Context, method string, body []byte, wrote func(), extra http.Header) (*http.Response, error) {
-	if wrote != nil {
-		ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{WroteRequest: func(httptrace.WroteRequestInfo) { wrote() }})
-	}
+func (c *httpConn) do(ctx context.Context, method string, body []byte, extra http.Header) (*http.Response, error) {
 	build := func() (*http.Request, error) {
 		var rd io.Reader
 		if body != nil {
@@ -340,7 +355,7 @@ const legacyWait = 30 * time.Second
 // to; every server message then comes on that one stream. It returns once
 // the initialize response is in.
 func (c *httpConn) legacy(initBody []byte, postStatus string) error {
-	resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+	resp, err := c.do(c.ctx, http.MethodGet, nil, http.Header{"Accept": {"text/event-stream"}})
 	if err != nil {
 		return fmt.Errorf("upstream %s: POST answered %s, and the HTTP+SSE GET failed: %v", c.cfg.Endpoint, postStatus, err)
 	}
@@ -381,7 +396,7 @@ func (c *httpConn) legacy(initBody []byte, postStatus string) error {
 			}
 		}
 	}()
-	pr, err := c.do(c.ctx, http.MethodPost, initBody, nil, nil)
+	pr, err := c.do(c.ctx, http.MethodPost, initBody, nil)
 	if err != nil {
 		return fmt.Errorf("upstream HTTP+SSE initialize: %v", err)
 	}
@@ -410,7 +425,7 @@ func (c *httpConn) listen() {
 	c.wg.Add(1)
 	go func() {
 		defer c.wg.Done()
-		resp, err := c.do(c.ctx, http.MethodGet, nil, nil, http.Header{"Accept": {"text/event-stream"}})
+		resp, err := c.do(c.ctx, http.MethodGet, nil, http.Header{"Accept": {"text/event-stream"}})
 		close(open)
 		if err != nil {
 			c.log.Debug("upstream GET stream", "err", err)
@@ -481,7 +496,7 @@ func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc
 		if lastID != "" {
 			h.Set("Last-Event-Id", lastID)
 		}
-		next, err := c.do(ctx, http.MethodGet, nil, nil, h)
+		next, err := c.do(ctx, http.MethodGet, nil, h)
 		if err != nil {
 			if ctx.Err() != nil {
 				return
@@ -527,104 +542,6 @@ func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) 
 				return true, rd.lastID, rd.retry, nil
 			}
 		}
-	}
-}
-
-// sseEvent is one dispatched event of an event stream.
-type sseEvent struct {
-	typ  string
-	data []byte
-}
-
-// sseReader parses an event stream (WHATWG HTML §9.2.6, "Interpreting an
-// event stream"), holding no event larger than max bytes.
-type sseReader struct {
-	br     *bufio.Reader
-	max    int
-	lastID string
-	retry  time.Duration
-}
-
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
-}
-
-// next returns the next event with data (events without data are only
-// dispatched for their id and retry fields); errLineTooLong past max.
-func (r *sseReader) next() (sseEvent, error) {
-	var data bytes.Buffer
-	event := ""
-	for {
-		line, err := readLine(r.br, r.max)
-		if err != nil {
-			return sseEvent{}, err
-		}
-		if len(line) == 0 { // dispatch
-			if data.Len() > 0 {
-				return sseEvent{typ: event, data: data.Bytes()}, nil
-			}
-			event = ""
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			if data.Len()+len(value) > r.max {
-				return sseEvent{}, errLineTooLong
-			}
-			data.Write(value)
-		case "id":
-			if !bytes.ContainsRune(value, 0) {
-				r.lastID = string(value)
-			}
-		case "retry":
-			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				r.retry = time.Duration(n) * time.Millisecond
-			}
-		case "event":
-			event = string(value)
-		}
-	}
-}
-
-var errLineTooLong = errors.New("SSE line or event over the message limit")
-
-// readLine reads one line (LF, CR or CRLF ended) of at most limit bytes,
-// a buffer at a time.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var line []byte
-	for {
-		buf, err := br.Peek(max(br.Buffered(), 1))
-		if err != nil {
-			return nil, err
-		}
-		i := bytes.IndexAny(buf, "\r\n")
-		if i < 0 {
-			i = len(buf)
-		}
-		if len(line)+i > limit {
-			return nil, errLineTooLong
-		}
-		line = append(line, buf[:i]...)
-		if i == len(buf) {
-			_, _ = br.Discard(i)
-			continue
-		}
-		cr := buf[i] == '\r'
-		_, _ = br.Discard(i + 1)
-		if cr {
-			if nb, err := br.Peek(1); err == nil && nb[0] == '\n' {
-				_, _ = br.Discard(1)
-			}
-		}
-		return line, nil
 	}
 }
 
@@ -688,7 +605,7 @@ func (c *httpConn) close() {
 	c.mu.Unlock()
 	if live { // an expired session has nothing to delete
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		if resp, err := c.do(ctx, http.MethodDelete, nil, nil, nil); err == nil {
+		if resp, err := c.do(ctx, http.MethodDelete, nil, nil); err == nil {
 			resp.Body.Close()
 		}
 		cancel()

@@ -310,33 +310,8 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 // request waiting for it fails with a clear error and the MCP-Flow session
 // is shut down, instead of hanging.
 func TestUpstreamEnds(t *testing.T) {
-	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		go func() { // answers initialize, then dies at the first request
-			dec := json.NewDecoder(inR)
-			for {
-				var m struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
-				if dec.Decode(&m) != nil {
-					return
-				}
-				switch m.Method {
-				case "initialize":
-					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{},"serverInfo":{"name":"dying","version":"1"}}}`+"\n", m.ID)
-				case "tools/call":
-					outW.Close()
-					io.Copy(io.Discard, inR)
-					return
-				}
-			}
-		}()
-		return inW, outR, func() {}, nil
-	}
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewPipeUpstream(start, 0, flowtest.Quiet).Configure(&cfg)
+	bridge.NewPipeUpstream(scriptedPipe(""), 0, flowtest.Quiet).Configure(&cfg) // dies at the first call
 	srv := flowtest.Serve(t, cfg)
 	ctx, s := dialUpstream(t, srv)
 	_, err := s.Call(ctx, "tools/call", map[string]any{"name": "x"})

@@ -1,44 +1,43 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
-	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-// StdioConfig configures a stdio front: an MCP host spawns the bridge as its
-// stdio server, and the bridge reaches a remote MCP-Flow server.
+// StdioConfig configures the MCP-Flow side of a front (spec §10): the stdio
+// front's, where an MCP host spawns the bridge as its stdio server, and the
+// HTTP front's (HTTPConfig.Stdio).
 type StdioConfig struct {
 	// URL of the MCP-Flow server, and how to dial it. Info, Capabilities
 	// and ProtocolVersion are taken from the host's initialize.
 	URL    string
 	Client flow.ClientConfig
 	// InlineLimit is the largest execution stream inlined into a result
-	// (as text, or as a base64 blob). A larger one is written to a file in
-	// FileDir and named with a resource_link. Default 8 MiB: under the
-	// 16 MiB line cap of the go-sdk's stdio client.
+	// (as text, or as a base64 blob). A larger one is offloaded by the
+	// front (the stdio front: a file in StreamDir) and named with a
+	// resource_link. Default 8 MiB: under the 16 MiB line cap of the
+	// go-sdk's stdio client.
 	InlineLimit int64
-	// FileDir receives streams past InlineLimit. Default: os.TempDir().
-	FileDir string
-	Logger  *slog.Logger
+	// StreamDir receives the files of streams past InlineLimit (spec §10).
+	// Default: a directory of the front's own, made in os.TempDir() on
+	// first use. The files (and that directory) are deleted when the
+	// front's session ends: for the stdio front, when Run returns.
+	StreamDir string
+	Logger    *slog.Logger
 	// ExitOnDisconnect: when the MCP-Flow session ends other than by the
 	// host's EOF, Run answers the requests in flight and returns a
 	// *ServerLostError instead of reconnecting (spec §10), for hosts that
@@ -53,46 +52,15 @@ type StdioConfig struct {
 	// front reconnects waits for the new session before it fails with
 	// -32603 (default 10 s).
 	ReconnectWait time.Duration
+	// HostQueue bounds the bytes of messages the stdio front holds for a
+	// host that does not read its stdout (default DefaultHostQueue, 32 MiB;
+	// spec §10): past it, notifications are dropped and responses wait.
+	HostQueue int
 }
 
-// Stdio is one stdio front. Run it once.
-type Stdio struct {
-	cfg     StdioConfig
-	log     *slog.Logger
-	outMu   sync.Mutex
-	out     io.Writer
-	framing atomic.Int32
-	emit    func(jsonrpc.Message) // when set, replaces writing to out (the HTTP front)
-
-	mu       sync.Mutex
-	sess     *flow.Session                 // nil before initialize and while reconnecting
-	initReq  *jsonrpc.Request              // the host's initialize, once it succeeded: replayed on reconnection
-	proto    string                        // the MCP version the host was answered
-	changed  chan struct{}                 // closed (and replaced) whenever sess changes
-	lostErr  error                         // why the last session ended, while there is none
-	closing  bool                          // the host's input ended: no more reconnection
-	pending  map[string]context.CancelFunc // the host's requests in flight, by id
-	hostWait waiters                       // the host's answers to requests forwarded from the server
-	hostID   atomic.Uint64
-	wg       sync.WaitGroup // the host's requests in flight
-	// bg counts the watchers of sessions and the reconnection loop; stop
-	// ends them.
-	bg   sync.WaitGroup
-	stop context.Context
-	halt context.CancelFunc
-	// onLost, when set, replaces reconnection (the HTTP front ends its
-	// session); lost receives the end of the session with ExitOnDisconnect.
-	onLost func(error)
-	lost   chan error
-}
-
-// NewStdio returns a stdio front.
-func NewStdio(cfg StdioConfig) *Stdio {
+func (cfg StdioConfig) withDefaults() StdioConfig {
 	if cfg.InlineLimit <= 0 {
 		cfg.InlineLimit = 8 << 20
-	}
-	if cfg.FileDir == "" {
-		cfg.FileDir = os.TempDir()
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
@@ -106,9 +74,30 @@ func NewStdio(cfg StdioConfig) *Stdio {
 	if cfg.ReconnectWait <= 0 {
 		cfg.ReconnectWait = 10 * time.Second
 	}
-	b := &Stdio{cfg: cfg, log: cfg.Logger, pending: map[string]context.CancelFunc{},
-		changed: make(chan struct{}), lost: make(chan error, 1)}
-	b.stop, b.halt = context.WithCancel(context.Background())
+	if cfg.HostQueue <= 0 {
+		cfg.HostQueue = DefaultHostQueue
+	}
+	return cfg
+}
+
+// Stdio is the stdio front (spec §10): a core that reads the host's
+// messages from stdin and writes its answers to stdout, in the framing the
+// host uses. Run it once.
+type Stdio struct {
+	core    *core
+	log     *slog.Logger
+	files   *streamFiles
+	out     *outbox
+	framing atomic.Int32
+}
+
+var _ front = (*Stdio)(nil)
+
+// NewStdio returns a stdio front.
+func NewStdio(cfg StdioConfig) *Stdio {
+	cfg = cfg.withDefaults()
+	b := &Stdio{log: cfg.Logger, files: &streamFiles{dir: cfg.StreamDir}, out: newOutbox(cfg.HostQueue, cfg.Logger)}
+	b.core = newCore(cfg, b, nil)
 	return b
 }
 
@@ -119,25 +108,37 @@ func NewStdio(cfg StdioConfig) *Stdio {
 // returns a *ServerLostError instead, and the goroutine reading in ends
 // when in does.
 func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
-	b.out = out
+	c := b.core
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		b.out.run(out)
+	}()
+	defer func() { // everything queued is written before Run returns
+		b.out.close()
+		<-wrote
+		if err := b.files.remove(); err != nil {
+			b.log.Warn("removing the stream files", "err", err)
+		}
+	}()
 	type read struct {
 		msg     []byte
-		framing Framing
+		framing framing
 		err     error
 	}
 	reads := make(chan read)
 	quit := make(chan struct{})
 	defer close(quit)
 	go func() {
-		r := NewReader(in)
+		r := newFrameReader(in, MaxMessage)
 		for {
-			msg, framing, err := r.Read()
+			msg, framing, err := r.read()
 			select {
-			case reads <- read{bytes.Clone(msg), framing, err}:
+			case reads <- read{msg, framing, err}:
 			case <-quit:
 				return
 			}
-			var fe *FramingError
+			var fe *framingError
 			if err != nil && !errors.As(err, &fe) {
 				return
 			}
@@ -147,721 +148,152 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		var rd read
 		select {
 		case rd = <-reads:
-		case err := <-b.lost:
+		case err := <-c.lost:
 			// ExitOnDisconnect: the requests in flight fail at once (their
 			// session is over); then Run ends.
-			b.wg.Wait()
-			b.halt()
-			b.bg.Wait()
+			c.wg.Wait()
+			c.halt()
+			c.bg.Wait()
 			return err
 		}
 		msg, framing, err := rd.msg, rd.framing, rd.err
-		var fe *FramingError
+		var fe *framingError
 		switch {
 		case errors.As(err, &fe):
 			b.log.Warn("unreadable message", "err", fe)
-			b.write(jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, fe.Error())))
+			c.parseError(fe)
 			continue
 		case err == io.EOF:
-			return b.finish()
+			return c.finish()
 		case err != nil:
-			b.finish()
+			c.finish()
 			return err
 		}
 		// Answer in the framing the host uses.
 		b.framing.Store(int32(framing))
-		p, err := codec.Default(codec.JSON).Decode(msg)
+		p, err := decodeJSON(msg)
 		if err != nil {
-			b.write(jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
+			c.parseError(err)
 			continue
 		}
-		msgs, replies := jsonrpc.Validate(p)
-		if p.Batch {
-			b.batch(ctx, msgs, replies)
-			continue
-		}
-		for _, rep := range replies {
-			b.write(rep)
-		}
-		for _, m := range msgs {
-			b.dispatch(ctx, m)
-		}
+		c.receive(ctx, p)
 	}
 }
 
-// BatchesAllowed reports whether MCP protocol version v has JSON-RPC
-// batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
-// 2025-06-18).
-func BatchesAllowed(v string) bool { return v != "" && v < protocol.MCP20250618 }
-
-// batchError is the answer to a batch the session's protocol version does
-// not allow, or one sent before initialize (which 2025-03-26 forbids in a
-// batch).
-func batchError(version string) *jsonrpc.Response {
-	msg := "JSON-RPC batches are not part of MCP " + version + " (only 2025-03-26 has them)"
-	if version == "" {
-		msg = "a batch before initialize: initialize must be sent alone (MCP 2025-03-26 lifecycle)"
-	}
-	return jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
+// emit queues one message for the host: a notification is dropped when the
+// queue is full, anything else waits for room (outbox).
+func (b *Stdio) emit(m jsonrpc.Message) {
+	req, ok := m.(*jsonrpc.Request)
+	b.put(jsonrpc.AppendJSON(nil, m), ok && !req.IsCall())
 }
 
-func alreadyInitialized(id jsonrpc.ID) *jsonrpc.Response {
-	return jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "already initialized"))
-}
-
-// version is the session's negotiated MCP protocol version ("" before
-// initialize).
-func (b *Stdio) version() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.proto
-}
-
-// batch answers a batch (JSON-RPC 2.0 §6) where the protocol version allows
-// it: its requests run concurrently and their responses go out together in
-// one array, in any order, once all are in; a batch of notifications and
-// responses only gets no answer. Elsewhere the whole batch is refused with
-// one -32600 error and nothing in it is processed.
-func (b *Stdio) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
-	if v := b.version(); !BatchesAllowed(v) {
-		b.write(batchError(v))
-		return
-	}
-	var mu sync.Mutex
-	out := slices.Clone(replies)
-	var calls sync.WaitGroup
-	for _, m := range msgs {
-		req, ok := m.(*jsonrpc.Request)
-		if !ok || !req.IsCall() {
-			b.dispatch(ctx, m) // notifications and responses
-			continue
-		}
-		if req.Method == protocol.MethodInitialize {
-			out = append(out, alreadyInitialized(req.ID))
-			continue
-		}
-		b.wg.Add(1)
-		calls.Add(1)
-		cctx, release := b.track(ctx, req.ID)
-		go func() {
-			defer b.wg.Done()
-			defer calls.Done()
-			defer release()
-			if r := b.call(ctx, cctx, req); r != nil {
-				mu.Lock()
-				out = append(out, r)
-				mu.Unlock()
-			}
-		}()
-	}
-	b.wg.Add(1)
-	go func() {
-		defer b.wg.Done()
-		calls.Wait()
-		if len(out) > 0 {
-			b.writeBatch(out)
-		}
-	}()
-}
-
-// writeBatch writes the responses to a batch as one batch.
-func (b *Stdio) writeBatch(rs []*jsonrpc.Response) {
-	if b.emit != nil { // the HTTP front: one by one, on the POST's stream
-		for _, r := range rs {
-			b.write(r)
-		}
-		return
-	}
+// emitBatch writes the responses to a batch as one batch.
+func (b *Stdio) emitBatch(rs []*jsonrpc.Response) {
 	ms := make([]jsonrpc.Message, len(rs))
 	for i, r := range rs {
-		b.logMessage("to host", r)
 		ms[i] = r
 	}
-	b.writeBody(jsonrpc.AppendBatchJSON(nil, ms))
+	b.put(jsonrpc.AppendBatchJSON(nil, ms), false)
 }
 
-// writeBody writes one message or batch to the host, in the host's framing.
-func (b *Stdio) writeBody(body []byte) {
-	b.outMu.Lock()
-	defer b.outMu.Unlock()
-	if _, err := b.out.Write(AppendFramed(nil, Framing(b.framing.Load()), body)); err != nil {
-		b.log.Warn("stdout write failed", "err", err)
-	}
+// put queues one message or batch for the host, in the host's framing.
+func (b *Stdio) put(body []byte, droppable bool) {
+	b.out.put(appendFramed(nil, framing(b.framing.Load()), body), droppable)
 }
 
-// finish waits for the host's requests in flight, then ends the session
-// and stops reconnecting.
-func (b *Stdio) finish() error {
-	b.wg.Wait()
-	b.mu.Lock()
-	s := b.sess
-	b.closing = true
-	b.mu.Unlock()
-	b.halt()
-	if s != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := s.Shutdown(ctx, "stdio host closed its input"); err != nil {
-			b.log.Debug("shutdown", "err", err)
-		}
-	}
-	b.bg.Wait()
-	return nil
+// offload writes a large execution stream to a file and names it with a
+// file:// URI.
+func (b *Stdio) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
+	return b.files.offload(r)
 }
 
-func (b *Stdio) write(m jsonrpc.Message) {
-	b.logMessage("to host", m)
-	if b.emit != nil {
-		b.emit(m)
-		return
-	}
-	b.writeBody(jsonrpc.AppendJSON(nil, m))
+// streamFiles are the files a front offloaded execution streams to (spec
+// §10): in dir when set, else in a directory of their own made on first
+// use. remove deletes them, and that directory. Safe for concurrent use.
+type streamFiles struct {
+	dir string
+
+	mu     sync.Mutex
+	own    string   // the directory made for them, if any
+	names  []string // every file made, partial or complete
+	closed bool
 }
 
-// logMessage logs one message at debug level (stderr, with -debug or
-// MCP_FLOW_DEBUG=1).
-func (b *Stdio) logMessage(dir string, m jsonrpc.Message) {
-	if !b.log.Enabled(context.Background(), slog.LevelDebug) {
-		return
-	}
-	switch m := m.(type) {
-	case *jsonrpc.Request:
-		b.log.Debug(dir, "method", m.Method, "id", m.ID.String())
-	case *jsonrpc.Response:
-		b.log.Debug(dir, "response", m.ID.String(), "error", m.Error != nil)
-	}
-}
+var errStreamFilesClosed = errors.New("the session is over: its stream files are deleted")
 
-func (b *Stdio) dispatch(ctx context.Context, m jsonrpc.Message) {
-	b.logMessage("from host", m)
-	switch m := m.(type) {
-	case *jsonrpc.Response:
-		b.hostWait.deliver(m)
-	case *jsonrpc.Request:
-		if !m.IsCall() {
-			b.notification(m)
-			return
-		}
-		if m.Method == protocol.MethodInitialize {
-			b.mu.Lock()
-			done := b.initReq != nil
-			b.mu.Unlock()
-			if done {
-				b.write(alreadyInitialized(m.ID))
-				return
-			}
-			// On the reading goroutine: requests that follow wait for it.
-			b.write(b.initialize(ctx, m))
-			return
-		}
-		b.wg.Add(1)
-		cctx, release := b.track(ctx, m.ID)
-		go func() {
-			defer b.wg.Done()
-			defer release()
-			if r := b.call(ctx, cctx, m); r != nil {
-				b.write(r)
-			}
-		}()
-	}
-}
-
-func (b *Stdio) session() *flow.Session {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.sess
-}
-
-// setSession makes s the session in force (nil: none) and wakes the
-// requests waiting for a change. b.mu must be held.
-func (b *Stdio) setSessionLocked(s *flow.Session) {
-	b.sess = s
-	close(b.changed)
-	b.changed = make(chan struct{})
-}
-
-// current returns the session a request goes on: nil before initialize;
-// while the front reconnects, the next session, waited for up to
-// ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
-// at once when this front does not reconnect.
-func (b *Stdio) current(ctx context.Context) (*flow.Session, error) {
-	var timeout <-chan time.Time
-	for {
-		b.mu.Lock()
-		s, changed, inited, closing, lostErr := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr
-		b.mu.Unlock()
-		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
-			return s, nil
-		}
-		switch {
-		case !inited:
-			return nil, nil
-		case s == nil && (closing || !b.reconnects()):
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr}
-		}
-		var ended <-chan struct{} // a draining session: wait for its end
-		if s != nil {
-			select {
-			case <-s.Done():
-			default:
-				ended = s.Done()
-			}
-		}
-		if timeout == nil {
-			t := time.NewTimer(b.cfg.ReconnectWait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-changed:
-		case <-ended:
-		case <-timeout:
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// reconnects reports whether this front reconnects after losing its
-// session: the stdio front does, unless ExitOnDisconnect; the HTTP front's
-// sessions do not (their clients start over after a 404).
-func (b *Stdio) reconnects() bool { return b.onLost == nil && !b.cfg.ExitOnDisconnect }
-
-// ServerLostError answers the host's requests when the MCP-Flow session
-// ended other than by the host's EOF (spec §10): the requests in flight,
-// and those that found no new session in time.
-type ServerLostError struct {
-	URL    string
-	Err    error         // why the session ended (or the last reconnection failed)
-	Waited time.Duration // how long the request waited for a reconnection
-}
-
-var _ error = (*ServerLostError)(nil)
-
-func (e *ServerLostError) Error() string {
-	msg := "MCP-Flow server " + e.URL + " lost"
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	if e.Waited > 0 {
-		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)
-	}
-	return msg
-}
-
-func (e *ServerLostError) Unwrap() error { return e.Err }
-
-// watch waits for the end of s and handles it unless the host ended first.
-func (b *Stdio) watch(s *flow.Session) {
-	b.bg.Add(1)
-	go func() {
-		defer b.bg.Done()
-		select {
-		case <-s.Done():
-		case <-b.stop.Done():
-			return
-		}
-		b.mu.Lock()
-		if b.closing || b.sess != s {
-			b.mu.Unlock()
-			return
-		}
-		err := s.Err()
-		b.lostErr = err
-		b.setSessionLocked(nil)
-		b.mu.Unlock()
-		b.log.Warn("MCP-Flow session lost; its requests in flight failed, and the server's state for this host is gone "+
-			"(resource subscriptions, the logging/setLevel level, requests from the server to the host, progress and execution streams)",
-			"server", b.cfg.URL, "err", err)
-		switch {
-		case b.onLost != nil:
-			b.onLost(err)
-		case b.cfg.ExitOnDisconnect:
-			b.lost <- &ServerLostError{URL: b.cfg.URL, Err: err}
-		default:
-			b.bg.Add(1)
-			go b.reconnect()
-		}
-	}()
-}
-
-// reconnect dials the server again with the host's original initialize,
-// with a backoff from ReconnectMin doubling up to ReconnectMax, until it
-// succeeds or the host's input ends (spec §10). Each attempt is logged.
-func (b *Stdio) reconnect() {
-	defer b.bg.Done()
-	b.mu.Lock()
-	req := b.initReq
-	b.mu.Unlock()
-	var p flow.InitializeParams
-	_ = json.Unmarshal(req.Params, &p) // it was decoded once already
-	delay := b.cfg.ReconnectMin
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	for attempt := 1; ; attempt++ {
-		select {
-		case <-t.C:
-		case <-b.stop.Done():
-			return
-		}
-		b.log.Warn("reconnecting to the MCP-Flow server", "server", b.cfg.URL, "attempt", attempt)
-		s, err := b.dial(b.stop, p)
-		if b.stop.Err() != nil { // the host's input ended
-			if s != nil {
-				s.Close()
-			}
-			return
-		}
-		if err == nil {
-			b.mu.Lock()
-			if b.closing {
-				b.mu.Unlock()
-				s.Close()
-				return
-			}
-			b.lostErr = nil
-			b.setSessionLocked(s)
-			b.mu.Unlock()
-			b.watch(s)
-			b.log.Warn("reconnected to the MCP-Flow server; the host's initialize was sent again", "server", b.cfg.URL,
-				"attempt", attempt, "serverInfo", s.InitializeResult().ServerInfo.Name)
-			if v := s.InitializeResult().ProtocolVersion; v != b.version() {
-				b.log.Warn("the server now answers another MCP version than the host was told", "was", b.version(), "now", v)
-			}
-			return
-		}
-		delay = min(2*delay, b.cfg.ReconnectMax)
-		b.log.Warn("reconnection failed", "server", b.cfg.URL, "attempt", attempt, "err", err, "next", delay)
-		b.mu.Lock()
-		b.lostErr = err
-		b.mu.Unlock()
-		t.Reset(delay)
-	}
-}
-
-func (b *Stdio) notification(n *jsonrpc.Request) {
-	switch n.Method {
-	case protocol.MethodCancelled:
-		var p flow.CancelParams
-		if json.Unmarshal(n.Params, &p) == nil {
-			b.mu.Lock()
-			cancel := b.pending[p.RequestID.Raw()]
-			b.mu.Unlock()
-			if cancel != nil {
-				cancel() // Call sends $/cancel
-			}
-		}
-	case protocol.MethodInitialized:
-		// flow.Dial has sent it already.
-	default:
-		if s := b.session(); s != nil {
-			_ = s.Notify(n.Method, n.Params)
-		}
-	}
-}
-
-// track registers a request of the host, on the reading goroutine so that
-// a notifications/cancelled read after it finds it (while it waits for a
-// session, too): cctx is ctx cancelled by it; release forgets the request.
-func (b *Stdio) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, release func()) {
-	cctx, cancel := context.WithCancel(ctx)
-	b.mu.Lock()
-	b.pending[id.Raw()] = cancel
-	b.mu.Unlock()
-	return cctx, func() {
-		cancel()
-		b.mu.Lock()
-		delete(b.pending, id.Raw())
-		b.mu.Unlock()
-	}
-}
-
-// call answers one request of the host through the MCP-Flow session; cctx
-// is ctx cancelled by the host (track). nil when the host cancelled it (MCP
-// sends no response then).
-func (b *Stdio) call(ctx, cctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
-	for {
-		s, err := b.current(cctx)
-		switch {
-		case cctx.Err() != nil && ctx.Err() == nil:
-			return nil // the host cancelled: MCP sends no response
-		case err != nil:
-			return jsonrpc.NewErrorResponse(m.ID, lostError(err))
-		case s == nil:
-			if m.Method == protocol.MethodPing {
-				return &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
-			}
-			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
-		}
-		if r, retry := b.callOn(ctx, cctx, s, m); !retry {
-			return r
-		}
-		// The session began to shut down before the request left: it goes
-		// on the next one.
-	}
-}
-
-// lostError is the JSON-RPC error for a request that lost its server.
-func lostError(err error) *jsonrpc.Error {
-	e := jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
-	var le *ServerLostError
-	if errors.As(err, &le) {
-		why := ""
-		if le.Err != nil {
-			why = le.Err.Error()
-		}
-		e.Data, _ = json.Marshal(map[string]string{"server": le.URL, "reason": why})
-	}
-	return e
-}
-
-// callOn answers m on session s; cctx is ctx cancelled by the host's
-// notifications/cancelled. retry reports that m was not sent because s is
-// shutting down.
-func (b *Stdio) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
-	var opts []flow.CallOption
-	params := m.Params
-	if tok := progressToken(params); tok != nil {
-		// The host's token goes back on every update; MCP-Flow uses its own.
-		params = withoutProgressToken(params)
-		opts = append(opts, flow.WithProgress(func(p flow.Progress) {
-			p.ProgressToken = tok
-			n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodProgress, p)
-			b.write(n)
-		}))
-	}
-	resp, err := s.Call(cctx, m.Method, params, opts...)
-	if cctx.Err() != nil && ctx.Err() == nil {
-		return nil, false // the host cancelled: MCP sends no response
-	}
-	var je *jsonrpc.Error
-	var se *flow.SessionError
-	switch {
-	case err == flow.ErrShuttingDown && b.reconnects():
-		return nil, true
-	case errors.As(err, &se):
-		// The session ended with the request in flight (spec §10).
-		return jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se})), false
-	case errors.As(err, &je):
-		return jsonrpc.NewErrorResponse(m.ID, je), false
-	case err != nil:
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error())), false
-	}
-	result, err := b.inline(cctx, resp)
+// offload writes r to a new file, complete or not at all, and returns its
+// file:// URI and size.
+func (f *streamFiles) offload(r io.Reader) (string, int64, error) {
+	file, err := f.create()
 	if err != nil {
-		if serr := s.Err(); serr != nil {
-			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}
-			return jsonrpc.NewErrorResponse(m.ID, lostError(err)), false
-		}
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())), false
+		return "", 0, err
 	}
-	return &jsonrpc.Response{ID: m.ID, Result: result}, false
-}
-
-// initialize dials the MCP-Flow server with the host's initialize and
-// answers with the server's result, minus the transport object. The request
-// is kept: a reconnection sends it again (spec §10).
-func (b *Stdio) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
-	var p flow.InitializeParams
-	if err := json.Unmarshal(m.Params, &p); err != nil {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error()))
-	}
-	s, err := b.dial(ctx, p)
-	if err != nil {
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
-	}
-	b.mu.Lock()
-	if b.closing {
-		b.mu.Unlock()
-		s.Close()
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "the bridge is closing"))
-	}
-	b.initReq = m
-	b.proto = s.InitializeResult().ProtocolVersion
-	b.setSessionLocked(s)
-	b.mu.Unlock()
-	b.watch(s)
-	res := *s.InitializeResult()
-	out := map[string]any{"protocolVersion": res.ProtocolVersion, "capabilities": res.Capabilities, "serverInfo": res.ServerInfo}
-	if res.Instructions != "" {
-		out["instructions"] = res.Instructions
-	}
-	r, _ := jsonrpc.NewResult(m.ID, out)
-	return r
-}
-
-// dial opens an MCP-Flow session with the host's initialize params (flow.Dial
-// sends notifications/initialized).
-func (b *Stdio) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
-	cc := b.cfg.Client
-	cc.Info, cc.Capabilities, cc.ProtocolVersion = p.ClientInfo, p.Capabilities, p.ProtocolVersion
-	// A plain MCP host expects every progress notification, in order and
-	// before the result: progress rides the control stream, not datagrams
-	// (which may be lost or overtaken).
-	cc.DisableDatagrams = true
-	cc.Handler = flow.HandlerFunc(b.forwardToHost)
-	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
-		if !strings.HasPrefix(n.Method, protocol.MethodPrefix) {
-			b.write(n)
-		}
-	}
-	return flow.Dial(ctx, b.cfg.URL, cc)
-}
-
-// forwardToHost sends the server's request (sampling, roots, elicitation)
-// to the host under an id of the bridge's own, and returns its answer.
-func (b *Stdio) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
-	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
-	ch, forget := b.hostWait.add(id)
-	defer forget()
-	b.log.Debug("server request to the host", "method", req.Method, "id", id.String())
-	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw())})
-		b.write(n)
-		return nil, ctx.Err()
-	}
-}
-
-// inline replaces each ref/stream block of a result with content a plain MCP
-// client understands (ref/stream is no MCP content type): text for text
-// under InlineLimit, an embedded resource with a base64 blob for other
-// bytes, a resource_link to a file past InlineLimit. A stream that fails
-// fails the call: a truncated payload is never passed on.
-func (b *Stdio) inline(ctx context.Context, resp *flow.Response) (json.RawMessage, error) {
-	if len(resp.Refs) == 0 {
-		return resp.Result, nil
-	}
-	defer resp.Close()
-	var res map[string]json.RawMessage
-	if err := json.Unmarshal(resp.Result, &res); err != nil {
-		return nil, err
-	}
-	var content []json.RawMessage
-	if err := json.Unmarshal(res["content"], &content); err != nil {
-		return nil, err
-	}
-	for i, c := range content {
-		var ref flow.StreamRef
-		if json.Unmarshal(c, &ref) != nil || ref.Type != protocol.ContentTypeRef {
-			continue
-		}
-		block, err := b.inlineStream(ctx, resp, ref, c)
-		if err != nil {
-			return nil, err
-		}
-		content[i] = block
-	}
-	var err error
-	if res["content"], err = json.Marshal(content); err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
-func (b *Stdio) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef, refBlock json.RawMessage) (json.RawMessage, error) {
-	sr, err := resp.Stream(ctx, ref.StreamTag)
-	if err != nil {
-		return nil, fmt.Errorf("execution stream %d: %w", ref.StreamTag, err)
-	}
-	head, err := io.ReadAll(io.LimitReader(sr, b.cfg.InlineLimit+1))
-	if err != nil {
-		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
-	}
-	mime := ref.MimeType
-	if int64(len(head)) <= b.cfg.InlineLimit {
-		if orig, field, ok := original(refBlock); ok {
-			// An upstream bridge moved this block's payload: put it back.
-			if err := drain(sr); err != nil {
-				return nil, err
-			}
-			return restore(orig, field, head)
-		}
-		if isText(mime) && utf8.Valid(head) {
-			return json.Marshal(map[string]any{"type": "text", "text": string(head)})
-		}
-		return json.Marshal(map[string]any{"type": "resource", "resource": map[string]any{
-			"uri": fmt.Sprintf("mcp-flow://stream/%s/%d", resp.ID.Raw(), ref.StreamTag), "mimeType": mime,
-			"blob": base64.StdEncoding.EncodeToString(head)}})
-	}
-	f, err := os.CreateTemp(b.cfg.FileDir, "mcp-flow-stream-*.part")
-	if err != nil {
-		return nil, err
-	}
-	n, err := io.Copy(f, io.MultiReader(bytes.NewReader(head), sr))
-	if cerr := f.Close(); err == nil {
+	n, err := io.Copy(file, r)
+	if cerr := file.Close(); err == nil {
 		err = cerr
 	}
-	if err != nil {
-		os.Remove(f.Name())
-		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
+	final := strings.TrimSuffix(file.Name(), ".part")
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if err == nil && f.closed {
+		err = errStreamFilesClosed
 	}
-	final := strings.TrimSuffix(f.Name(), ".part")
-	if err := os.Rename(f.Name(), final); err != nil {
+	if err == nil {
+		f.names = append(f.names, final)
+		err = os.Rename(file.Name(), final)
+	}
+	if err != nil {
+		os.Remove(file.Name())
+		return "", 0, err
+	}
+	abs, err := filepath.Abs(final)
+	if err != nil {
+		return "", 0, err
+	}
+	return (&url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}).String(), n, nil
+}
+
+// create makes a new partial file.
+func (f *streamFiles) create() (*os.File, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.closed {
+		return nil, errStreamFilesClosed
+	}
+	dir := f.dir
+	if dir == "" {
+		if f.own == "" {
+			own, err := os.MkdirTemp("", "mcp-flow-streams-*")
+			if err != nil {
+				return nil, err
+			}
+			f.own = own
+		}
+		dir = f.own
+	}
+	file, err := os.CreateTemp(dir, "mcp-flow-stream-*.part")
+	if err != nil {
 		return nil, err
 	}
-	abs, _ := filepath.Abs(final)
-	return json.Marshal(map[string]any{"type": "resource_link", "uri": "file://" + abs, "name": filepath.Base(abs), "mimeType": mime, "size": n})
+	f.names = append(f.names, file.Name())
+	return file, nil
 }
 
-func isText(mime string) bool {
-	return strings.HasPrefix(mime, "text/") || strings.HasPrefix(mime, "application/json")
-}
-
-func progressToken(params json.RawMessage) json.RawMessage {
-	var p struct {
-		Meta struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
+// remove deletes every file made, and the directory made for them; later
+// offloads fail.
+func (f *streamFiles) remove() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.closed = true
+	var errs []error
+	for _, name := range f.names {
+		if err := os.Remove(name); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
-	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
-		return nil
+	f.names = nil
+	if f.own != "" {
+		errs = append(errs, os.RemoveAll(f.own))
 	}
-	return p.Meta.ProgressToken
-}
-
-func withoutProgressToken(params json.RawMessage) json.RawMessage {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(params, &m) != nil {
-		return params
-	}
-	var meta map[string]json.RawMessage
-	_ = json.Unmarshal(m["_meta"], &meta)
-	delete(meta, "progressToken")
-	if len(meta) == 0 {
-		delete(m, "_meta")
-	} else {
-		m["_meta"], _ = json.Marshal(meta)
-	}
-	out, _ := json.Marshal(m)
-	return out
-}
-
-// original returns the block an upstream bridge replaced with this ref.
-func original(refBlock json.RawMessage) (map[string]json.RawMessage, string, bool) {
-	var r struct {
-		Meta map[string]struct {
-			Block map[string]json.RawMessage `json:"block"`
-			Field string                     `json:"field"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(refBlock, &r) != nil {
-		return nil, "", false
-	}
-	o, ok := r.Meta[OriginalKey]
-	return o.Block, o.Field, ok && o.Block != nil && o.Field != ""
-}
-
-// drain reads what is left of a stream (nothing, when the inline limit was
-// not reached) so that it ends cleanly.
-func drain(r io.Reader) error {
-	_, err := io.Copy(io.Discard, r)
-	return err
+	return errors.Join(errs...)
 }

@@ -182,7 +182,11 @@ type ndjsonHost struct {
 }
 
 func startNDJSONHost(t *testing.T, cli string, srv *flow.Server) *ndjsonHost {
-	cmd := bridgeCmd(cli, srv)
+	return startNDJSONHostCmd(t, bridgeCmd(cli, srv))
+}
+
+// startNDJSONHostCmd starts cmd, a stdio front, as an NDJSON host would.
+func startNDJSONHostCmd(t *testing.T, cmd *exec.Cmd) *ndjsonHost {
 	in, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	if err := cmd.Start(); err != nil {

@@ -12,9 +12,11 @@ import (
 	"log/slog"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -23,28 +25,36 @@ import (
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-// Upstream serves an existing stdio MCP server over MCP-Flow: each MCP-Flow
-// session gets its own subprocess, spoken to in NDJSON. Requests go up with
-// ids of the bridge's own; the upstream's own requests (sampling, roots,
+// Upstream serves an existing MCP server over MCP-Flow (spec §10): each
+// MCP-Flow session gets its own upstream connection (a subprocess spoken to
+// in NDJSON, an in-process server, an HTTP session). Requests go up with ids
+// of the bridge's own; the upstream's own requests (sampling, roots,
 // elicitation) reach the MCP-Flow client; progress comes back through the
 // session (as datagrams when the client asked for them); $/cancel becomes
 // notifications/cancelled; large content leaves the control stream on
 // execution streams.
+//
+// Nothing it does blocks a session's goroutines (flow.Hooks): messages to the
+// upstream go through a bounded queue per session that one writer drains
+// (spec §10, "Backpressure").
 type Upstream struct {
 	dial      dialFunc
 	threshold int
+	queue     int
 	log       *slog.Logger
 
 	mu    sync.Mutex
 	conns map[*flow.Session]*upConn
+	links sync.WaitGroup // one per upstream connection until it is closed
 }
 
 // upstreamLink is one session's connection to its upstream MCP server,
 // message by message: a subprocess's pipes, an in-process server, an HTTP
 // session.
 type upstreamLink interface {
-	// send passes one message on; the caller serializes the calls, and a
-	// link sends in that order.
+	// send passes one message on. One goroutine (the session's writer)
+	// calls it, in the order of the queue; it may block while the upstream
+	// does not take the message, and close unblocks it.
 	send(jsonrpc.Message) error
 	// close ends the connection and waits until it has ended.
 	close()
@@ -55,44 +65,172 @@ type upstreamLink interface {
 // end when the upstream's side is over.
 type dialFunc func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error)
 
-func newUpstream(dial dialFunc, threshold int, log *slog.Logger) *Upstream {
+// Upstream defaults (spec §8).
+const (
+	// DefaultUpstreamQueue is the default number of messages waiting for
+	// the upstream per session.
+	DefaultUpstreamQueue = 64
+	// DefaultMaxUpstreamProcesses is the default cap on the stdio
+	// upstream's processes running at once.
+	DefaultMaxUpstreamProcesses = 64
+	// DefaultStopGrace is how long an upstream process has after end of
+	// input before SIGTERM, and after SIGTERM before SIGKILL.
+	DefaultStopGrace = 2 * time.Second
+)
+
+func newUpstream(dial dialFunc, threshold, queue int, log *slog.Logger) *Upstream {
 	if threshold <= 0 {
 		threshold = 256 << 10
+	}
+	if queue <= 0 {
+		queue = DefaultUpstreamQueue
 	}
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Upstream{dial: dial, threshold: threshold, log: log, conns: map[*flow.Session]*upConn{}}
+	return &Upstream{dial: dial, threshold: threshold, queue: queue, log: log, conns: map[*flow.Session]*upConn{}}
 }
 
-// NewStdioUpstream returns an upstream that spawns argv per session.
-// Content larger than threshold bytes (decoded) goes on execution streams
-// (0: 256 KiB).
-func NewStdioUpstream(argv []string, threshold int, log *slog.Logger) *Upstream {
-	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
-		cmd := exec.Command(argv[0], argv[1:]...)
-		cmd.Stderr = os.Stderr
-		stdin, err := cmd.StdinPipe()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			return nil, nil, nil, err
-		}
-		if err := cmd.Start(); err != nil {
-			return nil, nil, nil, fmt.Errorf("upstream %s: %w", argv[0], err)
-		}
-		return stdin, stdout, func() { _ = cmd.Wait() }, nil
+// StdioUpstreamConfig configures an upstream that runs a stdio MCP server,
+// one process per MCP-Flow session (spec §10). It is copied by
+// NewStdioUpstream.
+type StdioUpstreamConfig struct {
+	// Command is the server's argv. Required.
+	Command []string
+	// MaxProcesses bounds the upstream processes running at once, whatever
+	// the sessions limit (spec §8): a process counts from its start until it
+	// is reaped. Past it a session's initialize is refused with -32005.
+	// Default DefaultMaxUpstreamProcesses (64).
+	MaxProcesses int
+	// StopGrace: when its session ends, a process gets end of input, then
+	// SIGTERM after StopGrace if it is still running, then SIGKILL after
+	// another StopGrace; its process group goes with it, and it is always
+	// reaped (spec §10). Default DefaultStopGrace (2 s).
+	StopGrace time.Duration
+	// Stderr receives the processes' stderr. Default os.Stderr.
+	Stderr io.Writer
+	// Threshold: content larger than this many bytes goes on execution
+	// streams (0: 256 KiB).
+	Threshold int
+	// Queue bounds the messages waiting for the upstream per session
+	// (default DefaultUpstreamQueue; spec §10, "Backpressure").
+	Queue  int
+	Logger *slog.Logger
+}
+
+// NewStdioUpstream returns an upstream that spawns cfg.Command per session.
+func NewStdioUpstream(cfg StdioUpstreamConfig) *Upstream {
+	if cfg.MaxProcesses <= 0 {
+		cfg.MaxProcesses = DefaultMaxUpstreamProcesses
 	}
-	return NewPipeUpstream(start, threshold, log)
+	if cfg.StopGrace <= 0 {
+		cfg.StopGrace = DefaultStopGrace
+	}
+	if cfg.Stderr == nil {
+		cfg.Stderr = os.Stderr
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	slots := make(chan struct{}, cfg.MaxProcesses)
+	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+		return startProcess(cfg, slots)
+	}
+	return newPipeUpstream(start, cfg.Threshold, cfg.Queue, cfg.Logger)
+}
+
+// startProcess starts one upstream process, if a slot is free.
+func startProcess(cfg StdioUpstreamConfig, slots chan struct{}) (io.WriteCloser, io.Reader, func(), error) {
+	if len(cfg.Command) == 0 {
+		return nil, nil, nil, errors.New("upstream: no command")
+	}
+	select {
+	case slots <- struct{}{}:
+	default:
+		e := jsonrpc.NewError(jsonrpc.CodeTooManyRequests, fmt.Sprintf("this server runs its limit of %d upstream processes (spec §8); try again later", cap(slots)))
+		e.Data, _ = json.Marshal(map[string]int{"maxProcesses": cap(slots)})
+		return nil, nil, nil, e
+	}
+	release := func() { <-slots }
+	// Pipes of our own, not StdoutPipe: Wait then closes nothing that the
+	// reader still reads, and Close unblocks a write the process does not
+	// take.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		release()
+		return nil, nil, nil, err
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		inR.Close()
+		inW.Close()
+		release()
+		return nil, nil, nil, err
+	}
+	cmd := exec.Command(cfg.Command[0], cfg.Command[1:]...)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = inR, outW, cfg.Stderr
+	cmd.WaitDelay = cfg.StopGrace // a child that keeps stderr open does not hold Wait
+	ownGroup(cmd)
+	err = cmd.Start()
+	inR.Close()
+	outW.Close()
+	if err != nil {
+		inW.Close()
+		outR.Close()
+		release()
+		return nil, nil, nil, fmt.Errorf("upstream %s: %w", cfg.Command[0], err)
+	}
+	p := &process{cmd: cmd, grace: cfg.StopGrace, log: cfg.Logger, exited: make(chan struct{})}
+	go func() { // the reaper: runs whenever the process ends, session or not
+		err := cmd.Wait()
+		// What is left of its group goes too, at once: later, its id
+		// could name another group.
+		signalGroup(cmd.Process.Pid, sigKill)
+		p.log.Debug("upstream process ended", "pid", cmd.Process.Pid, "status", err)
+		release()
+		close(p.exited)
+	}()
+	return inW, outR, func() { p.stop(); outR.Close() }, nil
+}
+
+// process is one running upstream process.
+type process struct {
+	cmd    *exec.Cmd
+	grace  time.Duration
+	log    *slog.Logger
+	exited chan struct{} // closed once it is reaped
+}
+
+// stop ends the process after its input was closed: SIGTERM after the
+// grace period, SIGKILL after another (to its process group). It returns
+// once the process is reaped (and what was left of its group killed).
+func (p *process) stop() {
+	pid := p.cmd.Process.Pid
+	t := time.NewTimer(p.grace)
+	defer t.Stop()
+	for _, sig := range []syscall.Signal{sigTerm, sigKill} {
+		select {
+		case <-p.exited:
+			return
+		case <-t.C:
+		}
+		p.log.Warn("upstream process still running; signalling it", "pid", pid, "signal", sig.String(), "after", p.grace)
+		signalGroup(pid, sig)
+		t.Reset(p.grace)
+	}
+	<-p.exited
 }
 
 // NewPipeUpstream returns an upstream that reaches, per session, whatever
 // start connects: newline-delimited JSON written to stdin and read from
-// stdout (an in-process go-sdk server, for instance; see ServeSDK).
+// stdout (an in-process go-sdk server, for instance; see ServeSDK). wait is
+// called once stdin is closed, and returns once the upstream has ended.
 func NewPipeUpstream(start func(ctx context.Context) (stdin io.WriteCloser, stdout io.Reader, wait func(), err error), threshold int, log *slog.Logger) *Upstream {
-	u := newUpstream(nil, threshold, log)
+	return newPipeUpstream(start, threshold, 0, log)
+}
+
+func newPipeUpstream(start func(ctx context.Context) (io.WriteCloser, io.Reader, func(), error), threshold, queue int, log *slog.Logger) *Upstream {
+	u := newUpstream(nil, threshold, queue, log)
 	u.dial = func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
 		stdin, stdout, wait, err := start(ctx)
 		if err != nil {
@@ -108,15 +246,20 @@ func NewPipeUpstream(start func(ctx context.Context) (stdin io.WriteCloser, stdo
 type pipeLink struct {
 	stdin io.WriteCloser
 	wait  func()
+	buf   []byte // the writer's; reused
 }
 
 func (l *pipeLink) send(m jsonrpc.Message) error {
-	_, err := l.stdin.Write(append(jsonrpc.AppendJSON(nil, m), '\n'))
+	l.buf = append(jsonrpc.AppendJSON(l.buf[:0], m), '\n')
+	_, err := l.stdin.Write(l.buf)
+	if cap(l.buf) > 1<<20 {
+		l.buf = nil
+	}
 	return err
 }
 
 func (l *pipeLink) close() {
-	l.stdin.Close() // the upstream ends on EOF (seeds 000/002)
+	l.stdin.Close() // end of input: the upstream ends on EOF (seeds 000/002)
 	l.wait()
 }
 
@@ -148,17 +291,34 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 	cfg.OnInitialize = u.initialize
 	cfg.Handler = flow.HandlerFunc(u.handle)
 	cfg.Hooks.Notification = func(s *flow.Session, n *jsonrpc.Request) {
+		// The session's reading goroutine: queue it, never wait.
 		if c := u.conn(s); c != nil {
-			_ = c.send(n)
+			c.notify(n)
 		}
+	}
+}
+
+// Wait returns once every upstream connection opened so far has been
+// closed (its process reaped), or when ctx ends. A server calls it after
+// its sessions have ended, so that no upstream process outlives it.
+func (u *Upstream) Wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() { u.links.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return context.Cause(ctx)
 	}
 }
 
 type upConn struct {
 	u       *Upstream
 	s       *flow.Session
-	link    upstreamLink // set under wmu
-	wmu     sync.Mutex
+	link    upstreamLink
+	out     chan *outMsg  // the queue to the upstream (spec §10)
+	quit    chan struct{} // closed when the session is over: the writer stops
+	wdone   chan struct{} // closed when the writer has returned
 	nextID  atomic.Int64
 	mu      sync.Mutex
 	pending waiters
@@ -166,7 +326,22 @@ type upConn struct {
 	ended   chan struct{}            // closed when the upstream's side ends
 	endOnce sync.Once
 	endErr  error
+	dropped atomic.Int64 // client notifications dropped since the queue was last open
 }
+
+// outMsg is one message in the queue. Its state says whether the writer has
+// taken it, so that a request cancelled while it waits is never sent (and
+// needs no notifications/cancelled).
+type outMsg struct {
+	m     jsonrpc.Message
+	state atomic.Int32
+}
+
+const (
+	outQueued int32 = iota
+	outTaken
+	outDropped
+)
 
 func (u *Upstream) conn(s *flow.Session) *upConn {
 	u.mu.Lock()
@@ -174,39 +349,103 @@ func (u *Upstream) conn(s *flow.Session) *upConn {
 	return u.conns[s]
 }
 
-func (c *upConn) send(m jsonrpc.Message) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	return c.link.send(m)
+var errUpstreamClosed = errors.New("upstream connection closed")
+
+// send queues m for the upstream. While the queue is full it waits
+// (backpressure on the caller: a handler's goroutine, never the session's),
+// until ctx ends or the upstream or session is over.
+func (c *upConn) send(ctx context.Context, m jsonrpc.Message) (*outMsg, error) {
+	om := &outMsg{m: m}
+	select {
+	case c.out <- om:
+		return om, nil
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	case <-c.ended:
+		return nil, c.endedError()
+	case <-c.quit:
+		return nil, errUpstreamClosed
+	}
 }
 
-// initialize spawns the upstream for a new session and passes the client's
+// trySend queues m unless the queue is full; for the session's own
+// goroutines, which must not block (flow.Hooks).
+func (c *upConn) trySend(m jsonrpc.Message) bool {
+	select {
+	case c.out <- &outMsg{m: m}:
+		return true
+	default:
+		return false
+	}
+}
+
+// notify queues a notification of the client's. The session's goroutine
+// calls it, which must not wait: when the queue is full (the upstream is not
+// taking messages) the notification is dropped, and the drops are logged
+// once per run of them (spec §10, "Backpressure").
+func (c *upConn) notify(n *jsonrpc.Request) {
+	if c.trySend(n) {
+		if d := c.dropped.Swap(0); d > 0 {
+			c.u.log.Warn("upstream queue has room again", "dropped", d)
+		}
+		return
+	}
+	if c.dropped.Add(1) == 1 {
+		c.u.log.Warn("upstream queue full: client notifications are dropped until it has room", "method", n.Method, "queue", c.u.queue)
+	}
+}
+
+// writer passes the queued messages to the link, one at a time, in order.
+func (c *upConn) writer() {
+	defer close(c.wdone)
+	for {
+		select {
+		case om := <-c.out:
+			if !om.state.CompareAndSwap(outQueued, outTaken) {
+				continue // its request was cancelled before it left
+			}
+			if err := c.link.send(om.m); err != nil {
+				c.u.log.Debug("upstream send failed", "err", err)
+			}
+		case <-c.quit:
+			return
+		}
+	}
+}
+
+func (c *upConn) endedError() error {
+	return jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream MCP server ended: "+c.endErr.Error())
+}
+
+// initialize starts the upstream for a new session and passes the client's
 // initialize on (minus the transport object).
 func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.RawMessage) (*flow.InitializeResult, error) {
-	c := &upConn{u: u, s: s, byToken: map[string]*flow.Request{}, ended: make(chan struct{})}
-	c.wmu.Lock() // nothing is sent (an answer to an early server request) before the link is set
+	c := &upConn{u: u, s: s, byToken: map[string]*flow.Request{}, ended: make(chan struct{}),
+		out: make(chan *outMsg, u.queue), quit: make(chan struct{}), wdone: make(chan struct{})}
 	link, err := u.dial(ctx, c.recv, c.end)
-	c.link = link
-	c.wmu.Unlock()
 	if err != nil {
 		return nil, err
 	}
+	c.link = link
+	u.links.Add(1)
+	go c.writer()
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
 	go func() {
 		<-s.Done()
-		link.close()
+		close(c.quit)
+		link.close() // unblocks a send the upstream does not take
+		<-c.wdone
 		u.mu.Lock()
 		delete(u.conns, s)
 		u.mu.Unlock()
+		u.links.Done()
 	}()
-	var p map[string]json.RawMessage
-	if err := json.Unmarshal(params, &p); err != nil {
-		return nil, err
+	up, err := withoutMember(params, "transport")
+	if err != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error())
 	}
-	delete(p, "transport")
-	up, _ := json.Marshal(p)
 	resp, err := c.call(ctx, protocol.MethodInitialize, up)
 	if err != nil {
 		return nil, err
@@ -216,16 +455,20 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 		return nil, fmt.Errorf("upstream initialize result: %w", err)
 	}
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
-	return &res, c.send(n)
+	_, err = c.send(ctx, n)
+	return &res, err
 }
 
-// call sends a request upstream and waits for its result.
+// call sends a request upstream and waits for its result. A request
+// cancelled while it waits in the queue is never sent; one cancelled after
+// it left is followed by notifications/cancelled.
 func (c *upConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := jsonrpc.Int64ID(c.nextID.Add(1))
 	ch, forget := c.pending.add(id)
 	defer forget()
-	if err := c.send(&jsonrpc.Request{ID: id, Method: method, Params: params}); err != nil {
-		return nil, fmt.Errorf("upstream: %w", err)
+	om, err := c.send(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params})
+	if err != nil {
+		return nil, err
 	}
 	select {
 	case r := <-ch:
@@ -234,10 +477,15 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 		}
 		return r.Result, nil
 	case <-c.ended:
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream MCP server ended: "+c.endErr.Error())
+		return nil, c.endedError()
 	case <-ctx.Done():
-		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw()), "reason": "cancelled by the MCP-Flow client"})
-		_ = c.send(n)
+		if om.state.CompareAndSwap(outQueued, outDropped) {
+			return nil, context.Cause(ctx) // it never left: nothing to cancel
+		}
+		p := append(append([]byte(`{"requestId":`), id.Raw()...), `,"reason":"cancelled by the MCP-Flow client"}`...)
+		// On the handler's goroutine, after the session has answered the
+		// cancel: it may wait for room in the queue.
+		_, _ = c.send(c.s.Context(), &jsonrpc.Request{Method: protocol.MethodCancelled, Params: p})
 		return nil, context.Cause(ctx)
 	}
 }
@@ -284,14 +532,16 @@ func (c *upConn) fromUpstream(m *jsonrpc.Request) {
 	resp, err := c.s.Call(c.s.Context(), m.Method, m.Params)
 	c.u.log.Debug("upstream request answered", "method", m.Method, "id", m.ID.String(), "err", err)
 	var je *jsonrpc.Error
+	var r *jsonrpc.Response
 	switch {
 	case errors.As(err, &je):
-		_ = c.send(jsonrpc.NewErrorResponse(m.ID, je))
+		r = jsonrpc.NewErrorResponse(m.ID, je)
 	case err != nil:
-		_ = c.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())))
+		r = jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
 	default:
-		_ = c.send(&jsonrpc.Response{ID: m.ID, Result: resp.Result})
+		r = &jsonrpc.Response{ID: m.ID, Result: resp.Result}
 	}
+	_, _ = c.send(c.s.Context(), r)
 }
 
 func (c *upConn) notification(n *jsonrpc.Request) {
@@ -334,149 +584,211 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 }
 
 // offload moves content larger than the threshold onto execution streams:
-// text, image and audio data, and embedded resource blobs and texts.
+// text, image and audio data, and embedded resource blobs and texts. It
+// splices the result's text (spec §10): one pass over it, and every member
+// keeps its place and its bytes.
 func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawMessage, error) {
 	if len(result) < u.threshold {
 		return result, nil
 	}
-	var res map[string]json.RawMessage
-	if json.Unmarshal(result, &res) != nil || res["content"] == nil {
+	type block struct {
+		members    []rawMember
+		start, end int
+	}
+	var blocks []block // the whole walk first: nothing moves out of a result that does not read
+	d := newObjectDecoder(result)
+	if d.PeekKind() != '{' {
 		return result, nil
 	}
-	var content []map[string]json.RawMessage
-	if json.Unmarshal(res["content"], &content) != nil {
+	if _, err := d.ReadToken(); err != nil {
 		return result, nil
 	}
-	moved := false
-	for i, block := range content {
-		payload, mime, field, ok := u.bigPayload(block)
-		if !ok {
+	for d.PeekKind() != '}' {
+		name, err := d.ReadToken()
+		if err != nil {
+			return result, nil
+		}
+		if name.String() != "content" || d.PeekKind() != '[' {
+			if err := d.SkipValue(); err != nil {
+				return result, nil
+			}
 			continue
 		}
-		w, err := req.OpenStream(mime)
-		if err != nil {
-			return result, nil // the limit is reached: inline is still correct
+		if _, err := d.ReadToken(); err != nil {
+			return result, nil
 		}
-		go func() {
-			if _, err := w.Write(payload); err != nil {
-				w.Fail(err)
-				return
+		for d.PeekKind() != ']' {
+			if d.PeekKind() != '{' {
+				if err := d.SkipValue(); err != nil {
+					return result, nil
+				}
+				continue
 			}
-			_ = w.Close()
-		}()
-		// The original block, without its payload, rides along so that a
-		// bridge to plain MCP can put it back together exactly.
-		orig := stripPayload(block, field)
-		ref := w.Ref()
-		b, _ := json.Marshal(struct {
-			flow.StreamRef
-			Meta map[string]any `json:"_meta"`
-		}{ref, map[string]any{OriginalKey: map[string]any{"block": orig, "field": field}}})
-		content[i] = map[string]json.RawMessage{}
-		_ = json.Unmarshal(b, &content[i])
-		moved = true
+			ms, start, end, err := readObject(d, result, func(n string) bool { return n == "resource" })
+			if err != nil {
+				return result, nil
+			}
+			blocks = append(blocks, block{ms, start, end})
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return result, nil
+		}
 	}
-	if !moved {
+	var out []byte
+	prev := 0
+	for _, b := range blocks {
+		if ref, ok := u.moveOut(req, b.members); ok {
+			out = append(append(out, result[prev:b.start]...), ref...)
+			prev = b.end
+		}
+	}
+	if out == nil {
 		return result, nil
 	}
-	var err error
-	if res["content"], err = json.Marshal(content); err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
+	return append(out, result[prev:]...), nil
 }
 
 // OriginalKey is the _meta key of a ref/stream block that carries the
-// content block it replaced (minus its payload) and the payload's field:
-// "text", "data", "resource.text" or "resource.blob".
+// content block it replaced, with its payload's value replaced by null (a
+// placeholder that keeps the member's place), and the payload's field:
+// "text", "data", "resource.text" or "resource.blob" (spec §10).
 const OriginalKey = "io.mcp-flow/original"
 
-// bigPayload returns a content block's payload when it is over the
-// threshold (decoded bytes for base64 data and blobs, UTF-8 for text), with
-// its MIME type and the field it came from.
-func (u *Upstream) bigPayload(block map[string]json.RawMessage) ([]byte, string, string, bool) {
-	var typ, mime string
-	_ = json.Unmarshal(block["type"], &typ)
-	_ = json.Unmarshal(block["mimeType"], &mime)
-	str := func(raw json.RawMessage) (string, bool) {
-		var s string
-		return s, len(raw) >= u.threshold && json.Unmarshal(raw, &s) == nil
-	}
-	switch typ {
-	case "text":
-		if s, ok := str(block["text"]); ok {
-			return []byte(s), "text/plain; charset=utf-8", "text", true
+// moveOut puts a content block's payload on an execution stream when it is
+// over the threshold (decoded bytes for base64 data and blobs, UTF-8 for
+// text), and returns the ref/stream block that replaces it.
+func (u *Upstream) moveOut(req *flow.Request, block []rawMember) ([]byte, bool) {
+	str := func(ms []rawMember, name string) string {
+		if m := member(ms, name); m != nil {
+			if s, ok := unquote(m.value); ok {
+				return string(s)
+			}
 		}
+		return ""
+	}
+	big := func(ms []rawMember, name string, base64ed bool) ([]byte, bool) {
+		m := member(ms, name)
+		if m == nil || len(m.value) < u.threshold {
+			return nil, false
+		}
+		s, ok := unquote(m.value)
+		if !ok || !base64ed {
+			return s, ok
+		}
+		b := make([]byte, base64.StdEncoding.DecodedLen(len(s)))
+		n, err := base64.StdEncoding.Decode(b, s)
+		return b[:n], err == nil
+	}
+	var (
+		payload     []byte
+		mime, field string
+		ok          bool
+	)
+	switch str(block, "type") {
+	case "text":
+		payload, ok = big(block, "text", false)
+		mime, field = "text/plain; charset=utf-8", "text"
 	case "image", "audio":
-		if s, ok := str(block["data"]); ok {
-			if b, err := base64.StdEncoding.DecodeString(s); err == nil {
-				return b, orDefault(mime, "application/octet-stream"), "data", true
-			}
-		}
+		payload, ok = big(block, "data", true)
+		mime, field = orDefault(str(block, "mimeType"), "application/octet-stream"), "data"
 	case "resource":
-		var r struct {
-			MimeType string  `json:"mimeType"`
-			Text     *string `json:"text"`
-			Blob     *string `json:"blob"`
+		r := member(block, "resource")
+		if r == nil || r.sub == nil {
+			return nil, false
 		}
-		if json.Unmarshal(block["resource"], &r) != nil {
-			return nil, "", "", false
+		rmime := str(r.sub, "mimeType")
+		if payload, ok = big(r.sub, "blob", true); ok {
+			mime, field = orDefault(rmime, "application/octet-stream"), "resource.blob"
+		} else if payload, ok = big(r.sub, "text", false); ok {
+			mime, field = orDefault(rmime, "text/plain; charset=utf-8"), "resource.text"
 		}
-		if r.Blob != nil && len(*r.Blob) >= u.threshold {
-			if b, err := base64.StdEncoding.DecodeString(*r.Blob); err == nil {
-				return b, orDefault(r.MimeType, "application/octet-stream"), "resource.blob", true
+	}
+	if !ok {
+		return nil, false
+	}
+	w, err := req.OpenStream(mime)
+	if err != nil {
+		return nil, false // the limit is reached: inline is still correct
+	}
+	go func() {
+		if _, err := w.Write(payload); err != nil {
+			w.Fail(err)
+			return
+		}
+		_ = w.Close()
+	}()
+	// The original block, its payload a null placeholder, rides along so
+	// that a bridge to plain MCP can put it back together exactly.
+	outer, inner, _ := strings.Cut(field, ".")
+	orig := appendObject(nil, block, func(m *rawMember) ([]byte, bool) {
+		switch {
+		case m.name != outer:
+			return nil, false
+		case inner == "":
+			return []byte("null"), false
+		}
+		return appendObject(nil, m.sub, func(m *rawMember) ([]byte, bool) {
+			if m.name == inner {
+				return []byte("null"), false
 			}
-		}
-		if r.Text != nil && len(*r.Text) >= u.threshold {
-			return []byte(*r.Text), orDefault(r.MimeType, "text/plain; charset=utf-8"), "resource.text", true
-		}
+			return nil, false
+		}), false
+	})
+	ref := w.Ref()
+	b := append(make([]byte, 0, len(orig)+160), `{"type":`...)
+	b = jsonrpc.AppendQuoted(b, ref.Type)
+	b = strconv.AppendUint(append(b, `,"streamTag":`...), uint64(ref.StreamTag), 10)
+	if ref.MimeType != "" {
+		b = jsonrpc.AppendQuoted(append(b, `,"mimeType":`...), ref.MimeType)
 	}
-	return nil, "", "", false
+	b = jsonrpc.AppendQuoted(append(b, `,"_meta":{`...), OriginalKey)
+	b = append(append(append(b, `:{"block":`...), orig...), `,"field":`...)
+	b = jsonrpc.AppendQuoted(b, field)
+	return append(b, "}}}"...), true
 }
 
-// stripPayload returns a copy of block without the payload field.
-func stripPayload(block map[string]json.RawMessage, field string) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(block))
-	for k, v := range block {
-		out[k] = v
-	}
-	if sub, ok := strings.CutPrefix(field, "resource."); ok {
-		var r map[string]json.RawMessage
-		_ = json.Unmarshal(block["resource"], &r)
-		delete(r, sub)
-		out["resource"], _ = json.Marshal(r)
-	} else {
-		delete(out, field)
-	}
-	return out
-}
-
-// restore puts payload back into an original block at field.
-func restore(block map[string]json.RawMessage, field string, payload []byte) (json.RawMessage, error) {
-	val := func(binary bool) json.RawMessage {
-		if binary {
-			b, _ := json.Marshal(base64.StdEncoding.EncodeToString(payload))
-			return b
-		}
-		b, _ := json.Marshal(string(payload))
-		return b
-	}
+// restore puts payload back into an original block (OriginalKey) at field,
+// in its place: the block's text is spliced, its members keep their order.
+// A block without the field (an older bridge left it out) gets it last.
+func restore(block json.RawMessage, field string, payload []byte) (json.RawMessage, error) {
+	var val []byte
 	switch field {
-	case "text":
-		block["text"] = val(false)
-	case "data":
-		block["data"] = val(true)
-	case "resource.text", "resource.blob":
-		var r map[string]json.RawMessage
-		if err := json.Unmarshal(block["resource"], &r); err != nil {
-			return nil, err
-		}
-		r[strings.TrimPrefix(field, "resource.")] = val(field == "resource.blob")
-		block["resource"], _ = json.Marshal(r)
+	case "text", "resource.text":
+		val = jsonrpc.AppendQuoted(nil, string(payload))
+	case "data", "resource.blob":
+		val = append(base64.StdEncoding.AppendEncode([]byte{'"'}, payload), '"')
 	default:
 		return nil, fmt.Errorf("unknown payload field %q", field)
 	}
-	return json.Marshal(block)
+	outer, inner, _ := strings.Cut(field, ".")
+	ms, err := parseObject(block, func(n string) bool { return inner != "" && n == outer })
+	if err != nil {
+		return nil, fmt.Errorf("original block: %w", err)
+	}
+	put := func(ms []rawMember, name string, v []byte) []byte {
+		out := appendObject(nil, ms, func(m *rawMember) ([]byte, bool) {
+			if m.name == name {
+				return v, false
+			}
+			return nil, false
+		})
+		if member(ms, name) != nil {
+			return out
+		}
+		out = out[:len(out)-1]
+		if len(ms) > 0 {
+			out = append(out, ',')
+		}
+		return append(append(append(jsonrpc.AppendQuoted(out, name), ':'), v...), '}')
+	}
+	if inner == "" {
+		return put(ms, field, val), nil
+	}
+	r := member(ms, outer)
+	if r == nil || r.sub == nil {
+		return nil, fmt.Errorf("original block has no %s object", outer)
+	}
+	return put(ms, outer, put(r.sub, inner, val)), nil
 }
 
 func orDefault(s, d string) string {

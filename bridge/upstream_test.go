@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
@@ -31,7 +33,7 @@ func upstreamServer(t *testing.T) *flow.Server {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewStdioUpstream([]string{fixture}, 0, flowtest.Quiet).Configure(&cfg)
+	bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{fixture}, Logger: flowtest.Quiet}).Configure(&cfg)
 	return flowtest.Serve(t, cfg)
 }
 
@@ -165,5 +167,82 @@ func TestHTTPUpstreamNeither(t *testing.T) {
 	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
 	if err == nil || !strings.Contains(err.Error(), "neither Streamable HTTP") {
 		t.Fatalf("initialize against a server of neither transport: %v", err)
+	}
+}
+
+// scriptedPipe is an in-process stdio MCP server that answers initialize and
+// then each tools/call with the next of results, as written; at a result
+// of "" it dies (its output ends; its input is read to its end).
+func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+	return func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			defer outW.Close()
+			dec := json.NewDecoder(inR)
+			next := 0
+			for {
+				var m struct {
+					ID     json.RawMessage `json:"id"`
+					Method string          `json:"method"`
+				}
+				if dec.Decode(&m) != nil {
+					return
+				}
+				switch {
+				case m.Method == "initialize":
+					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`+"\n", m.ID)
+				case m.Method == "tools/call" && next < len(results) && results[next] == "":
+					outW.Close()
+					io.Copy(io.Discard, inR)
+					return
+				case m.Method == "tools/call" && next < len(results):
+					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, results[next])
+					next++
+				}
+			}
+		}()
+		return inW, outR, func() { <-done }, nil
+	}
+}
+
+// TestUpstreamKeepsMemberOrder: the upstream passes a result on as its
+// text, and when it moves a payload to an execution stream it splices the
+// text: every other member keeps its place and bytes, and the original
+// block rides along with its payload as a null in its place (spec §10).
+func TestUpstreamKeepsMemberOrder(t *testing.T) {
+	big := strings.Repeat("z", 300<<10)
+	small := `{ "zeta":1, "content":[{"type":"text", "text":"short","annotations":{"priority":0.5}}], "alpha":{"b":2,"a":1} }`
+	large := `{"zeta":1,"content":[{"type":"text","_meta":{"b":1,"a":2},"text":"` + big + `","annotations":{"priority":0.5}},{"type":"text","text":"kept","y":0}],"isError":false,"alpha":[]}`
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewPipeUpstream(scriptedPipe(small, large), 0, flowtest.Quiet).Configure(&cfg)
+	srv := flowtest.Serve(t, cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet, Encodings: []codec.Name{codec.JSON}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "small"})
+	if err != nil || string(r.Result) != small {
+		t.Fatalf("small result:\n got %s (%v)\nwant %s", r.Result, err, small)
+	}
+	r, err = s.Call(ctx, "tools/call", map[string]any{"name": "large"})
+	if err != nil || len(r.Refs) != 1 {
+		t.Fatalf("large result: %v, %d refs", err, len(r.Refs))
+	}
+	want := fmt.Sprintf(`{"zeta":1,"content":[{"type":"ref/stream","streamTag":%d,"mimeType":"text/plain; charset=utf-8","_meta":{"io.mcp-flow/original":{"block":{"type":"text","_meta":{"b":1,"a":2},"text":null,"annotations":{"priority":0.5}},"field":"text"}}},{"type":"text","text":"kept","y":0}],"isError":false,"alpha":[]}`, r.Refs[0].StreamTag)
+	if string(r.Result) != want {
+		t.Fatalf("large result:\n got %s\nwant %s", r.Result, want)
+	}
+	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, err := io.ReadAll(sr); err != nil || string(b) != big {
+		t.Fatalf("stream: %d bytes, %v", len(b), err)
 	}
 }

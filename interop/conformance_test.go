@@ -121,7 +121,7 @@ func TestOfficialConformanceSuite(t *testing.T) {
 
 	// Chain.
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewStdioUpstream([]string{fixture}, 0, flowtest.Quiet).Configure(&cfg)
+	bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{fixture}, Logger: flowtest.Quiet}).Configure(&cfg)
 	fs := flowtest.Serve(t, cfg)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	front := httptest.NewServer(bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: fs.URL(),

@@ -26,7 +26,7 @@ func everythingServer(t *testing.T) (cli string, args []string) {
 	dir, _ := filepath.Abs("node")
 	everything := filepath.Join(dir, "node_modules/@modelcontextprotocol/server-everything/dist/index.js")
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewStdioUpstream([]string{node, everything, "stdio"}, 0, flowtest.Quiet).Configure(&cfg)
+	bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{node, everything, "stdio"}, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
 	cli = goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	return cli, []string{"-url", srv.URL(), "-cert-hash", flowtest.Cert.HashHex(), "bridge", "stdio"}

@@ -65,6 +65,9 @@ func run(args []string) int {
 		upstream  = fs.String("upstream", "", "serve an existing MCP server instead of the test tools: 'stdio:CMD ARGS' (one subprocess per session) or a Streamable HTTP URL")
 		handshake = fs.Duration("handshake-timeout", 0, "how long a session may take from CONNECT to the end of initialize (default 10 s; 60 s with a stdio -upstream, whose first run may download it, as npx does)")
 		upToken   = fs.String("upstream-token-file", "", "file holding a bearer token the bridge sends to an HTTP -upstream (the bridge's own credential; clients' tokens are never passed through)")
+		upProcs   = fs.Int("upstream-max-processes", bridge.DefaultMaxUpstreamProcesses, "with -upstream stdio:, the most upstream processes running at once (past it, initialize gets -32005)")
+		upGrace   = fs.Duration("upstream-stop-grace", bridge.DefaultStopGrace, "with -upstream stdio:, how long a process has after end of input before SIGTERM, and after SIGTERM before SIGKILL")
+		upQueue   = fs.Int("upstream-queue", bridge.DefaultUpstreamQueue, "with -upstream, the messages per session waiting for the upstream to take them")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -140,10 +143,11 @@ func run(args []string) int {
 		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
 	}
+	var upstreamOf *bridge.Upstream
 	switch up := *upstream; {
 	case up == "":
 	case strings.HasPrefix(up, "http://") || strings.HasPrefix(up, "https://"):
-		hcfg := bridge.HTTPUpstreamConfig{Endpoint: up, Logger: log}
+		hcfg := bridge.HTTPUpstreamConfig{Endpoint: up, Queue: *upQueue, Logger: log}
 		if *upToken != "" {
 			tok, err := os.ReadFile(*upToken)
 			if err != nil || len(bytes.TrimSpace(tok)) == 0 {
@@ -152,17 +156,21 @@ func run(args []string) int {
 			}
 			hcfg.Header = http.Header{"Authorization": {"Bearer " + string(bytes.TrimSpace(tok))}}
 		}
-		bridge.NewHTTPUpstream(hcfg).Configure(&cfg)
+		upstreamOf = bridge.NewHTTPUpstream(hcfg)
 	case strings.HasPrefix(up, "stdio:") && len(strings.Fields(up[len("stdio:"):])) > 0:
 		if cfg.Limits.HandshakeTimeout == 0 {
 			cfg.Limits.HandshakeTimeout = stdioUpstreamHandshake
 		}
-		bridge.NewStdioUpstream(strings.Fields(up[len("stdio:"):]), 0, log).Configure(&cfg)
+		upstreamOf = bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: strings.Fields(up[len("stdio:"):]),
+			MaxProcesses: *upProcs, StopGrace: *upGrace, Queue: *upQueue, Logger: log})
 		log.Info("each session starts the upstream and waits for its initialize answer (its stderr follows here)",
 			"upstream", up[len("stdio:"):], "handshake-timeout", cfg.Limits.HandshakeTimeout)
 	default:
 		log.Error("-upstream takes 'stdio:CMD ARGS' or an http(s) URL")
 		return 2
+	}
+	if upstreamOf != nil {
+		upstreamOf.Configure(&cfg)
 	}
 	srv, err := flow.NewServer(cfg)
 	if err != nil {
@@ -194,7 +202,17 @@ func run(args []string) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *drain+5*time.Second)
 	defer cancel()
 	go func() { <-sig; log.Warn("second signal: closing now"); srv.Close() }()
-	if err := srv.Shutdown(ctx); err != nil {
+	err = srv.Shutdown(ctx)
+	if upstreamOf != nil {
+		// No upstream process outlives the server: each gets end of
+		// input, then SIGTERM, then SIGKILL, and is reaped (spec §10).
+		wctx, wcancel := context.WithTimeout(context.Background(), 2**upGrace+5*time.Second)
+		if werr := upstreamOf.Wait(wctx); werr != nil {
+			log.Warn("upstream processes still ending", "err", werr)
+		}
+		wcancel()
+	}
+	if err != nil {
 		log.Warn("shutdown incomplete", "err", err)
 		return 1
 	}

@@ -49,7 +49,7 @@ func startServer(t *testing.T, bin string) (url, hash string, proc *exec.Cmd, st
 	t.Cleanup(func() { proc.Process.Kill(); proc.Wait() })
 	deadline := time.AfterFunc(20*time.Second, func() { proc.Process.Kill() })
 	defer deadline.Stop()
-	url, hash = announcement(stdout)
+	url, hash = flowtest.Announcement(stdout)
 	if url == "" || hash == "" {
 		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr)
 	}

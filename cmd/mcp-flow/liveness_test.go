@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/quic-go/quic-go"
 )
 
@@ -55,7 +56,7 @@ func liveServer(t *testing.T, bin string, flags ...string) (url, hash string, pr
 	}()
 	stderr = func() string { mu.Lock(); defer mu.Unlock(); return log.String() }
 	t.Cleanup(func() { proc.Process.Kill(); <-stderrDone; proc.Wait() })
-	if url, hash = announcement(out); url == "" || hash == "" {
+	if url, hash = flowtest.Announcement(out); url == "" || hash == "" {
 		t.Fatalf("server printed no url and hash; stderr:\n%s", stderr())
 	}
 	go io.Copy(io.Discard, out)

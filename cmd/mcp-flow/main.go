@@ -5,6 +5,7 @@
 //	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
 //	mcp-flow [flags] ping
 //	mcp-flow [flags] bridge stdio
+//	mcp-flow [flags] bridge http [-listen ADDR] [URL]
 //	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
 //
 // ui serves the inspector page on loopback (127.0.0.1:7433 unless -listen
@@ -16,7 +17,9 @@
 // bridge stdio makes the CLI a stdio MCP server for an MCP host (NDJSON or
 // Content-Length framing, detected from the host) that reaches the MCP-Flow
 // server at -url; execution streams are inlined for the host (see package
-// bridge).
+// bridge). bridge http serves plain MCP clients a Streamable HTTP endpoint
+// (/mcp) instead; on SIGINT or SIGTERM it answers the requests in flight
+// (within -drain), ends its sessions and exits 0.
 //
 // Results go to stdout and nothing else does: with execution streams, their
 // raw bytes alone (the rest of the content then goes to stderr), or with
@@ -43,6 +46,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -93,6 +97,10 @@ type options struct {
 	handshake                            time.Duration
 	exitOnDisconnect                     bool
 	reconnectWait                        time.Duration
+	drain, readHeaderTimeout             time.Duration
+	maxBodiesInFlight                    int
+	maxSessionHeld, maxHeld              int
+	streamDir                            string
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -111,10 +119,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.handshake, "handshake-timeout", 10*time.Second, "how long the server may take to answer initialize (a server with a stdio -upstream may first be starting it)")
 	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
+	fs.StringVar(&o.streamDir, "stream-dir", "", "bridge: directory for the files of streams past -inline-limit (default: a temporary directory per session); they are deleted when the session ends")
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
-	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed")
+	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed besides the default (pages on this machine, when -listen is a loopback address; spec §9); * allows any")
 	fs.IntVar(&o.maxSessions, "max-sessions", 256, "bridge http: sessions open at once; more get 503")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "bridge http: end a session idle this long (its id then gets 404)")
+	fs.DurationVar(&o.drain, "drain", 30*time.Second, "bridge http: on SIGINT or SIGTERM, how long the requests in flight may take before the bridge closes")
+	fs.DurationVar(&o.readHeaderTimeout, "read-header-timeout", 10*time.Second, "bridge http: how long a client may take to send its request headers")
+	fs.IntVar(&o.maxBodiesInFlight, "max-bodies-in-flight", 256<<20, "bridge http: bytes of request bodies read at once over all sessions; past it, 503")
+	fs.IntVar(&o.maxSessionHeld, "max-session-held", 64<<20, "bridge http: bytes of SSE events one session may hold for slow or absent readers")
+	fs.IntVar(&o.maxHeld, "max-held", 1<<30, "bridge http: bytes of SSE events all sessions may hold")
 	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers)")
@@ -197,27 +211,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage(stderr, err.Error())
 		}
-		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, Logger: log,
+		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, StreamDir: o.streamDir, Logger: log,
 			Client:           flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()},
 			ExitOnDisconnect: o.exitOnDisconnect, ReconnectWait: o.reconnectWait}
 		if o.webtransport == "draft02" {
 			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
 		}
 		if rest[1] == "http" {
-			var origins []string
-			if o.origins != "" {
-				origins = strings.Split(o.origins, ",")
-			}
-			h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
-				MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout})
-			mux := http.NewServeMux()
-			mux.Handle("/mcp", h)
-			fmt.Fprintf(stderr, "mcp-flow: Streamable HTTP endpoint http://%s/mcp -> %s\n", o.listen, o.url)
-			if err := http.ListenAndServe(o.listen, mux); err != nil {
-				fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
-				return exitConnect
-			}
-			return exitOK
+			return bridgeHTTP(o, sc, log, stderr)
 		}
 		b := bridge.NewStdio(sc)
 		if err := b.Run(ctx, os.Stdin, stdout); err != nil {
@@ -306,6 +307,68 @@ func run(args []string, stdout, stderr io.Writer) int {
 // dialPatience is how long the CLI connects in silence before it says what
 // it is waiting for.
 const dialPatience = 2 * time.Second
+
+// bridgeHTTP serves the Streamable HTTP front until SIGINT or SIGTERM, then
+// drains it like mcp-flow-server: the requests in flight are answered
+// (within -drain), the sessions end, the process exits 0. A second signal
+// closes at once.
+func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Writer) int {
+	var origins []string
+	if o.origins != "" {
+		origins = strings.Split(o.origins, ",")
+	}
+	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
+		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
+		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld})
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	// No ReadTimeout or WriteTimeout: SSE streams last as long as their
+	// requests; the front bounds bodies and held bytes itself.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
+	ln, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
+		return exitConnect
+	}
+	sig := make(chan os.Signal, 2)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sig)
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	fmt.Fprintf(stderr, "mcp-flow: Streamable HTTP endpoint http://%s/mcp -> %s\n", ln.Addr(), o.url)
+	select {
+	case err := <-served:
+		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
+		h.Close()
+		return exitConnect
+	case s := <-sig:
+		log.Info("shutting down", "signal", s.String())
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), o.drain)
+	defer cancel()
+	go func() {
+		select {
+		case <-sig:
+			log.Warn("second signal: closing now")
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	// The server stops listening and waits for its connections; the front
+	// answers what is in flight and ends its sessions, which ends their
+	// GET streams.
+	srvDone := make(chan error, 1)
+	go func() { srvDone <- srv.Shutdown(ctx) }()
+	if err := h.Shutdown(ctx); err != nil {
+		log.Warn("drain cut short", "err", err)
+	}
+	if err := <-srvDone; err != nil {
+		srv.Close()
+	}
+	<-served
+	return exitOK
+}
 
 // shutdownBound bounds the graceful end of the CLI's session: the CLI has
 // nothing in flight when it ends one, so the drain is a round trip.

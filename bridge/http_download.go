@@ -1,0 +1,160 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+)
+
+// download is an execution stream past the inline limit that the HTTP
+// front serves from itself (spec §10): a file in its session's directory,
+// named by an unguessable token, valid while the session lives.
+type download struct {
+	path, mime string
+	size       int64
+	session    *httpSession
+}
+
+// sessionFiles is a session's offloaded streams: its directory (made on
+// the first offload, removed with the session) and its tokens.
+type sessionFiles struct {
+	mu     sync.Mutex
+	dir    string
+	tokens []string
+	closed bool
+	budget *heldBudget // MaxSessionOffload, under MaxOffload
+}
+
+// offload writes a large execution stream to a file of the session and
+// returns the front's URL for it: a GET of
+// <endpoint>?download=<token> streams it back (http.ServeContent) until
+// the session ends, then gets 404. The bytes count against
+// MaxSessionOffload and MaxOffload; past either the stream fails (and the
+// call with it) and nothing is kept.
+func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (string, int64, error) {
+	h := s.front
+	f := &s.files
+	f.mu.Lock()
+	if f.closed {
+		f.mu.Unlock()
+		return "", 0, errors.New("the HTTP session ended")
+	}
+	if f.dir == "" {
+		dir, err := os.MkdirTemp(h.cfg.Stdio.StreamDir, "mcp-flow-http-*")
+		if err != nil {
+			f.mu.Unlock()
+			return "", 0, err
+		}
+		f.dir = dir
+	}
+	dir := f.dir
+	f.mu.Unlock()
+	token := newSessionID()
+	path := filepath.Join(dir, token)
+	out, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return "", 0, err
+	}
+	n, err := io.Copy(&budgetWriter{w: out, b: f.budget, front: h}, r)
+	if cerr := out.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(path)
+		f.budget.credit(int(n))
+		return "", 0, err
+	}
+	f.mu.Lock()
+	if f.closed { // the session ended meanwhile
+		f.mu.Unlock()
+		os.Remove(path)
+		f.budget.credit(int(n))
+		return "", 0, errors.New("the HTTP session ended")
+	}
+	f.tokens = append(f.tokens, token)
+	h.mu.Lock() // under f.mu: forgetFiles sees the token, or offload sees closed
+	h.downloads[token] = &download{path: path, mime: mime, size: n, session: s}
+	h.mu.Unlock()
+	f.mu.Unlock()
+	return s.base + "?download=" + url.QueryEscape(token), n, nil
+}
+
+// budgetWriter charges what it writes to a budget.
+type budgetWriter struct {
+	w     io.Writer
+	b     *heldBudget
+	front *HTTPFront
+}
+
+func (bw *budgetWriter) Write(p []byte) (int, error) {
+	if !bw.b.take(len(p)) {
+		h := bw.front
+		return 0, fmt.Errorf("offloaded streams over their cap (%d bytes per session, MaxSessionOffload; %d in all, MaxOffload)", h.cfg.MaxSessionOffload, h.cfg.MaxOffload)
+	}
+	n, err := bw.w.Write(p)
+	bw.b.credit(len(p) - n)
+	return n, err
+}
+
+// forgetFiles forgets the session's downloads: they get 404 from now on,
+// and no new one is made.
+func (h *HTTPFront) forgetFiles(s *httpSession) {
+	f := &s.files
+	f.mu.Lock()
+	f.closed = true
+	tokens := f.tokens
+	f.tokens = nil
+	f.mu.Unlock()
+	h.mu.Lock()
+	for _, t := range tokens {
+		delete(h.downloads, t)
+	}
+	h.mu.Unlock()
+}
+
+// removeFiles removes the session's directory, once its core has finished
+// (no offload is under way).
+func (h *HTTPFront) removeFiles(s *httpSession) {
+	h.forgetFiles(s)
+	f := &s.files
+	f.mu.Lock()
+	dir := f.dir
+	f.mu.Unlock()
+	if dir != "" {
+		if err := os.RemoveAll(dir); err != nil {
+			h.log.Warn("offloaded streams not removed", "dir", dir, "err", err)
+		}
+	}
+	f.budget.detach()
+}
+
+// serveDownload answers a GET of an offloaded stream: its bytes, streamed
+// from its file (ranges allowed), or 404 for a token no live session has.
+func (h *HTTPFront) serveDownload(w http.ResponseWriter, r *http.Request, token string) {
+	h.mu.Lock()
+	d := h.downloads[token]
+	h.mu.Unlock()
+	if d == nil {
+		http.Error(w, "unknown download, or its session ended", http.StatusNotFound)
+		return
+	}
+	defer d.session.enter()()
+	file, err := os.Open(d.path)
+	if err != nil { // removed as its session ended
+		http.Error(w, "unknown download, or its session ended", http.StatusNotFound)
+		return
+	}
+	defer file.Close()
+	if d.mime != "" {
+		w.Header().Set("Content-Type", d.mime)
+	}
+	w.Header().Set("Cache-Control", "no-store")
+	http.ServeContent(w, r, "", time.Time{}, file)
+}

@@ -1,0 +1,320 @@
+package bridge
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// This file holds the two halves of Server-Sent Events (WHATWG HTML §9.2):
+// the event log an HTTP front serves its SSE streams from, and the one
+// parser of event streams (the HTTP upstream's).
+
+// sseStream is the event log of one SSE stream of the HTTP front (spec
+// §10). A writer follows it from a position; appends wake the writers. It
+// keeps a window of the latest events for resumption (replayEvents,
+// replayBytes); a follower that falls behind the window has lost events and
+// is cut off. Every event held is charged to the stream's budget (the
+// session's and the front's held bytes), and credited when dropped.
+//
+// All methods are safe for concurrent use; none blocks on I/O while holding
+// the stream's lock.
+type sseStream struct {
+	id     int
+	budget *heldBudget // nil: uncounted
+	mu     sync.Mutex
+	base   int // events before this sequence number are gone
+	events [][]byte
+	size   int
+	sent   int // the furthest position a follower has written out
+	done   bool
+	wake   chan struct{}
+}
+
+// The replay window of one stream: the latest replayEvents events, within
+// replayBytes (the newest event is always kept, whatever its size).
+const (
+	replayEvents = 1024
+	replayBytes  = 16 << 20
+)
+
+// errEventsLost: a follower asked for events that left the replay window.
+var errEventsLost = errors.New("events no longer available for replay")
+
+func newSSEStream(id int, budget *heldBudget) *sseStream {
+	return &sseStream{id: id, budget: budget, wake: make(chan struct{})}
+}
+
+// appendEvent adds one event (its data, one JSON text) and wakes the
+// followers.
+func (st *sseStream) appendEvent(e []byte) {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.events = append(st.events, e)
+	st.size += len(e)
+	freed := 0
+	for len(st.events) > 1 && (len(st.events) > replayEvents || st.size > replayBytes) {
+		freed += len(st.events[0])
+		st.dropFirstLocked()
+	}
+	st.budget.credit(freed)
+	close(st.wake)
+	st.wake = make(chan struct{})
+}
+
+func (st *sseStream) dropFirstLocked() {
+	st.size -= len(st.events[0])
+	st.events[0] = nil
+	st.events = st.events[1:]
+	st.base++
+}
+
+// dropDelivered frees the events every follower so far has written out
+// (they are then gone for resumption) and returns how many bytes it freed.
+func (st *sseStream) dropDelivered() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	freed := 0
+	for len(st.events) > 0 && st.base < st.sent {
+		freed += len(st.events[0])
+		st.dropFirstLocked()
+	}
+	st.budget.credit(freed)
+	return freed
+}
+
+// release frees every event held (the stream is forgotten).
+func (st *sseStream) release() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	freed := st.size
+	st.base += len(st.events)
+	st.events, st.size = nil, 0
+	st.budget.credit(freed)
+}
+
+func (st *sseStream) finish() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.done {
+		return
+	}
+	st.done = true
+	close(st.wake)
+	st.wake = make(chan struct{})
+}
+
+// bytes is what the stream holds for replay.
+func (st *sseStream) bytes() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.size
+}
+
+// first is the position of the oldest event held.
+func (st *sseStream) first() int {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.base
+}
+
+// available reports whether the events after position from are all still
+// held.
+func (st *sseStream) available(from int) bool {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return from >= st.base && from <= st.base+len(st.events)
+}
+
+// prime writes the priming event of a stream followed from position from
+// (MCP 2025-11-25 transports: an event id with empty data, so that a client
+// can resume before the first message) and flushes it.
+func (st *sseStream) prime(w http.ResponseWriter, from int) {
+	fmt.Fprintf(w, "id: %d.%d\ndata: \n\n", st.id, from)
+	if fl, ok := w.(http.Flusher); ok {
+		fl.Flush()
+	}
+}
+
+// follow writes the events after position from (0: all) until the stream is
+// done or ctx ends, and returns the position reached; errEventsLost when the
+// next event has left the replay window.
+func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) (int, error) {
+	fl, _ := w.(http.Flusher)
+	for {
+		st.mu.Lock()
+		if from < st.base {
+			st.mu.Unlock()
+			return from, errEventsLost
+		}
+		evs, done, wake := st.events[min(from-st.base, len(st.events)):], st.done, st.wake
+		st.mu.Unlock()
+		for _, e := range evs {
+			from++
+			if _, err := fmt.Fprintf(w, "id: %d.%d\ndata: %s\n\n", st.id, from, e); err != nil {
+				return from - 1, nil // the client is gone; it may resume
+			}
+		}
+		if fl != nil && len(evs) > 0 {
+			fl.Flush()
+		}
+		st.mu.Lock()
+		st.sent = max(st.sent, from)
+		st.mu.Unlock()
+		if done {
+			return from, nil
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			return from, nil
+		}
+	}
+}
+
+// parseEventID splits "<stream>.<seq>".
+func parseEventID(id string) (int, int, bool) {
+	a, b, ok := strings.Cut(id, ".")
+	sid, err1 := strconv.Atoi(a)
+	seq, err2 := strconv.Atoi(b)
+	return sid, seq, ok && err1 == nil && err2 == nil && sid >= 0 && seq >= 0
+}
+
+// heldBudget counts the bytes of SSE events held by one session of the HTTP
+// front against HTTPConfig.MaxSessionHeld, and through its parent those of
+// all sessions against HTTPConfig.MaxHeld (spec §10). A nil budget counts
+// nothing. A child's lock is taken before its parent's.
+type heldBudget struct {
+	mu       sync.Mutex
+	n, max   int64
+	parent   *heldBudget
+	detached bool // the session is over: what it holds is no longer counted above
+}
+
+// take charges n bytes, unless that would pass a cap.
+func (b *heldBudget) take(n int) bool {
+	if b == nil {
+		return true
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.n+int64(n) > b.max {
+		return false
+	}
+	if !b.detached && !b.parent.take(n) {
+		return false
+	}
+	b.n += int64(n)
+	return true
+}
+
+// force charges n bytes whatever the caps (a small error reply that stands
+// for a refused event).
+func (b *heldBudget) force(n int) { b.add(int64(n)) }
+
+func (b *heldBudget) credit(n int) { b.add(-int64(n)) }
+
+func (b *heldBudget) add(n int64) {
+	if b == nil || n == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.n += n
+	if !b.detached {
+		b.parent.add(n)
+	}
+}
+
+// detach gives what the budget holds back to its parent, for good: the
+// session is over, and its events go with it.
+func (b *heldBudget) detach() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if !b.detached {
+		b.detached = true
+		b.parent.add(-b.n)
+	}
+}
+
+func (b *heldBudget) held() int64 {
+	if b == nil {
+		return 0
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.n
+}
+
+// sseEvent is one dispatched event of an event stream.
+type sseEvent struct {
+	typ  string
+	data []byte
+}
+
+// sseReader parses an event stream (WHATWG HTML §9.2.6, "Interpreting an
+// event stream"), holding no event larger than max bytes.
+type sseReader struct {
+	br     *bufio.Reader
+	max    int
+	lastID string
+	retry  time.Duration
+}
+
+func newSSEReader(r io.Reader, max int) *sseReader {
+	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
+}
+
+// next returns the next event with data (events without data are only
+// dispatched for their id and retry fields); errLineTooLong past max.
+// Lines are read by readLine (framing.go), the bridge's one line reader.
+func (r *sseReader) next() (sseEvent, error) {
+	var data bytes.Buffer
+	event := ""
+	for {
+		line, err := readLine(r.br, r.max)
+		if err != nil {
+			return sseEvent{}, err
+		}
+		if len(line) == 0 { // dispatch
+			if data.Len() > 0 {
+				return sseEvent{typ: event, data: data.Bytes()}, nil
+			}
+			event = ""
+			continue
+		}
+		if line[0] == ':' {
+			continue
+		}
+		field, value, _ := bytes.Cut(line, []byte(":"))
+		value = bytes.TrimPrefix(value, []byte(" "))
+		switch string(field) {
+		case "data":
+			if data.Len() > 0 {
+				data.WriteByte('\n')
+			}
+			if data.Len()+len(value) > r.max {
+				return sseEvent{}, errLineTooLong
+			}
+			data.Write(value)
+		case "id":
+			if !bytes.ContainsRune(value, 0) {
+				r.lastID = string(value)
+			}
+		case "retry":
+			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
+				r.retry = time.Duration(n) * time.Millisecond
+			}
+		case "event":
+			event = string(value)
+		}
+	}
+}
