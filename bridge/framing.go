@@ -47,14 +47,15 @@ var errLineTooLong = errors.New("line or event over the message limit")
 
 // readLine reads one line of at most limit bytes, without its end, a buffer
 // at a time (WHATWG HTML §9.2.5 for SSE): a line ends at LF, at CR, or at
-// CRLF. At the end of input, a last line without an end is returned, then
-// io.EOF. Past limit: errLineTooLong.
+// CRLF. A last line without an end is dropped (an SSE event is only
+// dispatched by a blank line): io.EOF. Past limit: errLineTooLong.
 func readLine(br *bufio.Reader, limit int) ([]byte, error) {
 	return readLineEnds(br, limit, "\r\n")
 }
 
-// readLineEnds is readLine where a line ends at any byte of ends; a CR
-// that ends no line is kept, except one just before the LF.
+// readLineEnds is readLine where a line ends at any byte of ends; with
+// ends "\n" (NDJSON) a CR just before the LF is dropped, and a last line
+// without its newline is returned before io.EOF.
 func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 	// For LF-ended lines, a CR just before the LF is dropped, so it does
 	// not count against limit.
@@ -66,8 +67,8 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 	for {
 		buf, err := br.Peek(max(br.Buffered(), 1))
 		if err != nil {
-			if err == io.EOF && len(line) > 0 {
-				return line, nil
+			if err == io.EOF && len(line) > 0 && slack == 1 {
+				return line, nil // NDJSON: a last message without its newline
 			}
 			return nil, err
 		}
