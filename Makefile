@@ -21,12 +21,12 @@ vet:
 	$(GO) vet $(PKGS)
 
 race:
-	$(GO) test -race -count=1 $(CORE)
+	$(GO) test -race -count=1 -timeout=25m $(CORE)
 
 # test: everything CI runs. The race detector covers the core packages; the
 # rest run once without it to keep the suite well inside its time budget.
 test: vet race
-	$(GO) test -count=1 $(PKGS)
+	$(GO) test -count=1 -timeout=25m $(PKGS)
 
 # fuzz: every fuzz target for FUZZTIME each.
 fuzz:
