@@ -60,6 +60,11 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	// A client that follows the published schema cannot ask for datagrams:
 	// it gets them unless it said datagrams: false (spec §4.1, §6).
 	wantDatagrams := true
+	hello := s.hello.Load()
+	if hello && p.Transport != nil {
+		fail(jsonrpc.CodeInvalidRequest, "$/hello already settled the transport: initialize carries none (spec §11.4)")
+		return
+	}
 	if t := p.Transport; t != nil {
 		if t.Type != protocol.TransportType {
 			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
@@ -119,6 +124,12 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	}
 	s.setState(StateInitializing)
 	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: wantDatagrams && !cfg.DisableDatagrams, params: &p, result: res}
+	if hello {
+		// The transport is $/hello's (spec §11.4); so is the encoding.
+		enc = s.Encoding()
+		hs.datagrams = s.handshake().datagrams
+		res.Transport.Encoding = enc
+	}
 	s.hs.Store(hs)
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
@@ -148,6 +159,25 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	caps := cfg.Capabilities
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
+	}
+	stateless := slices.Contains(protocol.MCPStatelessVersions(), version)
+	if stateless || cfg.Hello {
+		ok, err := s.sayHello(ctx, cfg, encs)
+		if err != nil {
+			return err
+		}
+		if stateless {
+			if !ok {
+				return fmt.Errorf("server refused $/hello: it does not speak MCP %s over MCP-Flow (spec §11.4)", version)
+			}
+			s.statelessVersion, s.statelessCaps = version, caps
+			s.setState(StateReady)
+			return nil
+		}
+		if ok {
+			// The transport is settled: initialize carries none (§11.4).
+			return s.initializeAfterHello(ctx, version, caps, cfg)
+		}
 	}
 	p := InitializeParams{
 		ProtocolVersion: version,
@@ -244,4 +274,26 @@ func joinNames(ns []codec.Name) string {
 		ss[i] = string(n)
 	}
 	return strings.Join(ss, ", ")
+}
+
+// initializeAfterHello runs a 2025 initialize on a session whose transport
+// $/hello settled (spec §11.4): no transport member, no encoding switch.
+func (s *Session) initializeAfterHello(ctx context.Context, version string, caps json.RawMessage, cfg *ClientConfig) error {
+	s.setState(StateInitializing)
+	r, err := s.firstExchange(ctx, protocol.MethodInitialize, InitializeParams{ProtocolVersion: version, Capabilities: caps, ClientInfo: cfg.Info})
+	if err != nil {
+		return err
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	var res InitializeResult
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	hs := *s.handshake()
+	hs.result = &res
+	s.hs.Store(&hs)
+	s.setState(StateReady)
+	return s.Notify(protocol.MethodInitialized, nil)
 }

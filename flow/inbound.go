@@ -43,6 +43,18 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 	case m.Method == protocol.MethodPing:
 		answer(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
 		return
+	case m.Method == protocol.MethodHello:
+		if s.server && st == StateControlOpened && !s.hello.Load() {
+			s.handleHello(m, answer)
+			return
+		}
+		fail(jsonrpc.CodeInvalidRequest, "$/hello must be the first frame of the session (spec §11.4)")
+		return
+	case s.server && (s.stateless.Load() || (st == StateControlOpened && isStateless(m))):
+		if !s.admitStateless(m, answer) {
+			return
+		}
+		answer = withResultType(answer)
 	case m.Method == protocol.MethodInitialize:
 		if s.server && st == StateControlOpened {
 			s.handleInitialize(m, func(r *jsonrpc.Response) {
