@@ -184,3 +184,19 @@ func TestHelloErrors(t *testing.T) {
 	q.write(frame(`{"jsonrpc":"2.0","id":3,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["cbor"]}}}`))
 	expectError(t, q.read(), `3`, jsonrpc.CodeInvalidRequest)
 }
+
+// TestStatelessNotOnBridges: a server with OnInitialize (a bridge in front of
+// a 2025 upstream) keeps the guide's lifecycle for 2026 requests (spec §11.5).
+func TestStatelessNotOnBridges(t *testing.T) {
+	srv := startServer(t, func(c *flow.ServerConfig) {
+		c.OnInitialize = func(context.Context, *flow.Session, json.RawMessage) (*flow.InitializeResult, error) {
+			return &flow.InitializeResult{ProtocolVersion: protocol.MCPLatest, Capabilities: json.RawMessage("{}")}, nil
+		}
+	})
+	p, _, err := dialRaw(t, srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write(frame(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
+	expectError(t, p.read(), `1`, jsonrpc.CodeInvalidRequest)
+}
