@@ -36,3 +36,6 @@ func OpenStreams(s *Session) int {
 // DatagramsOn reports whether s's negotiation turned datagrams on (progress
 // then travels as datagrams, spec §6).
 func DatagramsOn(s *Session) bool { return s.handshake().datagrams }
+
+// HelloUsed reports whether $/hello settled s's transport (spec §11.3).
+func HelloUsed(s *Session) bool { return s.hello.Load() }

@@ -187,6 +187,7 @@ func (s *Session) sayHello(ctx context.Context, cfg *ClientConfig, encs []codec.
 	if err := s.adoptTransport(res.Transport, encs, cfg); err != nil {
 		return false, err
 	}
+	s.hello.Store(true)
 	return true, nil
 }
 

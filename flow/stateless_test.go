@@ -28,6 +28,9 @@ func TestHelloStateless(t *testing.T) {
 				c.ProtocolVersion = protocol.MCP20260728
 				c.Encodings = []codec.Name{enc}
 			})
+			if !flow.HelloUsed(s) {
+				t.Fatal("$/hello was not used")
+			}
 			if s.Encoding() != enc {
 				t.Fatalf("encoding after $/hello = %s, want %s", s.Encoding(), enc)
 			}
@@ -94,8 +97,8 @@ func TestHelloThenInitialize(t *testing.T) {
 		c.Hello = true
 		c.Encodings = []codec.Name{codec.CBOR}
 	})
-	if s.Encoding() != codec.CBOR {
-		t.Fatalf("encoding = %s, want cbor", s.Encoding())
+	if s.Encoding() != codec.CBOR || !flow.HelloUsed(s) {
+		t.Fatalf("encoding = %s, $/hello used = %v; want cbor by $/hello", s.Encoding(), flow.HelloUsed(s))
 	}
 	r := callTool(t, s, "echo", map[string]any{"text": "hi"})
 	if got := textOf(t, r); got != "hi" {
@@ -198,5 +201,34 @@ func TestStatelessNotOnBridges(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.write(frame(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
+	expectError(t, p.read(), `1`, jsonrpc.CodeInvalidRequest)
+}
+
+// TestHelloFallback: against a guide-only server, a 2025 client with Hello
+// falls back to the guide's initialize (and still gets CBOR); a 2026-07-28
+// client's Dial fails saying why (spec §11.4).
+func TestHelloFallback(t *testing.T) {
+	srv := startServer(t, func(c *flow.ServerConfig) { c.Faults.GuideOnly = true })
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Hello = true
+		c.Encodings = []codec.Name{codec.CBOR}
+	})
+	if flow.HelloUsed(s) || s.Encoding() != codec.CBOR {
+		t.Fatalf("$/hello used = %v, encoding %s; want the initialize fallback to cbor", flow.HelloUsed(s), s.Encoding())
+	}
+	if got := textOf(t, callTool(t, s, "echo", map[string]any{"text": "hi"})); got != "hi" {
+		t.Fatalf("echo = %q", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), ProtocolVersion: protocol.MCP20260728})
+	if err == nil || !strings.Contains(err.Error(), "does not speak MCP 2026-07-28") {
+		t.Fatalf("2026 Dial to a guide-only server: %v", err)
+	}
+	p, _, err := dialRaw(t, srv, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.write(frame(`{"jsonrpc":"2.0","id":1,"method":"server/discover"}`))
 	expectError(t, p.read(), `1`, jsonrpc.CodeInvalidRequest)
 }
