@@ -184,16 +184,17 @@ func (s *Session) sayHello(ctx context.Context, cfg *ClientConfig, encs []codec.
 	if err := json.Unmarshal(r.Result, &res); err != nil {
 		return false, fmt.Errorf("$/hello result: %w", err)
 	}
-	if err := s.adoptTransport(res.Transport, encs, cfg); err != nil {
+	if err := s.adoptTransport(res.Transport, encs, cfg, nil); err != nil {
 		return false, err
 	}
 	s.hello.Store(true)
 	return true, nil
 }
 
-// adoptTransport checks the server's transport object and switches to its
+// adoptTransport checks the server's transport object, publishes the
+// handshake (with res, initialize's result, if any) and switches to its
 // encoding (spec §4.2).
-func (s *Session) adoptTransport(t ServerTransport, encs []codec.Name, cfg *ClientConfig) error {
+func (s *Session) adoptTransport(t ServerTransport, encs []codec.Name, cfg *ClientConfig, res *InitializeResult) error {
 	if t.Type != protocol.TransportType {
 		return fmt.Errorf("server answered transport type %q, not %q: it does not speak MCP-Flow", t.Type, protocol.TransportType)
 	}
@@ -202,9 +203,9 @@ func (s *Session) adoptTransport(t ServerTransport, encs []codec.Name, cfg *Clie
 	}
 	c, ok := s.codecs[t.Encoding]
 	if !ok || (!slices.Contains(encs, t.Encoding) && t.Encoding != codec.JSON) {
-		return fmt.Errorf("server chose encoding %q, which this client did not offer", t.Encoding)
+		return fmt.Errorf("server chose encoding %q, which this client did not offer (%s)", t.Encoding, joinNames(encs))
 	}
-	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: !cfg.DisableDatagrams && t.DatagramsSupported}
+	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: !cfg.DisableDatagrams && t.DatagramsSupported, result: res}
 	if t.MaxFrameSize != 0 {
 		hs.peerMaxFrame = t.MaxFrameSize
 	}
@@ -237,7 +238,7 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 			}
 			payload, err := s.enc.Load().c.Decode(frame)
 			if err != nil {
-				ch <- result{err: fmt.Errorf("%s result does not decode: %w", method, err)}
+				ch <- result{err: fmt.Errorf("%s result does not decode (spec §4.2: it is in the encoding before the switch): %w", method, err)}
 				return
 			}
 			msgs, _ := jsonrpc.Validate(payload)
@@ -250,6 +251,7 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && r.Method == protocol.MethodPing {
 					s.reply(&jsonrpc.Response{ID: r.ID, Result: json.RawMessage("{}")})
 				}
+				// Anything else before the result is ignored (spec §2).
 			}
 		}
 	}()
