@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -80,6 +81,11 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	raw, err := marshalParams(params, c)
 	if err != nil {
 		return nil, err
+	}
+	if v := s.statelessVersion; v != "" && !strings.HasPrefix(method, protocol.MethodPrefix) {
+		if raw, err = withStatelessMeta(raw, v, s.statelessCaps); err != nil {
+			return nil, err
+		}
 	}
 	s.mu.Lock()
 	if s.shutdown && method != protocol.MethodPing {

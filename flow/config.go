@@ -294,9 +294,17 @@ type ClientConfig struct {
 	DisableDatagrams bool
 	// Info and Capabilities go into the initialize params. ProtocolVersion
 	// defaults to protocol.MCPLatest.
+	// ProtocolVersion "2026-07-28" (protocol.MCP20260728) makes the
+	// session stateless: Dial sends $/hello and no initialize, and every
+	// request carries the version and Capabilities in its _meta (spec
+	// §11). Dial fails if the server refuses $/hello.
 	Info            Implementation
 	Capabilities    json.RawMessage
 	ProtocolVersion string
+	// Hello makes a 2025 session settle the transport with $/hello before
+	// initialize; if the server refuses it, Dial falls back to the guide's
+	// initialize (spec §11.4).
+	Hello bool
 	// Handler answers the server's requests (sampling/createMessage,
 	// roots/list, elicitation/create). Default: every request gets -32601.
 	Handler Handler

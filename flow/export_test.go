@@ -32,3 +32,10 @@ func OpenStreams(s *Session) int {
 	defer s.mu.Unlock()
 	return s.openStreams
 }
+
+// DatagramsOn reports whether s's negotiation turned datagrams on (progress
+// then travels as datagrams, spec §6).
+func DatagramsOn(s *Session) bool { return s.handshake().datagrams }
+
+// HelloUsed reports whether $/hello settled s's transport (spec §11.3).
+func HelloUsed(s *Session) bool { return s.hello.Load() }

@@ -32,6 +32,9 @@ type Faults struct {
 	// NoInjectionCheck takes an execution stream naming no request in
 	// silence (spec §5.3).
 	NoInjectionCheck bool
+	// GuideOnly answers $/hello and 2026-07-28 requests before initialize
+	// with -32600, as a server that knows only the guide does (spec §11.4).
+	GuideOnly bool
 }
 
 // faults returns the server's faults (none on a client).

@@ -60,6 +60,11 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	// A client that follows the published schema cannot ask for datagrams:
 	// it gets them unless it said datagrams: false (spec §4.1, §6).
 	wantDatagrams := true
+	hello := s.hello.Load()
+	if hello && p.Transport != nil {
+		fail(jsonrpc.CodeInvalidRequest, "$/hello already settled the transport: initialize carries none (spec §11.4)")
+		return
+	}
 	if t := p.Transport; t != nil {
 		if t.Type != protocol.TransportType {
 			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
@@ -119,6 +124,12 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	}
 	s.setState(StateInitializing)
 	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: wantDatagrams && !cfg.DisableDatagrams, params: &p, result: res}
+	if hello {
+		// The transport is $/hello's (spec §11.4); so is the encoding.
+		enc = s.Encoding()
+		hs.datagrams = s.handshake().datagrams
+		res.Transport.Encoding = enc
+	}
 	s.hs.Store(hs)
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
@@ -149,6 +160,25 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
+	stateless := slices.Contains(protocol.MCPStatelessVersions(), version)
+	if stateless || cfg.Hello {
+		ok, err := s.sayHello(ctx, cfg, encs)
+		if err != nil {
+			return err
+		}
+		if stateless {
+			if !ok {
+				return fmt.Errorf("server refused $/hello: it does not speak MCP %s over MCP-Flow (spec §11.4)", version)
+			}
+			s.statelessVersion, s.statelessCaps = version, caps
+			s.setState(StateReady)
+			return nil
+		}
+		if ok {
+			// The transport is settled: initialize carries none (§11.4).
+			return s.initializeAfterHello(ctx, version, caps, cfg)
+		}
+	}
 	p := InitializeParams{
 		ProtocolVersion: version,
 		Capabilities:    caps,
@@ -161,79 +191,21 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		// means datagrams (spec §4.1).
 		p.Transport.Datagrams = new(false)
 	}
-	num := s.nextID.Add(1)
-	req, err := jsonrpc.NewRequest(jsonrpc.Uint32ID(num), protocol.MethodInitialize, p)
+	s.setState(StateInitializing)
+	r, err := s.firstExchange(ctx, protocol.MethodInitialize, p)
 	if err != nil {
 		return err
 	}
-	s.setState(StateInitializing)
-	if err := s.send(req); err != nil {
-		return err
-	}
-	type result struct {
-		resp *jsonrpc.Response
-		err  error
-	}
-	ch := make(chan result, 1)
-	go func() {
-		for {
-			frame, err := s.fr.ReadFrame()
-			if err != nil {
-				ch <- result{err: fmt.Errorf("reading the initialize result: %w", err)}
-				return
-			}
-			payload, err := s.codecs[codec.JSON].Decode(frame)
-			if err != nil {
-				ch <- result{err: fmt.Errorf("initialize result is not JSON (spec §4.2): %w", err)}
-				return
-			}
-			msgs, _ := jsonrpc.Validate(payload)
-			for _, m := range msgs {
-				if r, ok := m.(*jsonrpc.Response); ok && r.ID == req.ID {
-					r.Result = append(json.RawMessage(nil), r.Result...)
-					ch <- result{resp: r}
-					return
-				}
-				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() && r.Method == protocol.MethodPing {
-					s.reply(&jsonrpc.Response{ID: r.ID, Result: json.RawMessage("{}")})
-				}
-				// Anything else before the result is ignored (spec §2).
-			}
-		}
-	}()
-	var r result
-	select {
-	case r = <-ch:
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if r.err != nil {
-		return r.err
-	}
-	if r.resp.Error != nil {
-		return r.resp.Error
+	if r.Error != nil {
+		return r.Error
 	}
 	var res InitializeResult
-	if err := json.Unmarshal(r.resp.Result, &res); err != nil {
+	if err := json.Unmarshal(r.Result, &res); err != nil {
 		return fmt.Errorf("initialize result: %w", err)
 	}
-	t := res.Transport
-	if t.Type != protocol.TransportType {
-		return fmt.Errorf("server answered transport type %q, not %q: it does not speak MCP-Flow", t.Type, protocol.TransportType)
+	if err := s.adoptTransport(res.Transport, encs, cfg, &res); err != nil {
+		return err
 	}
-	if t.Encoding == "" {
-		t.Encoding = codec.JSON
-	}
-	c, ok := s.codecs[t.Encoding]
-	if !ok || (!slices.Contains(encs, t.Encoding) && t.Encoding != codec.JSON) {
-		return fmt.Errorf("server chose encoding %q, which this client did not offer (%s)", t.Encoding, joinNames(encs))
-	}
-	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: !cfg.DisableDatagrams && t.DatagramsSupported, result: &res}
-	if t.MaxFrameSize != 0 {
-		hs.peerMaxFrame = t.MaxFrameSize
-	}
-	s.hs.Store(hs)
-	s.enc.Store(&codecBox{c})
 	s.setState(StateReady)
 	return s.Notify(protocol.MethodInitialized, nil)
 }
@@ -244,4 +216,26 @@ func joinNames(ns []codec.Name) string {
 		ss[i] = string(n)
 	}
 	return strings.Join(ss, ", ")
+}
+
+// initializeAfterHello runs a 2025 initialize on a session whose transport
+// $/hello settled (spec §11.4): no transport member, no encoding switch.
+func (s *Session) initializeAfterHello(ctx context.Context, version string, caps json.RawMessage, cfg *ClientConfig) error {
+	s.setState(StateInitializing)
+	r, err := s.firstExchange(ctx, protocol.MethodInitialize, InitializeParams{ProtocolVersion: version, Capabilities: caps, ClientInfo: cfg.Info})
+	if err != nil {
+		return err
+	}
+	if r.Error != nil {
+		return r.Error
+	}
+	var res InitializeResult
+	if err := json.Unmarshal(r.Result, &res); err != nil {
+		return fmt.Errorf("initialize result: %w", err)
+	}
+	hs := *s.handshake() // $/hello's, now with the result: published a second time
+	hs.result = &res
+	s.hs.Store(&hs)
+	s.setState(StateReady)
+	return s.Notify(protocol.MethodInitialized, nil)
 }

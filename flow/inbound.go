@@ -43,6 +43,20 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 	case m.Method == protocol.MethodPing:
 		answer(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
 		return
+	case m.Method == protocol.MethodHello:
+		if s.server && st == StateControlOpened && !s.hello.Load() && !s.faults().GuideOnly {
+			s.handleHello(m, answer)
+			return
+		}
+		fail(jsonrpc.CodeInvalidRequest, "$/hello must be the first frame of the session (spec §11.4)")
+		return
+	case s.server && s.srv.cfg.OnInitialize == nil && !s.faults().GuideOnly && (s.stateless.Load() || (st == StateControlOpened && isStateless(m))):
+		// A bridge (OnInitialize set) speaks 2025 to its upstream: its
+		// sessions stay 2025-only until §11.6 is built.
+		if !s.admitStateless(m, answer) {
+			return
+		}
+		answer = withResultType(answer)
 	case m.Method == protocol.MethodInitialize:
 		if s.server && st == StateControlOpened {
 			s.handleInitialize(m, func(r *jsonrpc.Response) {

@@ -67,6 +67,16 @@ type Session struct {
 	readAt  atomic.Int64 // unix nanos of the last control frame read, or of our $/shutdown
 	// refusedInit is set once we answered initialize with an error.
 	refusedInit atomic.Bool
+	// hello is set once $/hello settled the transport (spec §11.3);
+	// stateless once a 2026-07-28 request made the session stateless
+	// (spec §11.5).
+	hello     atomic.Bool
+	stateless atomic.Bool
+	// statelessVersion (client side) is the 2026-07-28 revision every
+	// request names in its _meta, with statelessCaps; set before the
+	// session is returned, never changed.
+	statelessVersion string
+	statelessCaps    json.RawMessage
 
 	// hs holds what initialize settled, published once (handshake.go).
 	hs atomic.Pointer[handshake]

@@ -69,3 +69,33 @@ const (
 func MCPVersions() []string {
 	return []string{MCP20251125, MCP20250618, MCP20250326, MCP20241105}
 }
+
+// MCP-Flow's proposal beyond the guide (spec §11): negotiation without MCP's
+// initialize, for MCP 2026-07-28.
+const (
+	// MethodHello is the transport's own first frame (spec §11.3).
+	MethodHello = "$/hello"
+	// VersionHello is the MCP-Flow version a $/hello carries.
+	VersionHello = "0.2"
+)
+
+// MCP 2026-07-28 (stateless) names (spec §11.5).
+const (
+	MCP20260728 = "2026-07-28"
+
+	MethodDiscover = "server/discover"
+
+	// MetaProtocolVersion, MetaClientCapabilities and MetaServerInfo are
+	// the _meta keys of 2026-07-28.
+	MetaProtocolVersion    = "io.modelcontextprotocol/protocolVersion"
+	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
+	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
+
+	// CodeUnsupportedProtocolVersion is UnsupportedProtocolVersionError's
+	// code; its data is {supported, requested}.
+	CodeUnsupportedProtocolVersion = -32022
+)
+
+// MCPStatelessVersions returns the stateless MCP revisions a flow server
+// accepts per request (spec §11.5), newest first.
+func MCPStatelessVersions() []string { return []string{MCP20260728} }
