@@ -31,52 +31,68 @@ import (
 // are handed to replace, and only the replaced ones change. A result that
 // is no object, or has no content array, comes back as it is.
 func spliceContent(result []byte, replace func(block []byte) (out []byte, replaced bool, err error)) ([]byte, error) {
-	d := jsontext.NewDecoder(bytes.NewBuffer(result))
-	if d.PeekKind() != '{' {
-		return result, nil
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return nil, err
-	}
 	var out []byte
 	last := 0
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
+	err := walkContent(result, func(v []byte, start, end int) error {
+		repl, ok, err := replace(v)
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if name := tok.String(); name != "content" || d.PeekKind() != '[' {
-			if err := d.SkipValue(); err != nil {
-				return nil, err
-			}
-			continue
+		if ok {
+			out = append(append(out, result[last:start]...), repl...)
+			last = end
 		}
-		if _, err := d.ReadToken(); err != nil {
-			return nil, err
-		}
-		for d.PeekKind() != ']' {
-			v, err := d.ReadValue()
-			if err != nil {
-				return nil, err
-			}
-			end := int(d.InputOffset())
-			repl, ok, err := replace(v)
-			if err != nil {
-				return nil, err
-			}
-			if ok {
-				out = append(append(out, result[last:end-len(v)]...), repl...)
-				last = end
-			}
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return nil, err
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	if out == nil {
 		return result, nil
 	}
 	return append(out, result[last:]...), nil
+}
+
+// walkContent walks result once and hands each block of its top-level
+// "content" array to visit, with the block's span in result. A result that
+// is no object, or has no content array, visits nothing.
+func walkContent(result []byte, visit func(block []byte, start, end int) error) error {
+	d := jsontext.NewDecoder(bytes.NewBuffer(result))
+	if d.PeekKind() != '{' {
+		return nil
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		tok, err := d.ReadToken()
+		if err != nil {
+			return err
+		}
+		if name := tok.String(); name != "content" || d.PeekKind() != '[' {
+			if err := d.SkipValue(); err != nil {
+				return err
+			}
+			continue
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return err
+		}
+		for d.PeekKind() != ']' {
+			v, err := d.ReadValue()
+			if err != nil {
+				return err
+			}
+			end := int(d.InputOffset())
+			if err := visit(v, end-len(v), end); err != nil {
+				return err
+			}
+		}
+		if _, err := d.ReadToken(); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // refBlock is a ref/stream content block as a front reads it (spec §5.2),

@@ -595,44 +595,21 @@ func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawM
 		members    []rawMember
 		start, end int
 	}
-	var blocks []block // the whole walk first: nothing moves out of a result that does not read
-	d := newObjectDecoder(result)
-	if d.PeekKind() != '{' {
-		return result, nil
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return result, nil
-	}
-	for d.PeekKind() != '}' {
-		name, err := d.ReadToken()
+	// The whole walk first (walkContent, the one content walk of spec §10):
+	// nothing moves out of a result that does not read.
+	var blocks []block
+	if err := walkContent(result, func(v []byte, start, end int) error {
+		if len(v) == 0 || v[0] != '{' {
+			return nil
+		}
+		ms, err := parseObject(v, func(n string) bool { return n == "resource" })
 		if err != nil {
-			return result, nil
+			return err
 		}
-		if name.String() != "content" || d.PeekKind() != '[' {
-			if err := d.SkipValue(); err != nil {
-				return result, nil
-			}
-			continue
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return result, nil
-		}
-		for d.PeekKind() != ']' {
-			if d.PeekKind() != '{' {
-				if err := d.SkipValue(); err != nil {
-					return result, nil
-				}
-				continue
-			}
-			ms, start, end, err := readObject(d, result, func(n string) bool { return n == "resource" })
-			if err != nil {
-				return result, nil
-			}
-			blocks = append(blocks, block{ms, start, end})
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return result, nil
-		}
+		blocks = append(blocks, block{ms, start, end})
+		return nil
+	}); err != nil {
+		return result, nil
 	}
 	var out []byte
 	prev := 0
