@@ -29,7 +29,11 @@ func TestDialBurstNoRefusal(t *testing.T) {
 	if raceEnabled {
 		n = 100 // the race detector slows each handshake ~10×
 	}
-	srv := startServer(t, nil)
+	// The point is refusals: handshakes that queue behind 100-200 others on
+	// a loaded machine (and under -race) may take longer than the default
+	// 10 s, which is not what this test is about.
+	const patient = 60 * time.Second
+	srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.HandshakeTimeout = patient })
 	var refused, failed atomic.Int32
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -37,9 +41,9 @@ func TestDialBurstNoRefusal(t *testing.T) {
 	for range n {
 		wg.Go(func() {
 			<-start
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*patient)
 			defer cancel()
-			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: -1})
+			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: -1, Limits: flow.Limits{HandshakeTimeout: patient}})
 			if err != nil {
 				var te *quic.TransportError
 				if errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused {
