@@ -581,7 +581,9 @@ func (s *Session) Shutdown(ctx context.Context, reason string) error {
 		s.closeWith(&SessionError{Code: CloseDrainTimeout, Reason: s.drainLeft()})
 	}
 	var se *SessionError
-	if err := s.Err(); errors.As(err, &se) && se.clean() {
+	if err := s.Err(); errors.As(err, &se) && (se.clean() || se.Code == CloseRefused) {
+		// A session whose initialize was refused had nothing to drain: its
+		// ending, however it came, is not a failed shutdown.
 		return nil
 	}
 	return s.Err()
