@@ -63,31 +63,44 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 	if ends == "\n" {
 		slack = 1
 	}
-	var line []byte
+	// A long line is kept as the buffers it came in and joined once at its
+	// end: a line that turns out too long never costs more than limit, and
+	// one within it at most twice its length (never the many copies of a
+	// growing slice).
+	var parts [][]byte
+	total := 0
+	join := func(tail []byte) []byte {
+		line := make([]byte, 0, total+len(tail))
+		for _, p := range parts {
+			line = append(line, p...)
+		}
+		return append(line, tail...)
+	}
 	for {
 		buf, err := br.Peek(max(br.Buffered(), 1))
 		if err != nil {
-			if err == io.EOF && len(line) > 0 && slack == 1 {
-				return line, nil // NDJSON: a last message without its newline
+			if err == io.EOF && total > 0 && slack == 1 {
+				return join(nil), nil // NDJSON: a last message without its newline
 			}
 			return nil, err
 		}
 		i := bytes.IndexAny(buf, ends)
 		if i < 0 {
-			if len(line)+len(buf) > limit+slack {
+			if total+len(buf) > limit+slack {
 				return nil, errLineTooLong
 			}
-			line = grow(line, len(buf), limit+slack)
-			line = append(line, buf...)
+			parts = append(parts, bytes.Clone(buf))
+			total += len(buf)
 			_, _ = br.Discard(len(buf))
 			continue
 		}
-		n, last := len(line)+i, byte(0)
+		n, last := total+i, byte(0)
 		switch {
 		case i > 0:
 			last = buf[i-1]
-		case len(line) > 0:
-			last = line[len(line)-1]
+		case total > 0:
+			p := parts[len(parts)-1]
+			last = p[len(p)-1]
 		}
 		if slack == 1 && last == '\r' {
 			n--
@@ -95,7 +108,7 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 		if n > limit {
 			return nil, errLineTooLong
 		}
-		line = append(line, buf[:i]...)
+		line := join(buf[:i])
 		cr := buf[i] == '\r'
 		_, _ = br.Discard(i + 1)
 		if cr {
@@ -111,18 +124,6 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 }
 
 // skipLine discards input up to and including the next LF.
-// grow makes room for n more bytes in line, doubling up to limit: append
-// grows a large slice by a quarter at a time, which allocates a long line
-// about five times over.
-func grow(line []byte, n, limit int) []byte {
-	if len(line)+n <= cap(line) {
-		return line
-	}
-	g := make([]byte, len(line), min(max(2*cap(line), len(line)+n), max(limit, len(line)+n)))
-	copy(g, line)
-	return g
-}
-
 func skipLine(br *bufio.Reader) error {
 	for {
 		_, err := br.ReadSlice('\n')
