@@ -181,12 +181,14 @@ func run(args []string) int {
 		log.Error("listen", "err", err)
 		return 1
 	}
+	// Signals are taken before the address is announced: a script (or a
+	// test) that reads the URL and then sends SIGINT or SIGTERM gets a
+	// clean shutdown, never the default death by signal.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	// stdout carries exactly these lines, for people and scripts.
 	fmt.Printf("url: %s\ncert-sha256: %s\ncert-sha256-base64: %s\n", srv.URL(), cert.HashHex(), cert.HashBase64())
 	log.Info("serving", "url", srv.URL(), "root", *root)
-
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
 	select {
