@@ -227,6 +227,25 @@ func progressToken(params json.RawMessage) json.RawMessage {
 // progress, and after the response there is nothing to report on: Progress
 // then does nothing.
 func (r *Request) Progress(progress, total float64, message string) error {
+	return r.progress(&Progress{Progress: progress, Total: total, Message: message})
+}
+
+// bytesUnit is the _meta of progress that counts stream bytes (spec §6.3).
+var bytesUnit, _ = json.Marshal(map[string]string{protocol.MetaProgressUnit: protocol.ProgressUnitBytes})
+
+// ProgressBytes tells the client, as progress, the size of this request's
+// execution streams: total bytes in all, of which done are written (spec
+// §6.3). The ref/stream block of 0.1 has no size member; with this one, a
+// client can show how much of a transfer is left and when it will end.
+// Progress's rules hold (only for a request with a progressToken, never
+// after the response, never backwards), so a tool calls it before it
+// returns, typically once with done 0, and before any other progress.
+func (r *Request) ProgressBytes(done, total int64) error {
+	return r.progress(&Progress{Progress: float64(done), Total: float64(total),
+		Message: fmt.Sprintf("%d bytes on execution streams", total), Meta: bytesUnit})
+}
+
+func (r *Request) progress(p *Progress) error {
 	if len(r.in.token) == 0 {
 		return nil
 	}
@@ -237,7 +256,7 @@ func (r *Request) Progress(progress, total float64, message string) error {
 	if responded {
 		return nil
 	}
-	p := &Progress{ProgressToken: r.in.token, Progress: progress, Total: total, Message: message}
+	p.ProgressToken = r.in.token
 	if id, ok := r.ID.Uint32(); ok && s.handshake().datagrams {
 		s.queueProgress(r.in, id, p)
 		return nil

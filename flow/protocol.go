@@ -100,6 +100,19 @@ type Progress struct {
 	Progress      float64         `json:"progress"`
 	Total         float64         `json:"total,omitempty"`
 	Message       string          `json:"message,omitempty"`
+	Meta          json.RawMessage `json:"_meta,omitempty"`
+}
+
+// Bytes reports whether p counts bytes of its request's execution streams
+// (spec §6.3: _meta "mcp-flow/unit": "bytes"); Total is then the size of
+// those streams, all together.
+func (p Progress) Bytes() bool {
+	var m map[string]json.RawMessage
+	if len(p.Meta) == 0 || json.Unmarshal(p.Meta, &m) != nil {
+		return false
+	}
+	var unit string
+	return json.Unmarshal(m[protocol.MetaProgressUnit], &unit) == nil && unit == protocol.ProgressUnitBytes
 }
 
 // Session close codes (spec §8.2): one per way a session ends. They travel

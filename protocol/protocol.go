@@ -43,6 +43,16 @@ const (
 // stream in a result (spec §5.2).
 const ContentTypeRef = "ref/stream"
 
+// The size of a request's execution streams, told as progress (spec §6.3):
+// a notifications/progress whose _meta holds MetaProgressUnit:
+// ProgressUnitBytes counts bytes of the request's execution streams, and its
+// total is their size, all streams together. The ref/stream block of 0.1 has
+// no size member; this is how a client learns one.
+const (
+	MetaProgressUnit  = "mcp-flow/unit"
+	ProgressUnitBytes = "bytes"
+)
+
 // The encodings of MCP-Flow 0.1 (spec §4.4), as the transport object names
 // them. Package codec implements them.
 const (

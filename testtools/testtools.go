@@ -49,7 +49,7 @@ func New(cfg Config) []tools.Tool {
 		},
 		{
 			Name:        "generate",
-			Description: "Streams N deterministic bytes (see testtools.Generate) on an execution stream; with sha256 set, also reports their SHA-256.",
+			Description: "Streams N deterministic bytes (see testtools.Generate) on an execution stream (or several); with sha256 set, also reports their SHA-256. With a progressToken, their size comes first as progress in bytes.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sha256":{"type":"boolean"},"streams":{"type":"integer","minimum":1,"maximum":256}},"required":["bytes"]}`),
 			Func:        generate,
 		},
@@ -182,6 +182,9 @@ func generate(_ context.Context, req *flow.Request, args json.RawMessage) (*tool
 		}
 		res.Content = append(res.Content, ref)
 	}
+	// The streams' size, for a client's ETA (spec §6.3); a progress
+	// notice, so its failure is no failure of the call.
+	_ = req.ProgressBytes(0, a.Bytes*int64(a.Streams))
 	info := map[string]any{"bytes": a.Bytes, "streams": a.Streams}
 	if a.SHA256 {
 		info["sha256"] = GenerateSHA256(a.Bytes)
@@ -244,6 +247,7 @@ func failMidstream(_ context.Context, req *flow.Request, args json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
+	_ = req.ProgressBytes(0, a.Bytes) // what comes before the failure (spec §6.3)
 	return &tools.Result{Content: []any{ref}}, nil
 }
 
@@ -306,6 +310,7 @@ func readFile(root string, limit int64, req *flow.Request, args json.RawMessage)
 		f.Close()
 		return nil, err
 	}
+	_ = req.ProgressBytes(0, size) // spec §6.3
 	return &tools.Result{Content: []any{ref, tools.NewText(fmt.Sprintf("%s: %d bytes", a.Path, size))}}, nil
 }
 

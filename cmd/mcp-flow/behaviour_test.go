@@ -372,32 +372,59 @@ func TestSecondInterruptQuits(t *testing.T) {
 	}
 }
 
-// TestTransferMeter: on a terminal, a transfer shows bytes and rate while
-// it runs (here while stdout is not read, so the line must move on its own)
-// and a summary at the end; the bytes on stdout are the stream's.
+// TestTransferMeter: on a terminal, a transfer shows bytes, rate and ETA
+// while it runs (here while stdout is not read, so the line must move on
+// its own) and a summary at the end; the bytes on stdout are the stream's
+// and nothing else. generate tells the size as progress in bytes (spec
+// §6.3), which is where the ETA comes from; a stream whose size nobody told
+// gets bytes and rate, and the line says why there is no ETA.
 func TestTransferMeter(t *testing.T) {
-	base, _ := toolsServer(t, nil)
-	pty, tty := openPTY(t)
 	const n = 8 << 20
-	cmd := exec.Command(cli(t), append(base, "call", "generate", fmt.Sprint("bytes=", n))...)
-	cmd.Stderr = tty
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tty.Close()
-	scr := watch(pty)
-	scr.await(t, "B/s") // drawn while stdout is full and unread
-	h := sha256.New()
-	got, err := io.Copy(h, stdout)
-	if code := exitCode(t, cmd, scr); code != exitOK || err != nil || got != n || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(n) {
-		t.Fatalf("exit %d, %d bytes (%v); terminal:\n%q", code, got, err, scr)
-	}
-	<-scr.done
-	if s := scr.String(); !strings.Contains(s, "mcp-flow: 8.0 MiB in ") {
-		t.Fatalf("no summary line on the terminal:\n%q", s)
+	blob := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		ref, err := req.StreamFrom(testtools.Generate(n), "application/octet-stream")
+		if err != nil {
+			return nil, err
+		}
+		return map[string]any{"content": []any{ref}}, nil
+	})
+	base, _ := toolsServer(t, flow.Mux{"blob": blob})
+	for _, tc := range []struct {
+		args       []string
+		want, dont string
+	}{
+		{[]string{"call", "generate", fmt.Sprint("bytes=", n)}, "of 8.0 MiB (", "size unknown"},
+		{[]string{"call", "blob"}, "B/s  (size unknown: no ETA)", "ETA "},
+	} {
+		t.Run(tc.args[1], func(t *testing.T) {
+			pty, tty := openPTY(t)
+			cmd := exec.Command(cli(t), append(base, tc.args...)...)
+			cmd.Stderr = tty
+			stdout, err := cmd.StdoutPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			tty.Close()
+			scr := watch(pty)
+			scr.await(t, tc.want) // drawn while stdout is full and unread
+			if tc.dont == "size unknown" {
+				scr.await(t, "ETA ")
+			}
+			h := sha256.New()
+			got, err := io.Copy(h, stdout)
+			if code := exitCode(t, cmd, scr); code != exitOK || err != nil || got != n || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(n) {
+				t.Fatalf("exit %d, %d bytes on stdout (%v), want exactly the %d stream bytes; terminal:\n%q", code, got, err, n, scr)
+			}
+			<-scr.done
+			s := scr.String()
+			if !strings.Contains(s, "mcp-flow: 8.0 MiB in ") {
+				t.Fatalf("no summary line on the terminal:\n%q", s)
+			}
+			if strings.Contains(s, tc.dont) {
+				t.Fatalf("the terminal shows %q:\n%q", tc.dont, s)
+			}
+		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -92,8 +93,18 @@ func listTools(ctx context.Context, s *flow.Session, o options, t *term, stdout 
 // alone, so that it can be piped: with execution streams (and no -out) the
 // streams' raw bytes and nothing else, the other content going to stderr;
 // without streams, the text content; with -json, the JSON result alone.
+// The transfer meter knows the streams' size when the server told it as
+// progress in bytes (spec §6.3), and then shows an ETA.
 func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMessage, o options, t *term, stdout io.Writer) int {
-	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(func(p flow.Progress) { t.draw(progressLine(p)) }))
+	var streamSize atomic.Int64 // 0: not told
+	onProgress := func(p flow.Progress) {
+		if p.Bytes() {
+			streamSize.Store(int64(p.Total))
+			return
+		}
+		t.draw(progressLine(p))
+	}
+	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(onProgress))
 	t.clear()
 	if err != nil {
 		return failure(ctx, t, o, err, "waiting for the result of "+name)
@@ -115,35 +126,41 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 	})
 	defer stop()
 	// Where non-stream content goes: stdout unless stream bytes go there.
-	text := stdout
+	text := func(line string) {
+		t.mu.Lock()
+		fmt.Fprintln(stdout, line)
+		t.mu.Unlock()
+	}
 	if len(r.Refs) > 0 && o.out == "" && !o.raw {
-		text = t.w
+		text = func(line string) { t.say("%s", line) }
 	}
 	if o.raw {
 		fmt.Fprintf(stdout, "%s\n", r.Result)
+	}
+	// One meter for all the call's streams: the size the server told covers
+	// them all. The progress that told it came before the result (spec §6.2).
+	var m *meter
+	if len(r.Refs) > 0 {
+		m = newMeter(t, streamSize.Load())
+		defer m.end()
 	}
 	code := exitOK
 	for _, c := range res.Content {
 		var block struct {
 			Type, Text string
 			StreamTag  uint32
-			Size       int64
 		}
 		_ = json.Unmarshal(c, &block)
 		switch {
 		case block.Type == protocol.ContentTypeRef:
-			if c := copyStream(ctx, r, block.StreamTag, block.Size, o, t, stdout); c != exitOK && code == exitOK {
+			if c := copyStream(ctx, r, block.StreamTag, m, o, t, stdout); c != exitOK && code == exitOK {
 				code = c
 			}
 		case o.raw:
 		case block.Type == "text":
-			t.mu.Lock()
-			fmt.Fprintln(text, block.Text)
-			t.mu.Unlock()
+			text(block.Text)
 		default:
-			t.mu.Lock()
-			fmt.Fprintf(text, "%s\n", c)
-			t.mu.Unlock()
+			text(string(c))
 		}
 	}
 	if res.IsError && code == exitOK {
@@ -153,8 +170,9 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 }
 
 // copyStream copies one execution stream to stdout, to a new file under
-// -out, or (with -json and no -out) only counts and hashes it.
-func copyStream(ctx context.Context, r *flow.Response, tag uint32, total int64, o options, t *term, stdout io.Writer) int {
+// -out, or (with -json and no -out) only counts and hashes it, counting its
+// bytes on the call's meter m.
+func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o options, t *term, stdout io.Writer) int {
 	what := fmt.Sprintf("reading execution stream %d", tag)
 	sr, err := r.Stream(ctx, tag)
 	if err != nil {
@@ -166,14 +184,12 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, total int64, 
 		if o.raw {
 			dst = h
 		}
-		m := newMeter(t, dst, total)
-		_, err := io.Copy(m, sr)
-		m.end()
+		n, err := io.Copy(m.counting(dst), sr)
 		if err != nil {
-			return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, m.n.Load()))
+			return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, n))
 		}
 		if o.raw {
-			t.say("mcp-flow: execution stream %d: %d bytes (%s), sha256 %s; not printed with -json (-out DIR keeps it)", tag, m.n.Load(), sr.Ref().MimeType, hex.EncodeToString(h.Sum(nil)))
+			t.say("mcp-flow: execution stream %d: %d bytes (%s), sha256 %s; not printed with -json (-out DIR keeps it)", tag, n, sr.Ref().MimeType, hex.EncodeToString(h.Sum(nil)))
 		}
 		return exitOK
 	}
@@ -189,12 +205,10 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, total int64, 
 			os.Remove(f.Name())
 		}
 	}()
-	m := newMeter(t, f, total)
-	_, err = io.Copy(m, sr)
-	m.end()
+	n, err := io.Copy(m.counting(f), sr)
 	if err != nil {
 		// Never leave a truncated payload under its final name.
-		return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, m.n.Load()))
+		return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, n))
 	}
 	if err := f.Close(); err != nil {
 		t.say("mcp-flow: %v", err)
@@ -206,7 +220,7 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, total int64, 
 		return exitUsage
 	}
 	f = nil
-	t.say("mcp-flow: wrote %d bytes (%s) to %s", m.n.Load(), sr.Ref().MimeType, name)
+	t.say("mcp-flow: wrote %d bytes (%s) to %s", n, sr.Ref().MimeType, name)
 	return exitOK
 }
 

@@ -24,7 +24,8 @@
 // Results go to stdout and nothing else does: with execution streams, their
 // raw bytes alone (the rest of the content then goes to stderr), or with
 // -out each stream into a new file; without, the text content; with -json,
-// the JSON result alone. Progress, transfer meters (bytes, rate) and logs go
+// the JSON result alone. Progress, transfer meters (bytes, rate, and an ETA
+// when the server told the streams' size: spec §6.3) and logs go
 // to stderr; status lines are drawn only when stderr is a terminal.
 //
 // Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends

@@ -96,13 +96,14 @@ func progressLine(p flow.Progress) string {
 // meterPeriod is how often a transfer meter redraws.
 const meterPeriod = 250 * time.Millisecond
 
-// meter counts the bytes of one execution stream as they are written and,
-// on a terminal, draws bytes, rate and (when the size is known) ETA every
-// meterPeriod from a goroutine of its own, so that the line moves even while
-// a write blocks.
+// meter counts the bytes of a call's execution streams as they are written
+// and, on a terminal, draws bytes, rate and, when the size is known, the
+// share done and the ETA, every meterPeriod from a goroutine of its own, so
+// that the line moves even while a write blocks. The size is known when the
+// server told it as progress in bytes (spec §6.3); a ref/stream block has
+// none, so without that the line says that it cannot tell an ETA.
 type meter struct {
 	t     *term
-	w     io.Writer
 	n     atomic.Int64
 	total int64 // 0: unknown
 	start time.Time
@@ -110,8 +111,8 @@ type meter struct {
 	done  chan struct{}
 }
 
-func newMeter(t *term, w io.Writer, total int64) *meter {
-	m := &meter{t: t, w: w, total: total, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
+func newMeter(t *term, total int64) *meter {
+	m := &meter{t: t, total: total, start: time.Now(), stop: make(chan struct{}), done: make(chan struct{})}
 	if !t.tty {
 		close(m.done)
 		return m
@@ -132,14 +133,23 @@ func newMeter(t *term, w io.Writer, total int64) *meter {
 	return m
 }
 
-func (m *meter) Write(p []byte) (int, error) {
-	n, err := m.w.Write(p)
-	m.n.Add(int64(n))
+// counting returns a writer to w that counts what it writes on m.
+func (m *meter) counting(w io.Writer) io.Writer { return meterWriter{m, w} }
+
+type meterWriter struct {
+	m *meter
+	w io.Writer
+}
+
+func (mw meterWriter) Write(p []byte) (int, error) {
+	n, err := mw.w.Write(p)
+	mw.m.n.Add(int64(n))
 	return n, err
 }
 
-// line is the meter's status line: "12.0 MiB  85.1 MiB/s", with the share
-// and ETA when the total is known.
+// line is the meter's status line: "12.0 MiB of 100.0 MiB (12%)  85.1
+// MiB/s  ETA 1s" when the size is known, else "12.0 MiB  85.1 MiB/s  (size
+// unknown: no ETA)".
 func (m *meter) line() string {
 	n := m.n.Load()
 	el := time.Since(m.start).Seconds()
@@ -147,12 +157,12 @@ func (m *meter) line() string {
 	if el > 0 {
 		rate = float64(n) / el
 	}
-	s := fmt.Sprintf("%s  %s/s", size(float64(n)), size(rate))
-	if m.total > 0 {
-		s = fmt.Sprintf("%s of %s (%.0f%%)  %s/s", size(float64(n)), size(float64(m.total)), 100*float64(n)/float64(m.total), size(rate))
-		if rate > 0 && n < m.total {
-			s += fmt.Sprintf("  ETA %s", time.Duration(float64(m.total-n)/rate*float64(time.Second)).Round(time.Second))
-		}
+	if m.total <= 0 || n > m.total {
+		return fmt.Sprintf("%s  %s/s  (size unknown: no ETA)", size(float64(n)), size(rate))
+	}
+	s := fmt.Sprintf("%s of %s (%.0f%%)  %s/s", size(float64(n)), size(float64(m.total)), 100*float64(n)/float64(m.total), size(rate))
+	if rate > 0 && n < m.total {
+		s += fmt.Sprintf("  ETA %s", time.Duration(float64(m.total-n)/rate*float64(time.Second)).Round(time.Second))
 	}
 	return s
 }
