@@ -214,10 +214,42 @@ func run(args []string) int {
 		}
 		wcancel()
 	}
-	if err != nil {
-		log.Warn("shutdown incomplete", "err", err)
+	if gone, failed := drainFailures(err); failed != nil {
+		log.Warn("shutdown incomplete", "err", failed)
 		return 1
+	} else if gone > 0 {
+		// A client killed without ending its session (kill -9, a second
+		// Ctrl-C) leaves nobody to drain for: no failure of this server's,
+		// so Ctrl-C on make run stays quiet.
+		log.Info("shut down cleanly", "clients gone without ending their sessions", gone)
+		return 0
 	}
 	log.Info("shut down cleanly")
 	return 0
+}
+
+// drainFailures splits the error of Server.Shutdown into the sessions whose
+// clients had gone (the connection lost, spec §8.2 code 7, or closed by the
+// client during the drain), which nobody could drain, and the rest, which
+// are this server's failures (a drain past -drain, an internal error).
+func drainFailures(err error) (gone int, failed error) {
+	if err == nil {
+		return 0, nil
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		var errs []error
+		for _, e := range j.Unwrap() {
+			g, f := drainFailures(e)
+			gone += g
+			if f != nil {
+				errs = append(errs, f)
+			}
+		}
+		return gone, errors.Join(errs...)
+	}
+	var se *flow.SessionError
+	if errors.As(err, &se) && (se.Code == flow.CloseConnectionLost || se.Remote) {
+		return 1, nil
+	}
+	return 0, err
 }

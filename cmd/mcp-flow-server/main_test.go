@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"net"
+	neturl "net/url"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -13,6 +15,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 )
 
 // TestSIGTERMDrainsAndExitsZero: a caller calls in a loop, one call after
@@ -152,5 +155,71 @@ func TestMaxSessionsFlag(t *testing.T) {
 	}
 	if !strings.Contains(err.Error(), "503") {
 		t.Fatalf("second session refused with %v, want HTTP 503", err)
+	}
+}
+
+// TestShutdownWithVanishedClient: a client that vanished without ending its
+// session (here its path is cut: the relay between them closes, as for a
+// client killed with kill -9) leaves a session that the server's drain
+// cannot finish until the peer idle timeout ends it. On SIGINT the server
+// waits for that, then exits 0, saying it shut down cleanly (before, it
+// said "shutdown incomplete" and exited 1, and make run said "Error 1").
+func TestShutdownWithVanishedClient(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir(),
+		"-peer-idle-timeout", "2s", "-keep-alive", "500ms")
+	stderr := &flowtest.SyncBuffer{}
+	proc.Stderr = stderr
+	stdout, err := proc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	url, hash := flowtest.Announcement(stdout)
+	go func() { exited <- proc.Wait() }()
+	t.Cleanup(func() { proc.Process.Kill() })
+	if url == "" || hash == "" {
+		proc.Process.Kill()
+		<-exited
+		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target, err := net.ResolveUDPAddr("udp", u.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	relay, err := lossrelay.New(lossrelay.Config{Target: target})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = relay.Addr().String()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, u.String(), flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatalf("Dial through the relay: %v; server stderr:\n%s", err, stderr)
+	}
+	defer s.Close()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatal(err)
+	}
+	relay.Close() // the client is gone, without a word
+	proc.Process.Signal(syscall.SIGINT)
+	select {
+	case err := <-exited:
+		if err != nil || !strings.Contains(stderr.String(), "shut down cleanly") || strings.Contains(stderr.String(), "incomplete") {
+			t.Fatalf("server exit after SIGINT with a vanished client: %v, want 0 and a clean shutdown; stderr:\n%s", err, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("server still running 20 s after SIGINT (its peer idle timeout is 2 s); stderr:\n%s", stderr)
 	}
 }
