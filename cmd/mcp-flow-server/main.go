@@ -221,7 +221,7 @@ func run(args []string) int {
 		// A client killed without ending its session (kill -9, a second
 		// Ctrl-C) leaves nobody to drain for: no failure of this server's,
 		// so Ctrl-C on make run stays quiet.
-		log.Info("shut down cleanly", "clients gone without ending their sessions", gone)
+		log.Info("shut down cleanly", "sessionsOfGoneClients", gone)
 		return 0
 	}
 	log.Info("shut down cleanly")
