@@ -103,8 +103,9 @@ func TestInspector(t *testing.T) {
 	if strings.Join(res.Args, " ") != "bytes* sha256 streams" {
 		t.Errorf("generate's argument form: %q, want bytes (required), sha256, streams", res.Args)
 	}
-	if res.Stream.Bytes != n || res.Stream.SHA256 != testtools.GenerateSHA256(n) || !strings.Contains(res.Stream.Text, "3.0 MiB at ") {
-		t.Errorf("stream shown: %+v, want %d bytes, SHA-256 %s and a rate", res.Stream, n, testtools.GenerateSHA256(n))
+	// The size comes from generate's progress in bytes (spec §6.3).
+	if res.Stream.Bytes != n || res.Stream.SHA256 != testtools.GenerateSHA256(n) || !strings.Contains(res.Stream.Text, "3.0 MiB at ") || !strings.Contains(res.Stream.Text, "3.0 MiB of 3.0 MiB (100%)") {
+		t.Errorf("stream shown: %+v, want %d bytes, SHA-256 %s, a rate and the share of the size generate told", res.Stream, n, testtools.GenerateSHA256(n))
 	}
 	if len(res.Calls) != 3 || res.Calls[1].Bar != "100%" || !strings.Contains(res.Calls[0].Result, "hello from the inspector") {
 		t.Errorf("calls shown: %+v", res.Calls)

@@ -139,7 +139,11 @@ async function callTool(name, args) {
   const cancel = el('button', { textContent: 'Cancel', type: 'button' });
   const box = el('div', { className: 'call' }, el('div', { className: 'head' }, el('b', { textContent: `${name} ${JSON.stringify(args)}` }), state, cancel), el('div', { className: 'bar' }, bar), streams, out);
   $('calls').prepend(box);
+  // sized: the streams' size, when the server tells it as progress in bytes
+  // (spec §6.3), and the bytes read of them so far, for the share and ETA.
+  const sized = { total: 0, n: 0 };
   const c = request('tools/call', { name, arguments: args }, (p) => {
+    if (p._meta && p._meta['mcp-flow/unit'] === 'bytes') { sized.total = p.total; return; }
     bar.style.width = p.total ? `${Math.min(100, (100 * p.progress) / p.total)}%` : '100%';
     state.textContent = `progress ${p.progress}${p.total ? ' / ' + p.total : ''}${p.message ? ' ' + p.message : ''}`;
   });
@@ -152,15 +156,16 @@ async function callTool(name, args) {
   state.className = r.result.isError ? 'err' : 'ok';
   out.textContent = JSON.stringify(r.result, null, 1);
   for (const block of r.result.content || []) {
-    if (block.type === 'resource_link' && block.uri.startsWith('mcp-flow://stream/')) await readStream(block, streams);
+    if (block.type === 'resource_link' && block.uri.startsWith('mcp-flow://stream/')) await readStream(block, streams, sized);
   }
   box.dataset.done = 'ok';
   counters();
 }
 
 // readStream reads an execution stream through transport.stream(),
-// showing bytes and rate as they come, then the SHA-256.
-async function readStream(block, into) {
+// showing bytes and rate as they come (with the share of the call's streams
+// and the ETA when sized.total is known), then the SHA-256.
+async function readStream(block, into, sized) {
   const line = el('div', { className: 'stream', textContent: `${block.name}: waiting` });
   into.append(line);
   const reader = (await t.stream(block.uri)).getReader();
@@ -169,7 +174,12 @@ async function readStream(block, into) {
   const t0 = performance.now();
   const show = (extra) => {
     const s = Math.max((performance.now() - t0) / 1000, 1e-3);
-    line.textContent = `${block.name} (${block.mimeType}): ${size(n)} at ${size(n / s)}/s${extra}`;
+    let of = '';
+    if (sized.total > 0 && sized.n + n <= sized.total) {
+      const left = (sized.total - sized.n - n) / Math.max(n / s, 1);
+      of = `, ${size(sized.n + n)} of ${size(sized.total)} (${Math.round((100 * (sized.n + n)) / sized.total)}%)${left > 0 ? `, ETA ${Math.ceil(left)} s` : ''}`;
+    }
+    line.textContent = `${block.name} (${block.mimeType}): ${size(n)} at ${size(n / s)}/s${of}${extra}`;
   };
   try {
     for (;;) {
@@ -188,6 +198,7 @@ async function readStream(block, into) {
   for (const c of chunks) { all.set(c, off); off += c.length; }
   const sum = hex(new Uint8Array(await crypto.subtle.digest('SHA-256', all)));
   show(`, SHA-256 ${sum}`);
+  sized.n += n;
   line.dataset.bytes = n; line.dataset.sha256 = sum;
   line.className = 'stream ok';
 }
