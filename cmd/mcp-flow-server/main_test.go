@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net"
 	neturl "net/url"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -23,10 +24,7 @@ import (
 // result, or -32006 once $/shutdown has come) and the server exits 0 after
 // a clean drain (spec §7.2), 100 times over (as the guide issue asks).
 func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildServer(t)
 	certDir := t.TempDir()
 	iterations := 100
 	if testing.Short() {
@@ -116,30 +114,12 @@ func TestSIGTERMDrainsAndExitsZero(t *testing.T) {
 // TestMaxSessionsFlag: with -max-sessions 1 the server holds one session
 // and refuses a second one while the first lasts (HTTP 503, spec §8).
 func TestMaxSessionsFlag(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir(), "-max-sessions", "1")
-	stderr := &flowtest.SyncBuffer{}
-	proc.Stderr = stderr
-	stdout, err := proc.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
+	url, hash, stderr, srv := runServer(t, buildServer(t), "-max-sessions", "1")
 	defer func() {
-		proc.Process.Signal(syscall.SIGTERM)
-		if err := proc.Wait(); err != nil {
+		if err := <-srv.signal(syscall.SIGTERM); err != nil {
 			t.Errorf("server exit: %v; stderr:\n%s", err, stderr)
 		}
 	}()
-	url, hash := flowtest.Announcement(stdout)
-	if url == "" || hash == "" {
-		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
-	}
 	tlsConf := flowtest.PinnedTLS(t, hash)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -165,30 +145,7 @@ func TestMaxSessionsFlag(t *testing.T) {
 // waits for that, then exits 0, saying it shut down cleanly (before, it
 // said "shutdown incomplete" and exited 1, and make run said "Error 1").
 func TestShutdownWithVanishedClient(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	proc := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir(),
-		"-peer-idle-timeout", "2s", "-keep-alive", "500ms")
-	stderr := &flowtest.SyncBuffer{}
-	proc.Stderr = stderr
-	stdout, err := proc.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := proc.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	url, hash := flowtest.Announcement(stdout)
-	go func() { exited <- proc.Wait() }()
-	t.Cleanup(func() { proc.Process.Kill() })
-	if url == "" || hash == "" {
-		proc.Process.Kill()
-		<-exited
-		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
-	}
+	url, hash, stderr, srv := runServer(t, buildServer(t), "-peer-idle-timeout", "2s", "-keep-alive", "500ms")
 	u, err := neturl.Parse(url)
 	if err != nil {
 		t.Fatal(err)
@@ -201,6 +158,7 @@ func TestShutdownWithVanishedClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	defer relay.Close()
 	u.Host = relay.Addr().String()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -213,13 +171,61 @@ func TestShutdownWithVanishedClient(t *testing.T) {
 		t.Fatal(err)
 	}
 	relay.Close() // the client is gone, without a word
-	proc.Process.Signal(syscall.SIGINT)
 	select {
-	case err := <-exited:
+	case err := <-srv.signal(syscall.SIGINT):
 		if err != nil || !strings.Contains(stderr.String(), "shut down cleanly") || strings.Contains(stderr.String(), "incomplete") {
 			t.Fatalf("server exit after SIGINT with a vanished client: %v, want 0 and a clean shutdown; stderr:\n%s", err, stderr)
 		}
 	case <-time.After(20 * time.Second):
 		t.Fatalf("server still running 20 s after SIGINT (its peer idle timeout is 2 s); stderr:\n%s", stderr)
 	}
+}
+
+// buildServer builds mcp-flow-server into a temporary directory.
+func buildServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// server is a running mcp-flow-server.
+type server struct {
+	proc   *exec.Cmd
+	exited chan error
+}
+
+// signal sends sig to the server and returns what gives its exit, once.
+func (s *server) signal(sig os.Signal) <-chan error {
+	s.proc.Process.Signal(sig)
+	return s.exited
+}
+
+// runServer starts bin on a free loopback port with a certificate and a
+// root of its own and extra flags, and returns its URL and certificate
+// hash; the server is killed at the end of the test if it still runs.
+func runServer(t *testing.T, bin string, extra ...string) (url, hash string, stderr *flowtest.SyncBuffer, s *server) {
+	t.Helper()
+	proc := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir()}, extra...)...)
+	stderr = &flowtest.SyncBuffer{}
+	proc.Stderr = stderr
+	stdout, err := proc.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proc.Start(); err != nil {
+		t.Fatal(err)
+	}
+	s = &server{proc: proc, exited: make(chan error, 1)}
+	url, hash = flowtest.Announcement(stdout)
+	go func() { s.exited <- proc.Wait() }()
+	t.Cleanup(func() { proc.Process.Kill() })
+	if url == "" || hash == "" {
+		proc.Process.Kill()
+		<-s.exited
+		t.Fatalf("no url and hash on stdout; stderr:\n%s", stderr)
+	}
+	return url, hash, stderr, s
 }
