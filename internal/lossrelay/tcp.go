@@ -36,7 +36,7 @@ const tcpBuffer = 64 << 10
 type tcpDirection struct {
 	path             Path
 	bn               *bottleneck
-	forwarded, bytes uint64 // guarded by mu
+	forwarded, bytes uint64        // guarded by mu
 	late             uint64        // guarded by mu
 	lateSum, lateMax time.Duration // guarded by mu
 	mu               sync.Mutex
