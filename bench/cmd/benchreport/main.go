@@ -536,7 +536,7 @@ func (rep *report) sessionsSection(md *strings.Builder, seriesDir string) {
 		fmtNum(v["dial-timeout-s"]), fmtNum(v["burst-refused"]), fmtNum(v["burst-s"]), fmtNum(v["burst-sessions/s"]), fmtNum(v["burst-server-cpu-ms/dial"]), fmtNum(v["sessions"]), fmtNum(v["sessions-asked"]), fmtNum(v["idle-failed"]), fmtNum(v["idle-dials/s"]),
 		fmtNum(v["KiB-heap/session"]), fmtNum(v["KiB-live/session"]), fmtNum(v["goroutines/session"]), fmtNum(v["KiB-stacks/session"]))
 	if b, err := os.ReadFile(filepath.Join(seriesDir, "BenchmarkSessions.owners")); err == nil {
-		md.WriteString("Who holds the live heap (the server's heap profile after GC, in-use space, by the code nearest each allocation that belongs to a library, KiB per session held; the profile samples one allocation in 512 KiB, so these are estimates):\n\n| KiB per session | owner |\n|---|---|\n")
+		md.WriteString("Who holds the live heap (the server's heap profile after GC, in-use space, by the code nearest each allocation that belongs to a library, KiB per session held; the profile samples allocations, so these are estimates):\n\n| KiB per session | owner |\n|---|---|\n")
 		for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
 			if k, o, ok := strings.Cut(line, " "); ok {
 				fmt.Fprintf(md, "| %s | %s |\n", k, o)
