@@ -667,6 +667,11 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 		case m["busy-p99-µs"] > 0:
 			fmt.Fprintf(md, " Idle p50 %s and p99 %s; during the transfer p50 %s, p99 %s, max %s, longest stall %s ms over %s pings; the result streamed at %s MB/s, while the measuring process (the client; in one process, both ends) used %s CPU-seconds per wall second (%d cores).",
 				ms(m["idle-p50-µs"]), ms(m["idle-p99-µs"]), ms(m["busy-p50-µs"]), ms(m["busy-p99-µs"]), ms(m["busy-max-µs"]), fmtNum(m["stall-ms"]), fmtNum(m["pings-during"]), fmtNum(m["transfer-MB/s"]), fmtNum(m["cpu-busy"]), runtime.NumCPU())
+			if w, ok := rep.results[name+"-window-64k"]; ok {
+				wm := w.metrics
+				fmt.Fprintf(md, " In the same run, the same benchmark with a 64 KiB stream receive window (at most that much of the result in flight ahead of a ping's answer) measured busy p99 %s and max %s against an idle p99 of %s, at %s MB/s.",
+					ms(wm["busy-p99-µs"]), ms(wm["busy-max-µs"]), ms(wm["idle-p99-µs"]), fmtNum(wm["transfer-MB/s"]))
+			}
 		case name == sessions && r.num[1] == "KiB-heap/session":
 			fmt.Fprintf(md, " Of the %s KiB of heap in use per session, %s KiB are live objects (HeapAlloc after GC) and the other %s KiB are free space inside the spans those objects keep in use (fragmentation); the server also holds %s goroutines per session, whose stacks (%s KiB per session) are not heap. Who holds the live heap, by the server's heap profile (KiB per session): %s.",
 				fmtNum(m["KiB-heap/session"]), fmtNum(m["KiB-live/session"]), fmtNum(m["KiB-heap/session"]-m["KiB-live/session"]), fmtNum(m["goroutines/session"]), fmtNum(m["KiB-stacks/session"]), owners(seriesDir))
