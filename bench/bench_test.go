@@ -267,7 +267,7 @@ func BenchmarkLarge(b *testing.B) {
 }
 
 // streamRounds is how many pairs BenchmarkStreamVsBare compares.
-const streamRounds = 4
+const streamRounds = 8
 
 // BenchmarkStreamVsBare: the execution stream against the bare
 // webtransport-go stream at its best write size, 64 MiB at a time, both
