@@ -41,7 +41,7 @@ bench-codec:
 
 # bench: the benchmark suite in short mode, under ten minutes on a shared
 # 2-core machine (BENCH_FULL=1 for full mode: 1 GiB results, the go-sdk's
-# at 256 MiB, 10,000 idle sessions, 1 s per repeated benchmark instead of
+# open-loop results at 256 MiB, 10,000 idle sessions, 1 s per repeated benchmark instead of
 # 300 ms); benchstat-compatible output in bench.out, latency series and the
 # sessions heap profile in bench.series/, every goal with its measured ratio
 # on stdout, and docs/BENCHMARKS.md with its charts, text included,

@@ -106,8 +106,8 @@ const (
 
 var goals = []goal{
 	{what: "execution stream vs bare webtransport-go stream at its best write size (64 MiB, medians of interleaved rounds)", num: [2]string{streamVsBare, "flow/bare"}, cmp: ">=", threshold: 0.9},
-	{what: "large result vs go-sdk stdio, base64 (64 MiB, MB/s; MCP-Flow: the median of BenchmarkStreamVsBare's execution streams)", num: [2]string{streamVsBare, "flow-MB/s"}, den: [2]string{"BenchmarkLarge/sdk-stdio/64MiB", "MB/s"}, cmp: ">=", threshold: 10},
-	{what: "large result vs go-sdk Streamable HTTP, base64 (64 MiB, MB/s; MCP-Flow as above)", num: [2]string{streamVsBare, "flow-MB/s"}, den: [2]string{"BenchmarkLarge/sdk-http/64MiB", "MB/s"}, cmp: ">=", threshold: 10},
+	{what: "large result vs go-sdk stdio, base64 (256 MiB, MB/s)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, den: [2]string{"BenchmarkLarge/sdk-stdio/256MiB", "MB/s"}, cmp: ">=", threshold: 10},
+	{what: "large result vs go-sdk Streamable HTTP, base64 (256 MiB, MB/s)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, den: [2]string{"BenchmarkLarge/sdk-http/256MiB", "MB/s"}, cmp: ">=", threshold: 10},
 	{what: "peak RSS, 256 MiB vs 16 MiB result, MCP-Flow (bounded: ≈1)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "peak-RSS-MiB"}, den: [2]string{"BenchmarkLarge/flow-cbor/16MiB", "peak-RSS-MiB"}, cmp: "<=", threshold: 1.5},
 	{what: "open-loop ping p99 during a 256 MiB result vs idle p99, separate processes, one core each", num: [2]string{holProc, "busy-p99-µs"}, den: [2]string{holProc, "idle-p99-µs"}, cmp: "<=", threshold: 3},
 	{what: "open-loop ping max during a 256 MiB result, separate processes, one core each (ms)", num: [2]string{holProc, "busy-max-µs"}, cmp: "<=", threshold: 10, scale: 1e-3},
