@@ -11,9 +11,11 @@
 // one core each (BenchmarkHeadOfLineProcesses: the test binary re-runs
 // itself in a role, see TestMain), and through a shaped link
 // (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
-// MCP-Flow and TCP for the go-sdk's Streamable HTTP). BenchmarkSessions
-// holds thousands of idle sessions in a server process and measures its
-// heap alone. `make bench` turns one run into docs/BENCHMARKS.md
+// MCP-Flow and TCP for the go-sdk's Streamable HTTP). BenchmarkStreamVsBare
+// compares the execution stream with the bare stream at its best write size
+// in back-to-back pairs. BenchmarkSessions takes a burst of 1,000 dials and
+// holds thousands of idle sessions in a server process, measuring its heap
+// alone. `make bench` turns one run into docs/BENCHMARKS.md
 // (cmd/benchreport).
 //
 //	go test -run='^$' -bench=. ./bench/            # short mode

@@ -169,6 +169,7 @@ func (r *holRun) report(b *testing.B) {
 	b.ReportMetric(float64(longestStall(r.Busy).Microseconds())/1e3, "stall-ms")
 	b.ReportMetric(float64(len(r.Busy)), "pings-during")
 	b.ReportMetric(float64(r.Bytes)/r.Transfer.Seconds()/1e6, "transfer-MB/s")
+	b.ReportMetric(float64(r.Bytes)/(1<<20), "result-MiB")
 	b.ReportMetric(r.CPU.Seconds()/r.Transfer.Seconds(), "cpu-busy")
 	reportLoad(b)
 	writeSeries(b, r.Busy)

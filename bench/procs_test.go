@@ -13,6 +13,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -41,7 +42,8 @@ func TestMain(m *testing.M) {
 
 // serverRole serves on 127.0.0.1 and prints "url: …" and "hash: …" on
 // stdout; then, for each "heap" line on stdin, it collects garbage and
-// prints "heap: HeapInuse sessions: N". It ends at stdin's EOF.
+// prints "heap: HeapInuse sessions: N goroutines: G live: HeapAlloc
+// stacks: StackInuse". It ends at stdin's EOF.
 // MCP_FLOW_BENCH_MAX_SESSIONS sets flow.Limits.MaxSessions.
 func serverRole() int {
 	dir, err := os.MkdirTemp("", "mcp-flow-bench-server")
@@ -91,7 +93,7 @@ func serverRole() int {
 			runtime.GC()
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
-			fmt.Printf("heap: %d sessions: %d\n", m.HeapInuse, srv.Sessions())
+			fmt.Printf("heap: %d sessions: %d goroutines: %d live: %d stacks: %d\n", m.HeapInuse, srv.Sessions(), runtime.NumGoroutine(), m.HeapAlloc, m.StackInuse)
 		}
 	}
 	return 0
@@ -157,6 +159,18 @@ type serverProc struct {
 	lines     *bufio.Scanner
 	stderr    *flowtest.SyncBuffer
 	url, hash string
+	stopOnce  sync.Once
+}
+
+// stop ends the server process (its stdin's EOF) and waits for it; it
+// runs once, at the latest with the benchmark's cleanup.
+func (p *serverProc) stop(b testing.TB) {
+	p.stopOnce.Do(func() {
+		p.stdin.Close()
+		if err := p.cmd.Wait(); err != nil {
+			b.Errorf("server process: %v; stderr:\n%s", err, p.stderr)
+		}
+	})
 }
 
 // startServer starts the server role on core cpu, with up to maxSessions
@@ -176,12 +190,7 @@ func startServer(b testing.TB, cpu, maxSessions int) *serverProc {
 	if err := p.cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() {
-		p.stdin.Close()
-		if err := p.cmd.Wait(); err != nil {
-			b.Errorf("server process: %v; stderr:\n%s", err, p.stderr)
-		}
-	})
+	b.Cleanup(func() { p.stop(b) })
 	p.lines = bufio.NewScanner(out)
 	for (p.url == "" || p.hash == "") && p.lines.Scan() {
 		k, v, _ := strings.Cut(p.lines.Text(), ": ")
@@ -198,18 +207,25 @@ func startServer(b testing.TB, cpu, maxSessions int) *serverProc {
 	return p
 }
 
-// heap asks the server for its heap in use (after GC) and session count.
-func (p *serverProc) heap(b testing.TB) (heap uint64, sessions int) {
+// serverMem is what the server process says of its memory after GC.
+type serverMem struct {
+	heapInuse, live, stacks uint64
+	sessions, goroutines    int
+}
+
+// heap asks the server for its heap in use (after GC), live heap, stacks,
+// session count and goroutine count.
+func (p *serverProc) heap(b testing.TB) (m serverMem) {
 	if _, err := io.WriteString(p.stdin, "heap\n"); err != nil {
 		b.Fatal(err)
 	}
 	if !p.lines.Scan() {
 		b.Fatalf("the server process did not answer heap; stderr:\n%s", p.stderr)
 	}
-	if _, err := fmt.Sscanf(p.lines.Text(), "heap: %d sessions: %d", &heap, &sessions); err != nil {
+	if _, err := fmt.Sscanf(p.lines.Text(), "heap: %d sessions: %d goroutines: %d live: %d stacks: %d", &m.heapInuse, &m.sessions, &m.goroutines, &m.live, &m.stacks); err != nil {
 		b.Fatalf("server said %q: %v", p.lines.Text(), err)
 	}
-	return heap, sessions
+	return m
 }
 
 // profile has the server write a heap profile to path.

@@ -33,6 +33,10 @@ func idleSessions() int {
 // burstDials is the size of BenchmarkSessions' burst of concurrent dials.
 const burstDials = 1000
 
+// dialTimeout bounds each dial + initialize of BenchmarkSessions (and the
+// client's handshake timeouts are set to match).
+const dialTimeout = 60 * time.Second
+
 // sharedDialer returns a client config whose sessions all share one UDP
 // socket (one quic.Transport), so that thousands of sessions need one file
 // descriptor on the client side, and a func that closes it all.
@@ -50,7 +54,7 @@ func sharedDialer(b *testing.B, base *flow.ClientConfig) (flow.ClientConfig, fun
 	cfg.Transport = &webtransport.Transport{
 		TLSClientConfig: tlsConf,
 		QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true,
-			HandshakeIdleTimeout: 30 * time.Second, MaxIdleTimeout: flow.DefaultPeerIdleTimeout, KeepAlivePeriod: flow.DefaultKeepAlivePeriod},
+			HandshakeIdleTimeout: dialTimeout, MaxIdleTimeout: flow.DefaultPeerIdleTimeout, KeepAlivePeriod: flow.DefaultKeepAlivePeriod},
 		DialAddr: func(ctx context.Context, addr string, tc *tls.Config, qc *quic.Config) (*quic.Conn, error) {
 			ua, err := net.ResolveUDPAddr("udp", addr)
 			if err != nil {
@@ -60,7 +64,7 @@ func sharedDialer(b *testing.B, base *flow.ClientConfig) (flow.ClientConfig, fun
 		},
 	}
 	cfg.RefusedRetries = -1 // a refusal is a failure here
-	cfg.Limits.HandshakeTimeout = 60 * time.Second
+	cfg.Limits.HandshakeTimeout = dialTimeout
 	return cfg, func() { qt.Close(); pc.Close() }
 }
 
@@ -78,7 +82,7 @@ func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, 
 	for range conc {
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
-				ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+				ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 				s, err := flow.Dial(ctx, url, cfg)
 				cancel()
 				mu.Lock()
@@ -99,49 +103,73 @@ func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, 
 }
 
 // BenchmarkSessions: a server process (the test binary in its server role,
-// flow.Server with mcp-flow-server's tools, on either core) first takes a
-// burst of 1,000 concurrent dials + initialize (CBOR): how many were
-// refused or failed (the client does not retry a refusal here), and
-// sessions established per second. Then it holds idleSessions() idle
-// sessions (the burst's, and more dialled 32 at a time); its heap in use
-// after GC, measured in the server process alone, is divided by the
-// sessions it holds, and a heap profile says where it goes (written for
-// benchreport beside the latency series).
+// flow.Server with mcp-flow-server's tools, on either core) takes a burst
+// of 1,000 concurrent dials + initialize (CBOR): how many were refused or
+// failed (the client does not retry a refusal here), sessions established
+// per second, and the server's CPU time for them. A second server process
+// then holds idleSessions() idle sessions, dialled 32 at a time: its heap
+// in use after GC, measured in the server process alone, is divided by
+// the sessions it holds (a process of its own, so that what the burst left
+// behind, such as the goroutine records Go keeps once made, does not count
+// as held by idle sessions), and a heap profile says where it goes
+// (written for benchreport beside the latency series).
 func BenchmarkSessions(b *testing.B) {
 	n := idleSessions()
 	for b.Loop() {
-		srv := startServer(b, -1, n+16)
+		srv := startServer(b, -1, burstDials+16)
 		cfg, closeDialer := sharedDialer(b, srv.tlsFor(b))
-		h0, _ := srv.heap(b)
+		c0 := cpuTime(srv.cmd.Process.Pid) - cpuTime(0)
 		t0 := time.Now()
 		burst, refused, berr := dialMany(cfg, srv.url, burstDials, burstDials)
 		burstTime := time.Since(t0)
+		burstCPU := cpuTime(srv.cmd.Process.Pid) - cpuTime(0) - c0
 		if refused > 0 {
 			b.Logf("burst: %d of %d dials failed, first: %v", refused, burstDials, berr)
 		}
+		closeAll(burst)
+		closeDialer()
+		srv.stop(b)
+
+		srv = startServer(b, -1, n+16)
+		cfg, closeDialer = sharedDialer(b, srv.tlsFor(b))
+		m0 := srv.heap(b)
 		t1 := time.Now()
-		idle, failed, err := dialMany(cfg, srv.url, n-len(burst), 32)
+		idle, failed, err := dialMany(cfg, srv.url, n, 32)
 		dialTime := time.Since(t1)
 		if failed > 0 {
-			b.Logf("%d of %d idle sessions failed, first: %v", failed, n-len(burst), err)
+			b.Logf("%d of %d idle sessions failed, first: %v", failed, n, err)
 		}
-		h1, held := srv.heap(b)
-		b.ReportMetric(float64(int64(h1)-int64(h0))/float64(held)/1024, "KiB-heap/session")
+		m1 := srv.heap(b)
+		held := m1.sessions
+		per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(held) / 1024 }
+		b.ReportMetric(per(m1.heapInuse, m0.heapInuse), "KiB-heap/session")
+		b.ReportMetric(per(m1.live, m0.live), "KiB-live/session")
+		b.ReportMetric(per(m1.stacks, m0.stacks), "KiB-stacks/session")
+		b.ReportMetric(float64(m1.goroutines-m0.goroutines)/float64(held), "goroutines/session")
 		b.ReportMetric(float64(held), "sessions")
 		b.ReportMetric(float64(n), "sessions-asked")
 		reportLoad(b)
 		b.ReportMetric(float64(len(idle))/dialTime.Seconds(), "idle-dials/s")
 		b.ReportMetric(float64(len(burst))/burstTime.Seconds(), "burst-sessions/s")
+		b.ReportMetric(burstTime.Seconds(), "burst-s")
+		b.ReportMetric(burstCPU.Seconds()/float64(burstDials)*1e3, "burst-server-cpu-ms/dial")
 		b.ReportMetric(float64(refused), "burst-refused")
+		b.ReportMetric(dialTimeout.Seconds(), "dial-timeout-s")
 		b.ReportMetric(float64(failed), "idle-failed")
 		heapTop(b, srv, held)
-		var wg sync.WaitGroup
-		for _, s := range append(idle, burst...) {
-			wg.Go(func() { s.Close() })
-		}
-		wg.Wait()
+		closeAll(idle)
 		closeDialer()
+		srv.stop(b)
 	}
+}
+
+// closeAll closes the sessions, concurrently.
+func closeAll(ss []*flow.Session) {
+	var wg sync.WaitGroup
+	for _, s := range ss {
+		wg.Go(func() { s.Close() })
+	}
+	wg.Wait()
 }
 
 // heapTop writes the server's heap profile's top functions (in-use space,
@@ -151,7 +179,10 @@ func heapTop(b *testing.B, srv *serverProc, sessions int) {
 	if dir == "" || sessions == 0 {
 		return
 	}
-	prof := filepath.Join(b.TempDir(), "heap.prof")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	prof := filepath.Join(dir, "BenchmarkSessions.heap.prof") // kept for pprof
 	srv.profile(b, prof)
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=12", prof).CombinedOutput()
 	if err != nil {
@@ -169,12 +200,89 @@ func heapTop(b *testing.B, srv *serverProc, sessions int) {
 		}
 		fmt.Fprintf(&sb, "%.2f %s\n", kib/float64(sessions), strings.Join(f[5:], " "))
 	}
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		b.Fatal(err)
-	}
 	if err := os.WriteFile(filepath.Join(dir, "BenchmarkSessions.heap"), []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
+	out, err = exec.Command("go", "tool", "pprof", "-traces", "-sample_index=inuse_space", prof).CombinedOutput()
+	if err != nil {
+		b.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	owners := heapOwners(string(out))
+	sb.Reset()
+	for _, o := range heapOwnerNames {
+		fmt.Fprintf(&sb, "%.2f %s\n", owners[o]/float64(sessions), o)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "BenchmarkSessions.owners"), []byte(sb.String()), 0o644); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// heapOwnerNames are heapOwners' categories, in the order reported.
+var heapOwnerNames = []string{"quic-go (connection)", "crypto/tls (handshake state, keys)", "webtransport-go", "quic-go/http3",
+	"MCP-Flow (flow, wire)", "goroutine records (runtime.malg)", "other (runtime, standard library)"}
+
+// heapOwners sums a heap profile's in-use space (`go tool pprof -traces`
+// output), in KiB, by owner: the code nearest the allocation, skipping the
+// runtime and the standard library's containers (bufio, bytes, context…),
+// that belongs to MCP-Flow, webtransport-go, quic-go or crypto/tls; a
+// goroutine's record (runtime.malg: Go keeps it once made) is its own.
+func heapOwners(traces string) map[string]float64 {
+	out := map[string]float64{}
+	var kib float64
+	var frames []string
+	flush := func() {
+		if len(frames) > 0 {
+			out[heapOwner(frames)] += kib
+		}
+		frames = nil
+	}
+	lines := strings.Split(traces, "\n")
+	for i := 0; i < len(lines); i++ {
+		l := strings.TrimSpace(lines[i])
+		switch {
+		case strings.HasPrefix(l, "-----------+"):
+			flush()
+		case strings.HasPrefix(l, "bytes:") && i+1 < len(lines):
+			flush()
+			f := strings.Fields(lines[i+1])
+			i++
+			if len(f) < 2 {
+				continue
+			}
+			v, ok := parseSize(f[0])
+			if !ok {
+				continue
+			}
+			kib, frames = v, []string{f[1]}
+		case len(frames) > 0 && l != "":
+			frames = append(frames, l)
+		}
+	}
+	flush()
+	return out
+}
+
+func heapOwner(frames []string) string {
+	for _, fr := range frames {
+		if strings.HasPrefix(fr, "runtime.malg") {
+			return "goroutine records (runtime.malg)"
+		}
+	}
+	for _, fr := range frames {
+		switch {
+		case strings.HasPrefix(fr, "github.com/mcp-flow/mcp-flow/"):
+			return "MCP-Flow (flow, wire)"
+		case strings.HasPrefix(fr, "github.com/quic-go/webtransport-go"):
+			return "webtransport-go"
+		case strings.HasPrefix(fr, "github.com/quic-go/quic-go/http3"):
+			return "quic-go/http3"
+		case strings.HasPrefix(fr, "github.com/quic-go/quic-go"):
+			return "quic-go (connection)"
+		case strings.HasPrefix(fr, "crypto/"), strings.HasPrefix(fr, "vendor/golang.org/x/crypto"):
+			return "crypto/tls (handshake state, keys)"
+		}
+	}
+	return "other (runtime, standard library)"
 }
 
 // parseSize reads pprof's sizes ("12.50MB", "512kB", "64B") in KiB.

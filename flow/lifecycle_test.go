@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"runtime/pprof"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -381,4 +383,25 @@ func TestLimits(t *testing.T) {
 			t.Fatalf("idle session ended with %v, want a clean shutdown", s.Err())
 		}
 	})
+}
+
+// TestIdleSessionKeepsNoWatcherGoroutine: the server's handshake and idle
+// timeouts of a session are timers, not goroutines, so that an idle session
+// keeps no goroutine (nor its stack) for them (docs/BENCHMARKS.md, idle
+// sessions); both still fire (TestLimits: handshake timeout, idle timeout).
+func TestIdleSessionKeepsNoWatcherGoroutine(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&sb, 2); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"flow.(*Session).watchIdle", "flow.(*Session).watchHandshake"} {
+		if strings.Contains(sb.String(), f) {
+			t.Errorf("an idle session runs a goroutine in %s:\n%s", f, sb.String())
+		}
+	}
 }

@@ -6,11 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -350,8 +352,8 @@ func (s *Session) serve() {
 	go s.refuseExtraStreams()
 	go s.acceptStreams()
 	go s.receiveDatagrams()
-	go s.watchHandshake()
-	go s.watchIdle()
+	s.watchHandshake()
+	s.watchIdle()
 	// A shutdown that came before the control stream announces itself now.
 	s.maybeFinish()
 	s.readLoop()
@@ -372,38 +374,48 @@ func (s *Session) refuseExtraStreams() {
 }
 
 // watchHandshake closes a session that has not completed initialize within
-// HandshakeTimeout of its CONNECT.
+// HandshakeTimeout of its CONNECT. It arms a timer rather than run a
+// goroutine: an idle session keeps no goroutine (nor its stack) for it.
 func (s *Session) watchHandshake() {
-	t := time.NewTimer(s.lim.HandshakeTimeout)
-	defer t.Stop()
-	select {
-	case <-t.C:
+	t := time.AfterFunc(s.lim.HandshakeTimeout, func() {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
 		if s.State() < StateReady {
 			s.fail(CloseHandshakeTimeout, nil, "initialize not completed within the handshake timeout")
 		}
-	case <-s.done:
-	}
+	})
+	context.AfterFunc(s.ctx, func() { t.Stop() })
 }
 
-// watchIdle shuts down a session idle for IdleTimeout (spec §8).
+// watchIdle shuts down a session idle for IdleTimeout (spec §8), checking
+// every quarter of it from a timer that re-arms itself, not a goroutine:
+// an idle session keeps no goroutine (nor its stack) for it.
 func (s *Session) watchIdle() {
-	tick := time.NewTicker(max(s.lim.IdleTimeout/4, 10*time.Millisecond))
-	defer tick.Stop()
-	for {
+	period := max(s.lim.IdleTimeout/4, 10*time.Millisecond)
+	var t atomic.Pointer[time.Timer]
+	check := func() {
 		select {
-		case <-tick.C:
-			s.mu.Lock()
-			busy := s.inflightLocked() > 0 || s.shutdown
-			s.mu.Unlock()
-			if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
-				s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)
-				s.startShutdown(true, "idle timeout")
-				return
-			}
 		case <-s.done:
 			return
+		default:
 		}
+		s.mu.Lock()
+		busy := s.inflightLocked() > 0 || s.shutdown
+		s.mu.Unlock()
+		if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
+			s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)
+			s.startShutdown(true, "idle timeout")
+			return
+		}
+		t.Load().Reset(period) // after a Stop at the session's end: one more check, which returns
 	}
+	tm := time.AfterFunc(time.Duration(math.MaxInt64), check) // armed once t holds it
+	t.Store(tm)
+	tm.Reset(period)
+	context.AfterFunc(s.ctx, func() { tm.Stop() })
 }
 
 // stopAccepting marks the server closing, so that new CONNECTs get 503, and

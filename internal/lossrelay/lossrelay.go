@@ -70,6 +70,13 @@ type Counters struct {
 	// that forwarded datagrams (or TCP chunks) waited in the bottleneck
 	// queue before their serialization began (Path.Rate).
 	QueueDelayMax, QueueDelaySum time.Duration
+	// LateMax and LateSum are the longest and the total time by which
+	// delayed datagrams left the relay after they were due (Delay, Jitter,
+	// Rate): what the relay's own scheduling added to the model, so that a
+	// relay starved of CPU shows as such rather than as the link.
+	LateMax, LateSum time.Duration
+	// Late counts the datagrams LateSum is over (those delayed).
+	Late uint64
 }
 
 // Relay is a running relay. Its methods are safe for concurrent use.
@@ -254,6 +261,7 @@ type direction struct {
 	bn   *bottleneck   // nil without a Rate
 
 	forwarded, dropped, reordered, bytes atomic.Uint64
+	late, lateSum, lateMax               atomic.Int64
 }
 
 func (r *Relay) newDirection(p Path, seed uint64) *direction {
@@ -268,7 +276,8 @@ func (r *Relay) newDirection(p Path, seed uint64) *direction {
 }
 
 func (d *direction) counters() Counters {
-	c := Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load()}
+	c := Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load(),
+		Late: uint64(d.late.Load()), LateSum: time.Duration(d.lateSum.Load()), LateMax: time.Duration(d.lateMax.Load())}
 	d.bn.count(&c)
 	return c
 }
@@ -356,6 +365,12 @@ func (d *direction) run(done <-chan struct{}) {
 		}
 		d.mu.Unlock()
 		for _, p := range due {
+			late := int64(now.Sub(p.due))
+			d.late.Add(1)
+			d.lateSum.Add(late)
+			if late > d.lateMax.Load() {
+				d.lateMax.Store(late) // one goroutine per direction writes it
+			}
 			d.send(p.seq, p.b, p.send)
 		}
 		t.Reset(next)

@@ -167,6 +167,13 @@ func TestDelayAndReorder(t *testing.T) {
 		t.Errorf("a round trip took %v through a delay of %v", took, delay)
 	}
 
+	// Every delayed datagram is timed against its due time: one, not late
+	// by more than it took to arrive.
+	up, _ := r.Stats()
+	if up.Late != 1 || up.LateSum != up.LateMax || up.LateMax < 0 || up.LateMax > time.Since(t0)-delay {
+		t.Errorf("late %d, sum %v, max %v for one datagram delayed %v that arrived after %v", up.Late, up.LateSum, up.LateMax, delay, time.Since(t0))
+	}
+
 	const n = 500
 	a, r2 := send(t, Config{Up: Path{Delay: time.Millisecond, Jitter: 5 * time.Millisecond}, Seed: 1}, n)
 	if len(a) != n {
@@ -179,7 +186,7 @@ func TestDelayAndReorder(t *testing.T) {
 		}
 		hi = max(hi, i)
 	}
-	up, _ := r2.Stats()
+	up, _ = r2.Stats()
 	if late == 0 || uint64(late) != up.Reordered {
 		t.Errorf("%d datagrams arrived after a later one; the relay counted %d", late, up.Reordered)
 	}

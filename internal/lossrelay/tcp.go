@@ -36,7 +36,9 @@ const tcpBuffer = 64 << 10
 type tcpDirection struct {
 	path             Path
 	bn               *bottleneck
-	forwarded, bytes uint64 // guarded by mu
+	forwarded, bytes uint64        // guarded by mu
+	late             uint64        // guarded by mu
+	lateSum, lateMax time.Duration // guarded by mu
 	mu               sync.Mutex
 }
 
@@ -72,7 +74,7 @@ func (r *TCPRelay) Stats() (up, down Counters) { return r.up.counters(), r.down.
 
 func (d *tcpDirection) counters() Counters {
 	d.mu.Lock()
-	c := Counters{Forwarded: d.forwarded, Bytes: d.bytes}
+	c := Counters{Forwarded: d.forwarded, Bytes: d.bytes, Late: d.late, LateSum: d.lateSum, LateMax: d.lateMax}
 	d.mu.Unlock()
 	d.bn.count(&c)
 	return c
@@ -174,6 +176,12 @@ func (r *TCPRelay) pump(d *tcpDirection, src, dst net.Conn) {
 					return
 				}
 			}
+			late := time.Since(c.due)
+			d.mu.Lock()
+			d.late++
+			d.lateSum += late
+			d.lateMax = max(d.lateMax, late)
+			d.mu.Unlock()
 			if _, err := dst.Write(c.b); err != nil {
 				src.Close()
 				for range q {

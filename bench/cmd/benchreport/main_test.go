@@ -17,11 +17,12 @@ BenchmarkDecode/tools_call_result_image_1MiB/json-2   100   200 ns/op   1000000 
 BenchmarkSessions-2   1   1 ns/op   70.5 KiB-heap/session   0 burst-refused   2000 sessions   2000 sessions-asked
 BenchmarkPing/flow-cbor-2   1000   50000 ns/op   40.0 p50-µs   300 p99-µs
 BenchmarkPing/bare-webtransport-2   1000   40000 ns/op   30.0 p50-µs   250 p99-µs
+BenchmarkStreamVsBare-2   1   1 ns/op   330 flow-MB/s   300 bare-best-MB/s   256 bare-best-write-KiB   300 bare-write=256k-MB/s   250 bare-write=32k-MB/s   1.1 flow/bare   3 rounds
 `
 
 func TestParseAndRatios(t *testing.T) {
 	rep := parse(strings.NewReader(sample))
-	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 9 {
+	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 10 {
 		t.Fatalf("parsed %d results, header %v", len(rep.results), rep.header)
 	}
 	if v, ok := rep.get("BenchmarkLarge/flow-cbor/256MiB", "MB/s"); !ok || v != 330 {
@@ -31,8 +32,14 @@ func TestParseAndRatios(t *testing.T) {
 	for _, r := range rep.ratios() {
 		got[r.what] = r
 	}
-	if r := got[goals[0].what]; !r.found || r.value != 1.1 || !r.ok || r.base != "BenchmarkLarge/bare-webtransport/256MiB/write=256k" {
-		t.Fatalf("stream ratio %+v: want 330/300 against the best write size", r)
+	if r := got[goals[0].what]; !r.found || r.value != 1.1 || !r.ok {
+		t.Fatalf("stream ratio %+v: want 1.1 (330/300 against the best write size)", r)
+	}
+	if v, name, ok := rep.best("BenchmarkLarge/bare-webtransport/256MiB/", "MB/s"); !ok || v != 300 || name != "BenchmarkLarge/bare-webtransport/256MiB/write=256k" {
+		t.Fatalf("best = %v %q %v, want 300 at write=256k", v, name, ok)
+	}
+	if w := rep.bareWrites(rep.results[streamVsBare].metrics); w != "32k writes 250, 256k writes 300 (best)" {
+		t.Fatalf("bare writes %q", w)
 	}
 	for _, r := range got {
 		switch {
