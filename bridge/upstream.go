@@ -561,8 +561,10 @@ func (u *Upstream) forget(c *upConn) {
 // statelessConn returns the connection of a 2026-07-28 session, opening it
 // on the session's first request (whose _meta gives the client's
 // capabilities and identity) and finding the upstream's era (spec §10,
-// "Eras"). Concurrent first requests wait for the one that opens it; a
-// failed open is forgotten, so the next request tries again.
+// "Eras"). Concurrent first requests wait for the one that opens it. A
+// failed dial is forgotten, so the next request tries again; a handshake
+// that failed after it (the upstream's initialize refused) stays the answer
+// of every request of the session, whose upstream connection ends with it.
 func (u *Upstream) statelessConn(ctx context.Context, req *flow.Request) (*upConn, error) {
 	u.mu.Lock()
 	c := u.conns[req.Session]
@@ -573,8 +575,8 @@ func (u *Upstream) statelessConn(ctx context.Context, req *flow.Request) (*upCon
 		u.conns[req.Session] = c
 		u.mu.Unlock()
 		c.openErr = c.openStateless(req.Session.Context(), metaOf(req.Params))
-		if c.openErr != nil {
-			u.forget(c)
+		if c.openErr != nil && c.link == nil {
+			u.forget(c) // not dialled (the process cap, say): the next request tries again
 		}
 		close(c.ready)
 	} else {
