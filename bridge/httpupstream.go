@@ -329,7 +329,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		// that no server request sent on it is lost to a race.
 		c.wg.Wait()
 		c.mu.Lock()
-		ok := c.version != "" && c.postURL == ""
+		ok := c.version != "" && c.postURL == "" && !c.modern // a refused initialize may be followed by a probe at once
 		c.mu.Unlock()
 		if ok {
 			c.listen()
