@@ -154,3 +154,12 @@ func TestMaxSessionsFlag(t *testing.T) {
 		t.Fatalf("second session refused with %v, want HTTP 503", err)
 	}
 }
+
+// TestUpstreamProtocolFlag: -upstream-protocol takes auto, 2026-07-28 or a
+// 2025 revision (spec §10, "Eras"); anything else is a usage error (exit 2)
+// before anything starts.
+func TestUpstreamProtocolFlag(t *testing.T) {
+	if code := run([]string{"-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-upstream", "stdio:true", "-upstream-protocol", "2027-01-01"}); code != 2 {
+		t.Fatalf("-upstream-protocol 2027-01-01: exit %d, want 2", code)
+	}
+}
