@@ -86,6 +86,8 @@ interop:
 # HTTP front → MCP-Flow → stdio upstream. Client mode ('core'): the go-sdk
 # conformance client directly and through HTTP front → MCP-Flow → our HTTP
 # upstream → the suite's mock servers (in a private network namespace).
+# TSv2Upstream rows: MCP-Flow clients of 2026-07-28 and 2025-11-25 through the
+# upstream to the TypeScript SDK v2 server (interop/tsv2/server.mjs) in each era.
 # Prints the totals side by side.
 interop-mcp:
 	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|^(ok|FAIL|---)'

@@ -3,6 +3,7 @@ package bridge
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,8 +50,11 @@ type HTTPUpstreamConfig struct {
 	Threshold int
 	// Queue bounds the messages waiting for the upstream per session
 	// (default DefaultUpstreamQueue; spec §10, "Backpressure").
-	Queue  int
-	Logger *slog.Logger
+	Queue int
+	// Protocol and ProbeTimeout: as StdioUpstreamConfig's (spec §10, "Eras").
+	Protocol     string
+	ProbeTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // NewHTTPUpstream returns an upstream that reaches, per MCP-Flow session, the
@@ -71,7 +75,11 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	dial := func(_ context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
 		return newHTTPConn(cfg, recv, end), nil
 	}
-	return newUpstream(dial, cfg.Threshold, cfg.Queue, cfg.Logger)
+	u := newUpstream(dial, cfg.Threshold, cfg.Queue, cfg.Logger)
+	if err := u.setEra(cfg.Protocol, cfg.ProbeTimeout); err != nil {
+		panic(err)
+	}
+	return u
 }
 
 // httpConn is one Streamable HTTP client session: the upstream link of one
@@ -94,6 +102,121 @@ type httpConn struct {
 	postURL   string                        // legacy HTTP+SSE: where messages are POSTed
 	initDone  chan struct{}                 // closed when the initialize response is in
 	initOnce  sync.Once
+	// modern: the server speaks 2026-07-28 (spec §10, "Eras"): every
+	// request carries the routing headers, there is no session and no GET
+	// stream, and a request is cancelled by closing its response stream.
+	modern bool
+}
+
+// setModern switches the connection between the eras (modernLink).
+func (c *httpConn) setModern(v bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.modern = v
+	c.sessionID, c.version = "", ""
+	if v {
+		c.version = protocol.MCP20260728
+	}
+}
+
+func (c *httpConn) isModern() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.modern
+}
+
+// routingHeaders are a 2026-07-28 request's Mcp-Method and Mcp-Name
+// (transports 2026-07-28, "Standard Request Headers"); a name that is not
+// plain visible ASCII goes in the Base64 sentinel form.
+func routingHeaders(r *jsonrpc.Request) http.Header {
+	h := http.Header{"Mcp-Method": {r.Method}}
+	var p struct {
+		Name *string `json:"name"`
+		URI  *string `json:"uri"`
+	}
+	switch r.Method {
+	case "tools/call", "prompts/get", "resources/read":
+		if json.Unmarshal(r.Params, &p) != nil {
+			return h
+		}
+		v := p.Name
+		if r.Method == "resources/read" {
+			v = p.URI
+		}
+		if v != nil {
+			h.Set("Mcp-Name", headerValue(*v))
+		}
+	}
+	return h
+}
+
+// headerValue is v as an HTTP header value: as it is when it is visible
+// ASCII (inner spaces allowed), else =?base64?…?= (transports 2026-07-28,
+// "Value Encoding").
+func headerValue(v string) string {
+	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' '
+	for i := 0; plain && i < len(v); i++ {
+		plain = v[i] == ' ' || (v[i] >= 0x21 && v[i] <= 0x7e)
+	}
+	if plain {
+		return v
+	}
+	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
+}
+
+// sendModern sends one message to a 2026-07-28 server: a request as its own
+// POST with the routing headers; notifications/cancelled closes the
+// cancelled request's response stream instead of being sent (that is the
+// cancellation on Streamable HTTP); other notifications and responses have
+// no place in this revision and are dropped.
+func (c *httpConn) sendModern(m jsonrpc.Message) error {
+	r, ok := m.(*jsonrpc.Request)
+	if !ok || !r.IsCall() {
+		if ok && r.Method == protocol.MethodCancelled {
+			var p struct {
+				RequestID jsonrpc.ID `json:"requestId"`
+			}
+			if json.Unmarshal(r.Params, &p) == nil {
+				c.mu.Lock()
+				stop := c.calls[p.RequestID.Raw()]
+				c.mu.Unlock()
+				if stop != nil {
+					stop()
+				}
+			}
+		}
+		return nil
+	}
+	body := jsonrpc.AppendJSON(nil, m)
+	ctx, cancel := context.WithCancel(c.ctx)
+	c.mu.Lock()
+	c.calls[r.ID.Raw()] = cancel
+	c.mu.Unlock()
+	left := make(chan struct{})
+	var once sync.Once
+	markLeft := func() { once.Do(func() { close(left) }) }
+	trace := &httptrace.ClientTrace{WroteHeaders: markLeft}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		defer func() {
+			c.mu.Lock()
+			delete(c.calls, r.ID.Raw())
+			c.mu.Unlock()
+			cancel()
+		}()
+		resp, err := c.do(httptrace.WithClientTrace(ctx, trace), http.MethodPost, body, routingHeaders(r))
+		markLeft()
+		if err != nil {
+			if ctx.Err() == nil {
+				c.failCall(r.ID, fmt.Sprintf("upstream %s: %v", c.cfg.Endpoint, err))
+			}
+			return
+		}
+		c.answer(ctx, resp, r.ID)
+	}()
+	<-left
+	return nil
 }
 
 func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(error)) *httpConn {
@@ -112,6 +235,9 @@ func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(er
 // session id) is in and the standalone stream is open. Answers are read in
 // the background.
 func (c *httpConn) send(m jsonrpc.Message) error {
+	if c.isModern() {
+		return c.sendModern(m)
+	}
 	body := jsonrpc.AppendJSON(nil, m)
 	var call jsonrpc.ID
 	initialize, notification := false, false
@@ -179,7 +305,15 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 			return
 		}
 		if initialize && !c.isLegacy() && (resp.StatusCode == http.StatusBadRequest || resp.StatusCode == http.StatusNotFound || resp.StatusCode == http.StatusMethodNotAllowed) {
+			b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 			resp.Body.Close()
+			if e := modernError(b); e != nil {
+				// A 2026-07-28 server refusing the 2025 handshake
+				// (transports 2026-07-28, "Backward Compatibility"): no
+				// HTTP+SSE fallback; the bridge may probe it instead.
+				c.recv(jsonrpc.NewErrorResponse(call, e))
+				return
+			}
 			if err := c.legacy(body, resp.Status); err != nil {
 				c.failCall(call, err.Error())
 			}
@@ -195,7 +329,7 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 		// that no server request sent on it is lost to a race.
 		c.wg.Wait()
 		c.mu.Lock()
-		ok := c.version != "" && c.postURL == ""
+		ok := c.version != "" && c.postURL == "" && !c.modern // a refused initialize may be followed by a probe at once
 		c.mu.Unlock()
 		if ok {
 			c.listen()
@@ -467,6 +601,10 @@ func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc
 			c.failCall(call, err.Error())
 			return
 		}
+		if c.isModern() {
+			c.failCall(call, "upstream SSE stream ended without a response (2026-07-28 streams are not resumed)")
+			return
+		}
 		if r > 0 {
 			retry = r
 		}
@@ -612,4 +750,16 @@ func (c *httpConn) close() {
 	}
 	c.cancel()
 	c.wg.Wait()
+}
+
+// modernError returns the JSON-RPC error of a body that is a 2026-07-28
+// server's refusal (UnsupportedProtocolVersionError, -32022), else nil.
+func modernError(body []byte) *jsonrpc.Error {
+	var r struct {
+		Error *jsonrpc.Error `json:"error"`
+	}
+	if json.Unmarshal(body, &r) != nil || r.Error == nil || r.Error.Code != protocol.CodeUnsupportedProtocolVersion {
+		return nil
+	}
+	return r.Error
 }

@@ -38,10 +38,12 @@ import (
 // upstream go through a bounded queue per session that one writer drains
 // (spec §10, "Backpressure").
 type Upstream struct {
-	dial      dialFunc
-	threshold int
-	queue     int
-	log       *slog.Logger
+	dial         dialFunc
+	threshold    int
+	queue        int
+	protocol     string        // UpstreamAuto, UpstreamModern or UpstreamLegacy
+	probeTimeout time.Duration // server/discover probe (DefaultProbeTimeout)
+	log          *slog.Logger
 
 	mu    sync.Mutex
 	conns map[*flow.Session]*upConn
@@ -88,7 +90,21 @@ func newUpstream(dial dialFunc, threshold, queue int, log *slog.Logger) *Upstrea
 	if log == nil {
 		log = slog.Default()
 	}
-	return &Upstream{dial: dial, threshold: threshold, queue: queue, log: log, conns: map[*flow.Session]*upConn{}}
+	return &Upstream{dial: dial, threshold: threshold, queue: queue, log: log, conns: map[*flow.Session]*upConn{},
+		protocol: UpstreamAuto, probeTimeout: DefaultProbeTimeout}
+}
+
+// setEra applies the era settings of a config (spec §10, "Eras").
+func (u *Upstream) setEra(proto string, probe time.Duration) error {
+	p, err := normProtocol(proto)
+	if err != nil {
+		return err
+	}
+	u.protocol = p
+	if probe > 0 {
+		u.probeTimeout = probe
+	}
+	return nil
 }
 
 // StdioUpstreamConfig configures an upstream that runs a stdio MCP server,
@@ -114,11 +130,20 @@ type StdioUpstreamConfig struct {
 	Threshold int
 	// Queue bounds the messages waiting for the upstream per session
 	// (default DefaultUpstreamQueue; spec §10, "Backpressure").
-	Queue  int
-	Logger *slog.Logger
+	Queue int
+	// Protocol is the upstream's MCP era: UpstreamAuto (default),
+	// UpstreamModern (2026-07-28) or UpstreamLegacy (the 2025 revisions;
+	// a 2025 version string means the same); spec §10, "Eras".
+	Protocol string
+	// ProbeTimeout bounds the wait for the answer to a server/discover
+	// probe (default DefaultProbeTimeout).
+	ProbeTimeout time.Duration
+	Logger       *slog.Logger
 }
 
 // NewStdioUpstream returns an upstream that spawns cfg.Command per session.
+// It panics on a Protocol that is not one of the eras (check it with
+// CheckUpstreamProtocol first).
 func NewStdioUpstream(cfg StdioUpstreamConfig) *Upstream {
 	if cfg.MaxProcesses <= 0 {
 		cfg.MaxProcesses = DefaultMaxUpstreamProcesses
@@ -136,7 +161,18 @@ func NewStdioUpstream(cfg StdioUpstreamConfig) *Upstream {
 	start := func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 		return startProcess(cfg, slots)
 	}
-	return newPipeUpstream(start, cfg.Threshold, cfg.Queue, cfg.Logger)
+	u := newPipeUpstream(start, cfg.Threshold, cfg.Queue, cfg.Logger)
+	if err := u.setEra(cfg.Protocol, cfg.ProbeTimeout); err != nil {
+		panic(err)
+	}
+	return u
+}
+
+// CheckUpstreamProtocol reports whether p names an upstream era
+// (StdioUpstreamConfig.Protocol, HTTPUpstreamConfig.Protocol).
+func CheckUpstreamProtocol(p string) error {
+	_, err := normProtocol(p)
+	return err
 }
 
 // startProcess starts one upstream process, if a slot is free.
@@ -289,6 +325,7 @@ func readNDJSON(stdout io.Reader, recv func(jsonrpc.Message), end func(error), l
 // Configure sets the hooks of a server config that serves this upstream.
 func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 	cfg.OnInitialize = u.initialize
+	cfg.ServeStateless = true // 2026-07-28 clients too (spec §10, "Eras")
 	cfg.Handler = flow.HandlerFunc(u.handle)
 	cfg.Hooks.Notification = func(s *flow.Session, n *jsonrpc.Request) {
 		// The session's reading goroutine: queue it, never wait.
@@ -327,6 +364,20 @@ type upConn struct {
 	endOnce sync.Once
 	endErr  error
 	dropped atomic.Int64 // client notifications dropped since the queue was last open
+
+	// Eras (spec §10, "Eras"). clientModern: the MCP-Flow session speaks
+	// 2026-07-28; upModern: the upstream does. initRes is a 2025
+	// upstream's initialize result (it answers a 2026 client's
+	// server/discover); clientCaps and clientInfo are a 2025 client's,
+	// added to the _meta of each request to a 2026 upstream. All are set
+	// before the session's first request reaches handle.
+	clientModern bool
+	upModern     atomic.Bool
+	initRes      json.RawMessage
+	clientCaps   json.RawMessage
+	clientInfo   json.RawMessage
+	ready        chan struct{} // a 2026 session's: closed once open has run
+	openErr      error
 }
 
 // outMsg is one message in the queue. Its state says whether the writer has
@@ -384,6 +435,9 @@ func (c *upConn) trySend(m jsonrpc.Message) bool {
 // taking messages) the notification is dropped, and the drops are logged
 // once per run of them (spec §10, "Backpressure").
 func (c *upConn) notify(n *jsonrpc.Request) {
+	if c.upModern.Load() && n.Method != protocol.MethodCancelled {
+		return // 2026-07-28 has no other client notification (spec §10, "Eras")
+	}
 	if c.trySend(n) {
 		if d := c.dropped.Swap(0); d > 0 {
 			c.u.log.Warn("upstream queue has room again", "dropped", d)
@@ -420,33 +474,41 @@ func (c *upConn) endedError() error {
 // initialize starts the upstream for a new session and passes the client's
 // initialize on (minus the transport object).
 func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.RawMessage) (*flow.InitializeResult, error) {
-	c := &upConn{u: u, s: s, byToken: map[string]*flow.Request{}, ended: make(chan struct{}),
-		out: make(chan *outMsg, u.queue), quit: make(chan struct{}), wdone: make(chan struct{})}
-	link, err := u.dial(ctx, c.recv, c.end)
-	if err != nil {
-		return nil, err
-	}
-	c.link = link
-	u.links.Add(1)
-	go c.writer()
+	c := u.newConn(s)
 	u.mu.Lock()
 	u.conns[s] = c
 	u.mu.Unlock()
-	go func() {
-		<-s.Done()
-		close(c.quit)
-		link.close() // unblocks a send the upstream does not take
-		<-c.wdone
-		u.mu.Lock()
-		delete(u.conns, s)
-		u.mu.Unlock()
-		u.links.Done()
-	}()
+	if err := c.open(ctx); err != nil {
+		u.forget(c)
+		return nil, err
+	}
 	up, err := withoutMember(params, "transport")
 	if err != nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error())
 	}
+	var ip struct {
+		ProtocolVersion string          `json:"protocolVersion"`
+		Capabilities    json.RawMessage `json:"capabilities"`
+		ClientInfo      json.RawMessage `json:"clientInfo"`
+	}
+	_ = json.Unmarshal(up, &ip)
+	c.clientCaps, c.clientInfo = ip.Capabilities, ip.ClientInfo
+	if u.protocol == UpstreamModern {
+		disc, ok := c.probe(ctx, ip.Capabilities, ip.ClientInfo)
+		if !ok {
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream did not answer server/discover naming "+protocol.MCP20260728+" (-upstream-protocol "+UpstreamModern+")")
+		}
+		return initFromDiscover(disc, ip.ProtocolVersion)
+	}
 	resp, err := c.call(ctx, protocol.MethodInitialize, up)
+	var je *jsonrpc.Error
+	if err != nil && u.protocol == UpstreamAuto && errors.As(err, &je) {
+		// Refused: perhaps a 2026-07-28-only server (spec §10, "Eras").
+		if disc, ok := c.probe(ctx, ip.Capabilities, ip.ClientInfo); ok {
+			u.log.Info("upstream refused initialize but speaks 2026-07-28: translating for this 2025 session", "initialize error", je.Message)
+			return initFromDiscover(disc, ip.ProtocolVersion)
+		}
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -457,6 +519,97 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	_, err = c.send(ctx, n)
 	return &res, err
+}
+
+// newConn returns a session's connection, not yet open.
+func (u *Upstream) newConn(s *flow.Session) *upConn {
+	return &upConn{u: u, s: s, byToken: map[string]*flow.Request{}, ended: make(chan struct{}),
+		out: make(chan *outMsg, u.queue), quit: make(chan struct{}), wdone: make(chan struct{})}
+}
+
+// open dials the upstream and starts the writer; when the session ends,
+// the link is closed and the connection forgotten.
+func (c *upConn) open(ctx context.Context) error {
+	u, s := c.u, c.s
+	link, err := u.dial(ctx, c.recv, c.end)
+	if err != nil {
+		return err
+	}
+	c.link = link
+	u.links.Add(1)
+	go c.writer()
+	go func() {
+		<-s.Done()
+		close(c.quit)
+		link.close() // unblocks a send the upstream does not take
+		<-c.wdone
+		u.forget(c)
+		u.links.Done()
+	}()
+	return nil
+}
+
+// forget removes c from the connections, if it is still there.
+func (u *Upstream) forget(c *upConn) {
+	u.mu.Lock()
+	if u.conns[c.s] == c {
+		delete(u.conns, c.s)
+	}
+	u.mu.Unlock()
+}
+
+// statelessConn returns the connection of a 2026-07-28 session, opening it
+// on the session's first request (whose _meta gives the client's
+// capabilities and identity) and finding the upstream's era (spec §10,
+// "Eras"). Concurrent first requests wait for the one that opens it. A
+// failed dial is forgotten, so the next request tries again; a handshake
+// that failed after it (the upstream's initialize refused) stays the answer
+// of every request of the session, whose upstream connection ends with it.
+func (u *Upstream) statelessConn(ctx context.Context, req *flow.Request) (*upConn, error) {
+	u.mu.Lock()
+	c := u.conns[req.Session]
+	if c == nil {
+		c = u.newConn(req.Session)
+		c.clientModern = true
+		c.ready = make(chan struct{})
+		u.conns[req.Session] = c
+		u.mu.Unlock()
+		c.openErr = c.openStateless(req.Session.Context(), metaOf(req.Params))
+		if c.openErr != nil && c.link == nil {
+			u.forget(c) // not dialled (the process cap, say): the next request tries again
+		}
+		close(c.ready)
+	} else {
+		u.mu.Unlock()
+	}
+	if c.ready == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "this session initialized with MCP 2025: its requests carry no 2026-07-28 _meta (spec §11.5)")
+	}
+	select {
+	case <-c.ready:
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+	return c, c.openErr
+}
+
+// openStateless opens a 2026-07-28 session's upstream and settles its era.
+func (c *upConn) openStateless(ctx context.Context, meta map[string]json.RawMessage) error {
+	if err := c.open(ctx); err != nil {
+		return err
+	}
+	caps, info := meta[protocol.MetaClientCapabilities], meta[metaClientInfo]
+	switch c.u.protocol {
+	case UpstreamModern:
+		c.setModern(true)
+		return nil
+	case UpstreamAuto:
+		if _, ok := c.probe(ctx, caps, info); ok {
+			return nil
+		}
+	}
+	c.u.log.Debug("2026-07-28 session: initializing a 2025 upstream from the first request's _meta")
+	return c.initializeLegacy(ctx, caps, info)
 }
 
 // call sends a request upstream and waits for its result. A request
@@ -529,6 +682,17 @@ func (c *upConn) end(err error) {
 // fromUpstream passes the upstream's request to the MCP-Flow client.
 func (c *upConn) fromUpstream(m *jsonrpc.Request) {
 	c.u.log.Debug("upstream request", "method", m.Method, "id", m.ID.String())
+	if c.clientModern || c.upModern.Load() {
+		var r *jsonrpc.Response
+		if m.Method == protocol.MethodPing {
+			r = &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")} // the bridge is the peer it checks
+		} else {
+			c.u.log.Warn("upstream request toward a 2026-07-28 client refused: it has no server-initiated requests", "method", m.Method)
+			r = jsonrpc.NewErrorResponse(m.ID, errNoServerRequests(m.Method))
+		}
+		_, _ = c.send(c.s.Context(), r)
+		return
+	}
 	resp, err := c.s.Call(c.s.Context(), m.Method, m.Params)
 	c.u.log.Debug("upstream request answered", "method", m.Method, "id", m.ID.String(), "err", err)
 	var je *jsonrpc.Error
@@ -563,8 +727,18 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 // handle forwards one request of the MCP-Flow client upstream.
 func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 	c := u.conn(req.Session)
+	if stateless := metaOf(req.Params)[protocol.MetaProtocolVersion] != nil || req.Method == protocol.MethodDiscover; c == nil && stateless || c != nil && c.clientModern {
+		var err error
+		if c, err = u.statelessConn(ctx, req); err != nil {
+			return nil, err
+		}
+	}
 	if c == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "no upstream for this session")
+	}
+	params, answer, err := c.translate(req)
+	if err != nil || answer != nil {
+		return answer, err
 	}
 	if tok := progressToken(req.Params); tok != nil {
 		c.mu.Lock()
@@ -576,9 +750,12 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 			c.mu.Unlock()
 		}()
 	}
-	res, err := c.call(ctx, req.Method, req.Params)
+	res, err := c.call(ctx, req.Method, params)
 	if err != nil {
 		return nil, err
+	}
+	if !c.clientModern && c.upModern.Load() && isInputRequired(res) {
+		return nil, errInputRequired(req.Method)
 	}
 	return u.offload(req, res)
 }

@@ -278,6 +278,11 @@ type ServerConfig struct {
 	// runs on the session's reading goroutine; the session adds the
 	// transport object. A *jsonrpc.Error goes to the client as it is.
 	OnInitialize func(ctx context.Context, s *Session, params json.RawMessage) (*InitializeResult, error)
+	// ServeStateless lets a server with OnInitialize (a bridge) take
+	// 2026-07-28 requests too (spec §11.4-§11.6): they reach Handler as
+	// requests of a 2025 session do, server/discover included (the server
+	// answers it itself only without OnInitialize).
+	ServeStateless bool
 	// OnSession, if set, is called with each session once it is READY.
 	OnSession func(*Session)
 	// Faults break rules on purpose, for testing conformance runners only.

@@ -98,8 +98,10 @@ func metaVersion(params json.RawMessage) string {
 
 // admitStateless judges a 2026-07-28 request by its own _meta (spec §11.5):
 // an unsupported version gets UnsupportedProtocolVersionError (-32022);
-// server/discover is answered here. The first admitted request makes the
-// session stateless and READY. It reports whether the handler should run.
+// server/discover is answered here, unless a bridge's Handler answers it
+// (ServerConfig.OnInitialize set: its upstream knows). The first admitted
+// request makes the session stateless and READY. It reports whether the
+// handler should run.
 func (s *Session) admitStateless(m *jsonrpc.Request, answer func(*jsonrpc.Response)) bool {
 	supported := protocol.MCPStatelessVersions()
 	v := metaVersion(m.Params)
@@ -120,10 +122,10 @@ func (s *Session) admitStateless(m *jsonrpc.Request, answer func(*jsonrpc.Respon
 			go cfg.OnSession(s)
 		}
 	}
-	if m.Method != protocol.MethodDiscover {
+	cfg := s.srv.cfg
+	if m.Method != protocol.MethodDiscover || cfg.OnInitialize != nil {
 		return true
 	}
-	cfg := s.srv.cfg
 	caps := cfg.Capabilities
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")

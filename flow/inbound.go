@@ -50,9 +50,9 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		}
 		fail(jsonrpc.CodeInvalidRequest, "$/hello must be the first frame of the session (spec §11.4)")
 		return
-	case s.server && s.srv.cfg.OnInitialize == nil && !s.faults().GuideOnly && (s.stateless.Load() || (st == StateControlOpened && isStateless(m))):
-		// A bridge (OnInitialize set) speaks 2025 to its upstream: its
-		// sessions stay 2025-only until §11.6 is built.
+	case s.server && (s.srv.cfg.OnInitialize == nil || s.srv.cfg.ServeStateless) && !s.faults().GuideOnly && (s.stateless.Load() || (st == StateControlOpened && isStateless(m))):
+		// A bridge (OnInitialize set) takes 2026 requests only when it
+		// says it can (ServeStateless, spec §11.6).
 		if !s.admitStateless(m, answer) {
 			return
 		}

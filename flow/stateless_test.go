@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -188,20 +189,42 @@ func TestHelloErrors(t *testing.T) {
 	expectError(t, q.read(), `3`, jsonrpc.CodeInvalidRequest)
 }
 
-// TestStatelessNotOnBridges: a server with OnInitialize (a bridge in front of
-// a 2025 upstream) keeps the guide's lifecycle for 2026 requests (spec §11.5).
-func TestStatelessNotOnBridges(t *testing.T) {
-	srv := startServer(t, func(c *flow.ServerConfig) {
-		c.OnInitialize = func(context.Context, *flow.Session, json.RawMessage) (*flow.InitializeResult, error) {
-			return &flow.InitializeResult{ProtocolVersion: protocol.MCPLatest, Capabilities: json.RawMessage("{}")}, nil
-		}
-	})
-	p, _, err := dialRaw(t, srv, nil)
-	if err != nil {
-		t.Fatal(err)
+// TestStatelessOnBridges: a server with OnInitialize (a bridge) keeps the
+// guide's lifecycle for 2026 requests unless it sets ServeStateless; then
+// its Handler gets them, server/discover included (its upstream knows what
+// to answer), and the session is stateless (spec §11.5, §11.6).
+func TestStatelessOnBridges(t *testing.T) {
+	const discover = `{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`
+	for _, serve := range []bool{false, true} {
+		t.Run(fmt.Sprintf("ServeStateless=%v", serve), func(t *testing.T) {
+			srv := startServer(t, func(c *flow.ServerConfig) {
+				c.OnInitialize = func(context.Context, *flow.Session, json.RawMessage) (*flow.InitializeResult, error) {
+					return &flow.InitializeResult{ProtocolVersion: protocol.MCPLatest, Capabilities: json.RawMessage("{}")}, nil
+				}
+				c.ServeStateless = serve
+				c.Handler = flow.HandlerFunc(func(_ context.Context, r *flow.Request) (any, error) {
+					return map[string]string{"answeredBy": "handler", "method": r.Method}, nil
+				})
+			})
+			p, _, err := dialRaw(t, srv, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.write(frame(discover))
+			if !serve {
+				expectError(t, p.read(), `1`, jsonrpc.CodeInvalidRequest)
+				return
+			}
+			var r struct {
+				Result struct{ AnsweredBy, Method, ResultType string }
+			}
+			if b := p.read(); json.Unmarshal(b, &r) != nil || r.Result.AnsweredBy != "handler" || r.Result.Method != "server/discover" || r.Result.ResultType != "complete" {
+				t.Fatalf("server/discover on a bridge with ServeStateless: %s, want the handler's answer with resultType complete", b)
+			}
+			p.write(frame(`{"jsonrpc":"2.0","id":2,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`))
+			expectError(t, p.read(), `2`, protocol.CodeUnsupportedProtocolVersion)
+		})
 	}
-	p.write(frame(`{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`))
-	expectError(t, p.read(), `1`, jsonrpc.CodeInvalidRequest)
 }
 
 // TestHelloFallback: against a guide-only server, a 2025 client with Hello

@@ -68,6 +68,8 @@ func run(args []string) int {
 		upProcs   = fs.Int("upstream-max-processes", bridge.DefaultMaxUpstreamProcesses, "with -upstream stdio:, the most upstream processes running at once (past it, initialize gets -32005)")
 		upGrace   = fs.Duration("upstream-stop-grace", bridge.DefaultStopGrace, "with -upstream stdio:, how long a process has after end of input before SIGTERM, and after SIGTERM before SIGKILL")
 		upQueue   = fs.Int("upstream-queue", bridge.DefaultUpstreamQueue, "with -upstream, the messages per session waiting for the upstream to take them")
+		upProto   = fs.String("upstream-protocol", bridge.UpstreamAuto, "with -upstream, the MCP era spoken to it: auto (follow each client's era, falling back to the other: initialize, or a server/discover probe), 2026-07-28, or 2025 (spec §10, \"Eras\")")
+		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -144,10 +146,14 @@ func run(args []string) int {
 		Logger:           log,
 	}
 	var upstreamOf *bridge.Upstream
+	if err := bridge.CheckUpstreamProtocol(*upProto); err != nil {
+		log.Error("-upstream-protocol", "err", err)
+		return 2
+	}
 	switch up := *upstream; {
 	case up == "":
 	case strings.HasPrefix(up, "http://") || strings.HasPrefix(up, "https://"):
-		hcfg := bridge.HTTPUpstreamConfig{Endpoint: up, Queue: *upQueue, Logger: log}
+		hcfg := bridge.HTTPUpstreamConfig{Endpoint: up, Queue: *upQueue, Protocol: *upProto, ProbeTimeout: *upProbe, Logger: log}
 		if *upToken != "" {
 			tok, err := os.ReadFile(*upToken)
 			if err != nil || len(bytes.TrimSpace(tok)) == 0 {
@@ -162,7 +168,7 @@ func run(args []string) int {
 			cfg.Limits.HandshakeTimeout = stdioUpstreamHandshake
 		}
 		upstreamOf = bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: strings.Fields(up[len("stdio:"):]),
-			MaxProcesses: *upProcs, StopGrace: *upGrace, Queue: *upQueue, Logger: log})
+			MaxProcesses: *upProcs, StopGrace: *upGrace, Queue: *upQueue, Protocol: *upProto, ProbeTimeout: *upProbe, Logger: log})
 		log.Info("each session starts the upstream and waits for its initialize answer (its stderr follows here)",
 			"upstream", up[len("stdio:"):], "handshake-timeout", cfg.Limits.HandshakeTimeout)
 	default:

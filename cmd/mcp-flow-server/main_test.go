@@ -229,3 +229,12 @@ func runServer(t *testing.T, bin string, extra ...string) (url, hash string, std
 	}
 	return url, hash, stderr, s
 }
+
+// TestUpstreamProtocolFlag: -upstream-protocol takes auto, 2026-07-28 or a
+// 2025 revision (spec §10, "Eras"); anything else is a usage error (exit 2)
+// before anything starts.
+func TestUpstreamProtocolFlag(t *testing.T) {
+	if code := run([]string{"-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-upstream", "stdio:true", "-upstream-protocol", "2027-01-01"}); code != 2 {
+		t.Fatalf("-upstream-protocol 2027-01-01: exit %d, want 2", code)
+	}
+}
