@@ -264,7 +264,8 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 }
 
 // withStatelessMeta adds the 2026-07-28 _meta members (protocol version and
-// client capabilities) to the params of a request (spec §11.5).
+// client capabilities) to the params of a request (spec §11.5); members the
+// request already has win (a front forwards its client's own, §11.6).
 func withStatelessMeta(raw json.RawMessage, version string, caps json.RawMessage) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if len(raw) > 0 {
@@ -276,12 +277,16 @@ func withStatelessMeta(raw json.RawMessage, version string, caps json.RawMessage
 	if m["_meta"] != nil {
 		_ = json.Unmarshal(m["_meta"], &meta)
 	}
-	v, _ := json.Marshal(version)
-	meta[protocol.MetaProtocolVersion] = v
+	if meta[protocol.MetaProtocolVersion] == nil {
+		v, _ := json.Marshal(version)
+		meta[protocol.MetaProtocolVersion] = v
+	}
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	meta[protocol.MetaClientCapabilities] = caps
+	if meta[protocol.MetaClientCapabilities] == nil {
+		meta[protocol.MetaClientCapabilities] = caps
+	}
 	b, _ := json.Marshal(meta)
 	m["_meta"] = b
 	return json.Marshal(m)
