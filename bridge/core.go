@@ -560,6 +560,9 @@ func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Req
 		}
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())), false
 	}
+	if b.isStateless() {
+		result = withCacheHints(m.Method, result)
+	}
 	return &jsonrpc.Response{ID: m.ID, Result: result}, false
 }
 

@@ -1,10 +1,12 @@
 package bridge
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -77,11 +79,29 @@ func statelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
 
 // takeStateless reports whether the client's request m goes the 2026-07-28
 // way: the client's first request was of that era (then it stays so), or m
-// is and the client has not initialized.
+// is and the client has not initialized. An initialize selects the 2025
+// era whatever came before it (a dual-era client falls back to it after a
+// server/discover probe; 2026-07-28 versioning): the stateless session, if
+// any, is shut down.
 func (b *core) takeStateless(m *jsonrpc.Request) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if !b.stateless && b.initReq == nil && isStatelessRequest(m) {
+	switch {
+	case m.Method == protocol.MethodInitialize && b.stateless && b.initReq == nil:
+		b.stateless, b.proto = false, ""
+		if old := b.sess; old != nil {
+			b.setSessionLocked(nil)
+			b.bg.Add(1)
+			go func() {
+				defer b.bg.Done()
+				ctx, cancel := context.WithTimeout(b.stop, 10*time.Second)
+				defer cancel()
+				if err := old.Shutdown(ctx, "the client chose MCP's 2025 era (initialize)"); err != nil {
+					b.log.Debug("shutdown of the 2026-07-28 session", "err", err)
+				}
+			}()
+		}
+	case !b.stateless && b.initReq == nil && isStatelessRequest(m):
 		b.stateless, b.proto = true, protocol.MCP20260728
 	}
 	return b.stateless
@@ -154,4 +174,47 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 		b.watch(s)
 		return s, nil
 	}
+}
+
+// cacheable are the methods whose 2026-07-28 result is a CacheableResult
+// (schema 2026-07-28: ttlMs and cacheScope required).
+var cacheable = map[string]bool{
+	protocol.MethodDiscover: true, "tools/list": true, "prompts/list": true,
+	"resources/list": true, "resources/templates/list": true, "resources/read": true,
+}
+
+// withCacheHints adds the most cautious cache hints, ttlMs 0 (stale at once)
+// and cacheScope "private" (never shared across authorization contexts),
+// to a cacheable result of a 2026-07-28 request that lacks them: an MCP-Flow
+// server's handlers need not know the era (spec §11.6), and a client of that
+// revision refuses a list result without them. Everything else in the
+// result is kept as it came.
+func withCacheHints(method string, result json.RawMessage) json.RawMessage {
+	trimmed := bytes.TrimRight(result, " \t\r\n")
+	if !cacheable[method] || len(trimmed) < 2 || trimmed[0] != '{' || trimmed[len(trimmed)-1] != '}' {
+		return result
+	}
+	var has struct {
+		TTL   json.RawMessage `json:"ttlMs"`
+		Scope json.RawMessage `json:"cacheScope"`
+	}
+	if json.Unmarshal(result, &has) != nil {
+		return result
+	}
+	var add []byte
+	if has.TTL == nil {
+		add = append(add, `,"ttlMs":0`...)
+	}
+	if has.Scope == nil {
+		add = append(add, `,"cacheScope":"private"`...)
+	}
+	if add == nil {
+		return result
+	}
+	body := trimmed[:len(trimmed)-1]
+	if len(bytes.TrimSpace(body[1:])) == 0 { // {}: no member before ours
+		add = add[1:]
+	}
+	out := make([]byte, 0, len(body)+len(add)+1)
+	return append(append(append(out, body...), add...), '}')
 }

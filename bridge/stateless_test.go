@@ -127,7 +127,8 @@ func sseData(body string) []string {
 // initialize and no MCP-Session-Id (spec §11.6): server/discover, a call
 // answered as JSON with resultType, one with progress answered on its own
 // SSE stream (progress first, with the client's token, then the result), a
-// 1 MiB execution stream inlined, the client's own _meta reaching the
+// 1 MiB execution stream inlined, cache hints on tools/list, the client's
+// own _meta reaching the
 // server, and the errors of the era (unsupported version -32022 with the
 // supported list, unknown method 404, batch, GET and DELETE 405).
 func TestHTTPFrontStateless(t *testing.T) {
@@ -143,6 +144,13 @@ func TestHTTPFrontStateless(t *testing.T) {
 	if r.StatusCode != http.StatusOK || r.Header.Get("Content-Type") != "application/json" || r.Header.Get("MCP-Session-Id") != "" ||
 		!strings.Contains(body, `"id":"e"`) || !strings.Contains(body, `"text":"héllo"`) || !strings.Contains(body, `"resultType":"complete"`) {
 		t.Fatalf("echo: %d %q, %s", r.StatusCode, r.Header.Get("Content-Type"), body)
+	}
+
+	// A cacheable result gets the cautious cache hints the server did not
+	// give (CacheableResult requires them), after its own members.
+	_, body = send(t, url, "POST", modernBody("l", "tools/list", ""), modern("tools/list", ""))
+	if !strings.Contains(body, `}],"ttlMs":0,"cacheScope":"private"}}`) || !strings.Contains(body, `"name":"echo"`) || !strings.Contains(body, `"resultType":"complete"`) {
+		t.Fatalf("tools/list: %.300s … %s", body, body[max(0, len(body)-120):])
 	}
 
 	// The client's own _meta (its capabilities) reaches the server.
@@ -362,9 +370,9 @@ func TestHTTPFrontBothEras(t *testing.T) {
 
 // TestStdioFrontStateless: a host that speaks 2026-07-28 over the stdio
 // front (spec §11.6): server/discover first, a call with resultType,
-// progress with the host's token before its result, initialize refused, an
-// unsupported version (-32022), and notifications/cancelled reaching the
-// server as a cancellation; EOF ends the bridge with exit 0.
+// progress with the host's token before its result, an unsupported version
+// (-32022), and notifications/cancelled reaching the server as a
+// cancellation; EOF ends the bridge with exit 0.
 func TestStdioFrontStateless(t *testing.T) {
 	cli := buildCLI(t)
 	srv, hold, _ := statelessServer(t)
@@ -386,10 +394,6 @@ func TestStdioFrontStateless(t *testing.T) {
 	}
 	if r := h.read(); !strings.Contains(r, `"id":3`) || !strings.Contains(r, `"result"`) {
 		t.Fatalf("slow: %s", r)
-	}
-	h.send(`{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`)
-	if r := h.read(); !strings.Contains(r, `"id":4`) || !strings.Contains(r, `"code":-32600`) {
-		t.Fatalf("initialize after 2026-07-28: %s", r)
 	}
 	h.send(strings.ReplaceAll(modernBody(5, "tools/list", ""), "2026-07-28", "2099-01-01"))
 	if r := h.read(); !strings.Contains(r, `"id":5`) || !strings.Contains(r, `"code":-32022`) || !strings.Contains(r, `"supported":["2026-07-28"`) {
@@ -413,5 +417,3 @@ func TestStdioFrontStateless(t *testing.T) {
 	}
 	h.exit()
 }
-
-
