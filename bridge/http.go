@@ -382,9 +382,15 @@ func (s *httpSession) dispatch(r *http.Request, msgs []jsonrpc.Message) {
 // priming event (2025-11-25 transports).
 const primingSince = "2025-11-25"
 
-func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
+// acceptsBoth reports whether a POST's Accept lists both answers a
+// Streamable HTTP client must take (every MCP revision's transports).
+func acceptsBoth(r *http.Request) bool {
 	accept := r.Header.Get("Accept")
-	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
+	return strings.Contains(accept, "application/json") && strings.Contains(accept, "text/event-stream")
+}
+
+func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
+	if !acceptsBoth(r) {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -141,14 +142,13 @@ func statusOf(r *jsonrpc.Response) int {
 	return http.StatusOK
 }
 
-// statelessNotes bounds the progress notifications a POST holds for a
-// client that reads slowly; past it the newest are dropped (progress is
-// advisory: the response is never dropped).
-const statelessNotes = 64
-
 // statelessPost serves one POST of a 2026-07-28 client (its
 // MCP-Protocol-Version names that era; an MCP-Session-Id is ignored).
 func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
+	if !acceptsBoth(r) {
+		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
+		return
+	}
 	if h.isClosing() {
 		h.tooMany(w, "the bridge is shutting down")
 		return
@@ -200,8 +200,23 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	// The client's progress token, if any, is replaced on the way by the
 	// call's own (flow.WithProgress): tokens of different clients may be
 	// equal, and each update must reach its own POST.
+	// The callback runs on the session's reading goroutine and must not
+	// wait for this client: an update not yet written when a newer one
+	// comes is replaced by it (as progress datagrams are, spec §6.2), so a
+	// POST holds one at most.
 	var opts []flow.CallOption
-	notes := make(chan jsonrpc.Message, statelessNotes)
+	var (
+		pmu     sync.Mutex
+		pending jsonrpc.Message
+	)
+	wake := make(chan struct{}, 1)
+	next := func() jsonrpc.Message {
+		pmu.Lock()
+		defer pmu.Unlock()
+		n := pending
+		pending = nil
+		return n
+	}
 	if tok := progressToken(m.Params); tok != nil {
 		opts = append(opts, flow.WithProgress(func(pr flow.Progress) {
 			pr.ProgressToken = tok
@@ -209,9 +224,12 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return
 			}
+			pmu.Lock()
+			pending = n
+			pmu.Unlock()
 			select {
-			case notes <- n:
-			default: // the client is behind: progress is advisory
+			case wake <- struct{}{}:
+			default:
 			}
 		}))
 	}
@@ -237,14 +255,16 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	}
 	for {
 		select {
-		case n := <-notes:
-			send(n)
+		case <-wake:
+			if n := next(); n != nil {
+				send(n)
+			}
 		case resp := <-done:
 			if resp == nil { // cancelled: MCP sends no response
 				return
 			}
-			for len(notes) > 0 { // what came before the response goes first
-				send(<-notes)
+			if n := next(); n != nil { // what came before the response goes first
+				send(n)
 			}
 			if sse {
 				send(resp)
