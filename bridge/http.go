@@ -328,6 +328,21 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) 
 	return body, release, true
 }
 
+// readMessages reads a POST's body within limit (readBody) and decodes it
+// (parse); it answers the client itself when it cannot. release gives the
+// body's bytes back to MaxBodiesInFlight.
+func (h *HTTPFront) readMessages(w http.ResponseWriter, r *http.Request, limit int) (p jsonrpc.Payload, msgs []jsonrpc.Message, release func(), ok bool) {
+	body, release, ok := h.readBody(w, r, limit)
+	if !ok {
+		return p, nil, nil, false
+	}
+	if p, msgs, ok = parse(w, body); !ok {
+		release()
+		return p, nil, nil, false
+	}
+	return p, msgs, release, true
+}
+
 // parse decodes a POST's JSON-RPC payload; it answers the client itself
 // (400) when it is not valid JSON-RPC.
 func parse(w http.ResponseWriter, body []byte) (jsonrpc.Payload, []jsonrpc.Message, bool) {
@@ -408,21 +423,17 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	body, release, ok := h.readBody(w, r, limit)
+	p, msgs, release, ok := h.readMessages(w, r, limit)
 	if !ok {
 		return
 	}
 	defer func() { release() }()
-	p, msgs, ok := parse(w, body)
-	if !ok {
-		return
-	}
 	if !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize) {
 		h.initialize(w, r, msgs[0].(*jsonrpc.Request))
 		return
 	}
 	if s == nil {
-		if req, ok := msgs[0].(*jsonrpc.Request); ok && !p.Batch && req.IsCall() && isStatelessRequest(req) {
+		if req, ok := msgs[0].(*jsonrpc.Request); ok && !p.Batch && req.IsCall() && flow.IsStatelessRequest(req) {
 			// A 2026-07-28 request without its MCP-Protocol-Version header.
 			writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(protocol.CodeHeaderMismatch,
 				"the MCP-Protocol-Version header is missing (a request whose _meta names "+protocol.MCP20260728+" must carry it)")))

@@ -81,7 +81,7 @@ func headerMismatch(r *http.Request, m *jsonrpc.Request) string {
 	if hv == "" {
 		return "the MCP-Protocol-Version header is missing"
 	}
-	if bv := metaVersion(m.Params); bv != hv {
+	if bv := flow.MetaVersion(m.Params); bv != hv {
 		return fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value %q does not match body value %q (_meta %s)", hv, bv, protocol.MetaProtocolVersion)
 	}
 	method, ok := r.Header["Mcp-Method"]
@@ -153,15 +153,11 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	body, release, ok := h.readBody(w, r, h.cfg.MaxBody)
+	p, msgs, release, ok := h.readMessages(w, r, h.cfg.MaxBody)
 	if !ok {
 		return
 	}
 	defer func() { release() }()
-	p, msgs, ok := parse(w, body)
-	if !ok {
-		return
-	}
 	if p.Batch {
 		writeJSON(w, http.StatusBadRequest, batchError(protocol.MCP20260728))
 		return

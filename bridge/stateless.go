@@ -21,29 +21,6 @@ import (
 // holds no state of the client's), and every request goes on it with its
 // _meta as the client wrote it.
 
-// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"]
-// ("" when there is none).
-func metaVersion(params json.RawMessage) string {
-	if len(params) == 0 || params[0] != '{' {
-		return ""
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	var v string
-	_ = json.Unmarshal(p.Meta[protocol.MetaProtocolVersion], &v)
-	return v
-}
-
-// isStatelessRequest reports whether m is a request of the 2026-07-28 era:
-// server/discover, or one whose _meta names a protocol version (spec §11.4).
-func isStatelessRequest(m *jsonrpc.Request) bool {
-	return m.Method == protocol.MethodDiscover || metaVersion(m.Params) != ""
-}
-
 // mcpVersions are the MCP revisions the fronts speak, newest first: what an
 // UnsupportedProtocolVersionError lists.
 func mcpVersions() []string {
@@ -67,7 +44,7 @@ func statelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"this client speaks MCP 2026-07-28 (its first request said so): initialize is not part of it"))
 	}
-	v := metaVersion(m.Params)
+	v := flow.MetaVersion(m.Params)
 	if v == "" && m.Method == protocol.MethodDiscover {
 		return nil
 	}
@@ -101,7 +78,7 @@ func (b *core) takeStateless(m *jsonrpc.Request) bool {
 				}
 			}()
 		}
-	case !b.stateless && b.initReq == nil && isStatelessRequest(m):
+	case !b.stateless && b.initReq == nil && flow.IsStatelessRequest(m):
 		b.stateless, b.proto = true, protocol.MCP20260728
 	}
 	return b.stateless

@@ -74,27 +74,12 @@ func (s *Session) handleHello(m *jsonrpc.Request, answer func(*jsonrpc.Response)
 	s.log.Debug("$/hello settled the transport", "encoding", enc, "datagrams", wantDatagrams && !cfg.DisableDatagrams)
 }
 
-// isStateless reports whether m is a 2026-07-28 request: server/discover, or
-// a request whose _meta names a protocol version (spec §11.4).
-func isStateless(m *jsonrpc.Request) bool {
-	return m.Method == protocol.MethodDiscover || metaVersion(m.Params) != ""
-}
+// isStateless reports whether m is a 2026-07-28 request (IsStatelessRequest).
+func isStateless(m *jsonrpc.Request) bool { return IsStatelessRequest(m) }
 
-// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"].
-func metaVersion(params json.RawMessage) string {
-	if len(params) == 0 || params[0] != '{' {
-		return ""
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	var v string
-	_ = json.Unmarshal(p.Meta[protocol.MetaProtocolVersion], &v)
-	return v
-}
+// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"]
+// (MetaVersion).
+func metaVersion(params json.RawMessage) string { return MetaVersion(params) }
 
 // admitStateless judges a 2026-07-28 request by its own _meta (spec §11.5):
 // an unsupported version gets UnsupportedProtocolVersionError (-32022);
