@@ -440,3 +440,32 @@ func TestStdioFrontStateless(t *testing.T) {
 	}
 	h.exit()
 }
+
+// TestHTTPFrontStatelessIdle: the MCP-Flow session the 2026-07-28 clients
+// share ends once it has been idle for IdleTimeout (with what it offloaded),
+// and the next 2026-07-28 request opens a new one.
+func TestHTTPFrontStatelessIdle(t *testing.T) {
+	srv, _, sessions := statelessServer(t)
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	front := bridge.NewHTTPFront(bridge.HTTPConfig{IdleTimeout: 200 * time.Millisecond, Stdio: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+	ts := httptest.NewServer(front)
+	defer ts.Close()
+	defer front.Close()
+	for round := range 2 {
+		if _, body := send(t, ts.URL, "POST", modernBody(round, "tools/call", `{"name":"echo","arguments":{"text":"hi"}}`), modern("tools/call", "echo")); !strings.Contains(body, `"text":"hi"`) {
+			t.Fatalf("round %d: %s", round, body)
+		}
+		var s *flow.Session
+		select {
+		case s = <-sessions:
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: no MCP-Flow session opened", round)
+		}
+		select {
+		case <-s.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatalf("round %d: the shared session did not end after IdleTimeout", round)
+		}
+	}
+}
