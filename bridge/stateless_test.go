@@ -22,6 +22,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// mrtrResult is an InputRequiredResult (2026-07-28 schema, MRTR), as a
+// tool answers before it has the client's input.
+const mrtrResult = `{"resultType":"input_required","inputRequests":{"ask":{"method":"elicitation/create","params":{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}},"requestState":"s1"}`
+
 // statelessServer is an MCP-Flow server with the test tools, "hold" (see
 // holdTool) and "meta" (answers with the _meta its request reached the
 // server with); sessions receives each session the server opens.
@@ -37,6 +41,8 @@ func statelessServer(t *testing.T) (srv *flow.Server, h *holdTool, sessions chan
 		}
 		_ = json.Unmarshal(req.Params, &p)
 		switch p.Name {
+		case "mrtr": // a multi round-trip request's first answer
+			return json.RawMessage(mrtrResult), nil
 		case "meta":
 			return map[string]any{"content": []any{map[string]any{"type": "text", "text": string(p.Meta)}}}, nil
 		case "hold":
@@ -127,7 +133,8 @@ func sseData(body string) []string {
 // initialize and no MCP-Session-Id (spec §11.6): server/discover, a call
 // answered as JSON with resultType, one with progress answered on its own
 // SSE stream (progress first, with the client's token, then the result), a
-// 1 MiB execution stream inlined, cache hints on tools/list, the client's
+// 1 MiB execution stream inlined, cache hints on tools/list, an
+// input_required result passed byte for byte, the client's
 // own _meta reaching the
 // server, and the errors of the era (unsupported version -32022 with the
 // supported list, unknown method 404, batch, GET and DELETE 405).
@@ -151,6 +158,12 @@ func TestHTTPFrontStateless(t *testing.T) {
 	_, body = send(t, url, "POST", modernBody("l", "tools/list", ""), modern("tools/list", ""))
 	if !strings.Contains(body, `}],"ttlMs":0,"cacheScope":"private"}}`) || !strings.Contains(body, `"name":"echo"`) || !strings.Contains(body, `"resultType":"complete"`) {
 		t.Fatalf("tools/list: %.300s … %s", body, body[max(0, len(body)-120):])
+	}
+
+	// A multi round-trip result passes as it is.
+	_, body = send(t, url, "POST", modernBody("m", "tools/call", `{"name":"mrtr"}`), modern("tools/call", "mrtr"))
+	if body != `{"jsonrpc":"2.0","id":"m","result":`+mrtrResult+`}` {
+		t.Fatalf("input_required result: %s", body)
 	}
 
 	// The client's own _meta (its capabilities) reaches the server.
