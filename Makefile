@@ -83,6 +83,8 @@ interop:
 # HTTP front → MCP-Flow → stdio upstream. Client mode ('core'): the go-sdk
 # conformance client directly and through HTTP front → MCP-Flow → our HTTP
 # upstream → the suite's mock servers (in a private network namespace).
+# The TypeScript SDK v2 client (interop/tsv2/client.mjs), in 2026-07-28 and
+# 2025-11-25, through the HTTP front and the stdio front to mcp-flow-server.
 # Prints the totals side by side.
 interop-mcp:
-	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|^(ok|FAIL|---)'
+	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|TypeScript SDK|^(ok|FAIL|---)'

@@ -134,10 +134,10 @@ func sseData(body string) []string {
 // answered as JSON with resultType, one with progress answered on its own
 // SSE stream (progress first, with the client's token, then the result), a
 // 1 MiB execution stream inlined, cache hints on tools/list, an
-// input_required result passed byte for byte, the client's
-// own _meta reaching the
-// server, and the errors of the era (unsupported version -32022 with the
-// supported list, unknown method 404, batch, GET and DELETE 405).
+// input_required result passed byte for byte, the client's own _meta
+// reaching the server, and the errors of the era (unsupported version
+// -32022 with the supported list, unknown method 404, batch, GET and
+// DELETE 405).
 func TestHTTPFrontStateless(t *testing.T) {
 	srv, _, sessions := statelessServer(t)
 	url := statelessFront(t, srv, sessions)
