@@ -43,24 +43,26 @@ func (f statelessFront) emit(m jsonrpc.Message) {
 func (f statelessFront) emitBatch([]*jsonrpc.Response) {}
 
 // statelessHolder returns the front's stateless holder, making it on first
-// use; nil when the front is closing. r's host names its download links.
-func (h *HTTPFront) statelessHolder(r *http.Request) *httpSession {
+// use, with activity marked on it (leave ends it) before its idle timer
+// can see it idle; nil when the front is closing. r's host names its
+// download links.
+func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		return nil
+		return nil, nil
 	}
 	if s := h.stateless; s != nil {
-		return s
+		return s, s.enter()
 	}
-	s := h.newSession(false, r)
+	s = h.newSession(false, r)
 	s.core = newCore(h.cfg.Stdio, statelessFront{s}, nil)
 	s.core.stateless, s.core.proto = true, protocol.MCP20260728
 	h.stateless = s
 	s.mu.Lock()
 	h.watchIdleLocked(s)
 	s.mu.Unlock()
-	return s
+	return s, s.enter()
 }
 
 // mcpNameSource is the params member that Mcp-Name mirrors, by method
@@ -184,12 +186,12 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	}
 	release() // the request is decoded: the body's bytes are its own now
 	release = func() {}
-	s := h.statelessHolder(r)
+	s, leave := h.statelessHolder(r)
 	if s == nil {
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	defer s.enter()()
+	defer leave()
 	h.calls.Add(1)
 	defer h.callsDone()
 
