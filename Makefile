@@ -88,6 +88,8 @@ interop:
 # upstream → the suite's mock servers (in a private network namespace).
 # TSv2Upstream rows: MCP-Flow clients of 2026-07-28 and 2025-11-25 through the
 # upstream to the TypeScript SDK v2 server (interop/tsv2/server.mjs) in each era.
+# The TypeScript SDK v2 client (interop/tsv2/client.mjs), in 2026-07-28 and
+# 2025-11-25, through the HTTP front and the stdio front to mcp-flow-server.
 # Prints the totals side by side.
 interop-mcp:
-	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|^(ok|FAIL|---)'
+	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|TypeScript SDK|^(ok|FAIL|---)'

@@ -70,6 +70,12 @@ type core struct {
 	// session); lost receives the end of the session with ExitOnDisconnect.
 	onLost func(error)
 	lost   chan error
+	// stateless: the client speaks MCP 2026-07-28 (spec §11.6): no
+	// initialize, one MCP-Flow session of that revision, dialled on demand
+	// (dialing is closed when the dial under way ends, dialErr its error).
+	stateless bool
+	dialing   chan struct{}
+	dialErr   error
 }
 
 // newCore returns a core that talks to the client through f; with onLost
@@ -234,7 +240,12 @@ func (b *core) dispatch(ctx context.Context, m jsonrpc.Message) {
 			b.notification(m)
 			return
 		}
-		if m.Method == protocol.MethodInitialize {
+		if b.takeStateless(m) {
+			if r := statelessRefusal(m); r != nil {
+				b.write(r)
+				return
+			}
+		} else if m.Method == protocol.MethodInitialize {
 			b.mu.Lock()
 			done := b.initReq != nil
 			b.mu.Unlock()
@@ -277,6 +288,9 @@ func (b *core) setSessionLocked(s *flow.Session) {
 // ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
 // at once when this front does not reconnect.
 func (b *core) current(ctx context.Context) (*flow.Session, error) {
+	if b.isStateless() {
+		return b.statelessSession(ctx)
+	}
 	var timeout <-chan time.Time
 	for {
 		b.mu.Lock()
@@ -362,7 +376,12 @@ func (b *core) watch(s *flow.Session) {
 		err := s.Err()
 		b.lostErr = err
 		b.setSessionLocked(nil)
+		stateless := b.stateless
 		b.mu.Unlock()
+		if stateless { // the next request dials again: no state was lost
+			b.log.Warn("MCP-Flow session lost; its requests in flight failed", "server", b.cfg.URL, "err", err)
+			return
+		}
 		b.log.Warn("MCP-Flow session lost; its requests in flight failed, and the server's state for this host is gone "+
 			"(resource subscriptions, the logging/setLevel level, requests from the server to the host, progress and execution streams)",
 			"server", b.cfg.URL, "err", err)
@@ -472,7 +491,7 @@ func (b *core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, 
 // call answers one request of the host through the MCP-Flow session; cctx
 // is ctx cancelled by the host (track). nil when the host cancelled it (MCP
 // sends no response then).
-func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
+func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
 	for {
 		s, err := b.current(cctx)
 		switch {
@@ -486,7 +505,7 @@ func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request) *jsonrpc.Resp
 			}
 			return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))
 		}
-		if r, retry := b.callOn(ctx, cctx, s, m); !retry {
+		if r, retry := b.callOn(ctx, cctx, s, m, opts...); !retry {
 			return r
 		}
 		// The session began to shut down before the request left: it goes
@@ -511,12 +530,12 @@ func lostError(err error) *jsonrpc.Error {
 // callOn answers m on session s; cctx is ctx cancelled by the host's
 // notifications/cancelled. retry reports that m was not sent because s is
 // shutting down.
-func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request) (_ *jsonrpc.Response, retry bool) {
+func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *jsonrpc.Response, retry bool) {
 	// The params go as they came: a progress token of the host's comes
 	// back in the server's notifications/progress (on the control stream: a
 	// front asks for no datagrams), which reach the host through the
 	// Notification hook like any other notification.
-	resp, err := s.Call(cctx, m.Method, m.Params)
+	resp, err := s.Call(cctx, m.Method, m.Params, opts...)
 	if cctx.Err() != nil && ctx.Err() == nil {
 		return nil, false // the host cancelled: MCP sends no response
 	}
@@ -540,6 +559,9 @@ func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Req
 			return jsonrpc.NewErrorResponse(m.ID, lostError(err)), false
 		}
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())), false
+	}
+	if b.isStateless() {
+		result = withCacheHints(m.Method, result)
 	}
 	return &jsonrpc.Response{ID: m.ID, Result: result}, false
 }
@@ -581,6 +603,11 @@ func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Resp
 func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
 	cc := b.cfg.Client
 	cc.Info, cc.Capabilities, cc.ProtocolVersion = p.ClientInfo, p.Capabilities, p.ProtocolVersion
+	if b.isStateless() {
+		// Each request carries its client's own _meta (version and
+		// capabilities), which the session passes on as they are.
+		cc.ProtocolVersion, cc.Capabilities = protocol.MCP20260728, nil
+	}
 	// A plain MCP host expects every progress notification, in order and
 	// before the result: progress rides the control stream, not datagrams
 	// (which may be lost or overtaken).
@@ -597,6 +624,9 @@ func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session
 // forwardToHost sends the server's request (sampling, roots, elicitation)
 // to the host under an id of the bridge's own, and returns its answer.
 func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
+	if b.isStateless() {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no requests from the server (it asks for input with input_required results, spec §11.6)")
+	}
 	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
 	ch, forget := b.hostWait.add(id)
 	defer forget()

@@ -87,6 +87,7 @@ type HTTPFront struct {
 	downloads     map[string]*download  // offloaded streams by token
 	finishing     map[*httpSession]bool // ended, their cores not yet finished
 	uninitialized int                   // legacy sessions before their initialize
+	stateless     *httpSession          // the 2026-07-28 clients' (statelessHolder), while it lives
 	closing       bool
 }
 
@@ -158,8 +159,10 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return false
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(httpVersions, v) {
-		http.Error(w, "unsupported MCP-Protocol-Version "+v, http.StatusBadRequest)
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(httpVersions, v) && !statelessVersion(v) {
+		// A 2026-07-28 client recognises this answer and does not fall
+		// back (2026-07-28 transports, Backward Compatibility).
+		writeJSON(w, http.StatusBadRequest, unsupportedVersion(jsonrpc.NullID, v))
 		return false
 	}
 	return true
@@ -170,8 +173,13 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !h.checkHeaders(w, r) {
 		return
 	}
+	stateless := statelessVersion(r.Header.Get("MCP-Protocol-Version"))
 	switch r.Method {
 	case http.MethodPost:
+		if stateless { // an MCP-Session-Id is ignored (2026-07-28 transports)
+			h.statelessPost(w, r)
+			return
+		}
 		if r.URL.Query().Has("session") {
 			h.legacyPost(w, r)
 			return
@@ -182,6 +190,11 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			h.serveDownload(w, r, token)
 			return
 		}
+		if stateless { // 2026-07-28 has no GET stream
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "MCP 2026-07-28 has no GET stream", http.StatusMethodNotAllowed)
+			return
+		}
 		if r.Header.Get("MCP-Session-Id") == "" && r.Header.Get("Last-Event-ID") == "" &&
 			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 			h.legacyStream(w, r)
@@ -189,6 +202,11 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		h.getStream(w, r)
 	case http.MethodDelete:
+		if stateless { // nor sessions to delete
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "MCP 2026-07-28 has no sessions", http.StatusMethodNotAllowed)
+			return
+		}
 		if s := h.session(w, r); s != nil {
 			h.end(s, "deleted by the client")
 			w.WriteHeader(http.StatusNoContent)
@@ -310,6 +328,21 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) 
 	return body, release, true
 }
 
+// readMessages reads a POST's body within limit (readBody) and decodes it
+// (parse); it answers the client itself when it cannot. release gives the
+// body's bytes back to MaxBodiesInFlight.
+func (h *HTTPFront) readMessages(w http.ResponseWriter, r *http.Request, limit int) (p jsonrpc.Payload, msgs []jsonrpc.Message, release func(), ok bool) {
+	body, release, ok := h.readBody(w, r, limit)
+	if !ok {
+		return p, nil, nil, false
+	}
+	if p, msgs, ok = parse(w, body); !ok {
+		release()
+		return p, nil, nil, false
+	}
+	return p, msgs, release, true
+}
+
 // parse decodes a POST's JSON-RPC payload; it answers the client itself
 // (400) when it is not valid JSON-RPC.
 func parse(w http.ResponseWriter, body []byte) (jsonrpc.Payload, []jsonrpc.Message, bool) {
@@ -364,9 +397,15 @@ func (s *httpSession) dispatch(r *http.Request, msgs []jsonrpc.Message) {
 // priming event (2025-11-25 transports).
 const primingSince = "2025-11-25"
 
-func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
+// acceptsBoth reports whether a POST's Accept lists both answers a
+// Streamable HTTP client must take (every MCP revision's transports).
+func acceptsBoth(r *http.Request) bool {
 	accept := r.Header.Get("Accept")
-	if !strings.Contains(accept, "application/json") || !strings.Contains(accept, "text/event-stream") {
+	return strings.Contains(accept, "application/json") && strings.Contains(accept, "text/event-stream")
+}
+
+func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
+	if !acceptsBoth(r) {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
@@ -384,20 +423,22 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	body, release, ok := h.readBody(w, r, limit)
+	p, msgs, release, ok := h.readMessages(w, r, limit)
 	if !ok {
 		return
 	}
 	defer func() { release() }()
-	p, msgs, ok := parse(w, body)
-	if !ok {
-		return
-	}
 	if !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize) {
 		h.initialize(w, r, msgs[0].(*jsonrpc.Request))
 		return
 	}
 	if s == nil {
+		if req, ok := msgs[0].(*jsonrpc.Request); ok && !p.Batch && req.IsCall() && flow.IsStatelessRequest(req) {
+			// A 2026-07-28 request without its MCP-Protocol-Version header.
+			writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(protocol.CodeHeaderMismatch,
+				"the MCP-Protocol-Version header is missing (a request whose _meta names "+protocol.MCP20260728+" must carry it)")))
+			return
+		}
 		http.Error(w, "missing MCP-Session-Id", http.StatusBadRequest)
 		return
 	}
@@ -634,9 +675,12 @@ func (h *HTTPFront) Close() error {
 func (h *HTTPFront) all() []*httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ss := make([]*httpSession, 0, len(h.sessions))
+	ss := make([]*httpSession, 0, len(h.sessions)+1)
 	for _, s := range h.sessions {
 		ss = append(ss, s)
+	}
+	if h.stateless != nil {
+		ss = append(ss, h.stateless)
 	}
 	return ss
 }

@@ -351,6 +351,9 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 	h.mu.Lock()
 	_, ok := h.sessions[s.id]
 	delete(h.sessions, s.id)
+	if h.stateless == s { // the next 2026-07-28 request makes a new one
+		h.stateless, ok = nil, true
+	}
 	if ok {
 		h.finishing[s] = true
 		if s.legacy && !s.initialized {
@@ -413,6 +416,24 @@ func (h *HTTPFront) register(s *httpSession) bool {
 	}
 	h.sessions[s.id] = s
 	s.mu.Lock()
+	h.watchIdleLocked(s)
+	if s.legacy {
+		s.initTimer = time.AfterFunc(h.cfg.InitTimeout, func() {
+			s.mu.Lock()
+			inited := s.initialized
+			s.mu.Unlock()
+			if !inited {
+				h.end(s, "no initialize within InitTimeout")
+			}
+		})
+	}
+	s.mu.Unlock()
+	return true
+}
+
+// watchIdleLocked starts the timer that ends s once it has been idle for
+// IdleTimeout. s.mu must be held.
+func (h *HTTPFront) watchIdleLocked(s *httpSession) {
 	s.lastActive = time.Now()
 	var check func()
 	check = func() {
@@ -427,18 +448,6 @@ func (h *HTTPFront) register(s *httpSession) bool {
 		h.end(s, "idle")
 	}
 	s.idle = time.AfterFunc(h.cfg.IdleTimeout, check)
-	if s.legacy {
-		s.initTimer = time.AfterFunc(h.cfg.InitTimeout, func() {
-			s.mu.Lock()
-			inited := s.initialized
-			s.mu.Unlock()
-			if !inited {
-				h.end(s, "no initialize within InitTimeout")
-			}
-		})
-	}
-	s.mu.Unlock()
-	return true
 }
 
 // promote counts a legacy session whose initialize succeeded as a session

@@ -74,27 +74,12 @@ func (s *Session) handleHello(m *jsonrpc.Request, answer func(*jsonrpc.Response)
 	s.log.Debug("$/hello settled the transport", "encoding", enc, "datagrams", wantDatagrams && !cfg.DisableDatagrams)
 }
 
-// isStateless reports whether m is a 2026-07-28 request: server/discover, or
-// a request whose _meta names a protocol version (spec §11.4).
-func isStateless(m *jsonrpc.Request) bool {
-	return m.Method == protocol.MethodDiscover || metaVersion(m.Params) != ""
-}
+// isStateless reports whether m is a 2026-07-28 request (IsStatelessRequest).
+func isStateless(m *jsonrpc.Request) bool { return IsStatelessRequest(m) }
 
-// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"].
-func metaVersion(params json.RawMessage) string {
-	if len(params) == 0 || params[0] != '{' {
-		return ""
-	}
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return ""
-	}
-	var v string
-	_ = json.Unmarshal(p.Meta[protocol.MetaProtocolVersion], &v)
-	return v
-}
+// metaVersion returns params._meta["io.modelcontextprotocol/protocolVersion"]
+// (MetaVersion).
+func metaVersion(params json.RawMessage) string { return MetaVersion(params) }
 
 // admitStateless judges a 2026-07-28 request by its own _meta (spec §11.5):
 // an unsupported version gets UnsupportedProtocolVersionError (-32022);
@@ -266,7 +251,8 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 }
 
 // withStatelessMeta adds the 2026-07-28 _meta members (protocol version and
-// client capabilities) to the params of a request (spec §11.5).
+// client capabilities) to the params of a request (spec §11.5); members the
+// request already has win (a front forwards its client's own, §11.6).
 func withStatelessMeta(raw json.RawMessage, version string, caps json.RawMessage) (json.RawMessage, error) {
 	m := map[string]json.RawMessage{}
 	if len(raw) > 0 {
@@ -278,12 +264,16 @@ func withStatelessMeta(raw json.RawMessage, version string, caps json.RawMessage
 	if m["_meta"] != nil {
 		_ = json.Unmarshal(m["_meta"], &meta)
 	}
-	v, _ := json.Marshal(version)
-	meta[protocol.MetaProtocolVersion] = v
+	if meta[protocol.MetaProtocolVersion] == nil {
+		v, _ := json.Marshal(version)
+		meta[protocol.MetaProtocolVersion] = v
+	}
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	meta[protocol.MetaClientCapabilities] = caps
+	if meta[protocol.MetaClientCapabilities] == nil {
+		meta[protocol.MetaClientCapabilities] = caps
+	}
 	b, _ := json.Marshal(meta)
 	m["_meta"] = b
 	return json.Marshal(m)

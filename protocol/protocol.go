@@ -104,6 +104,10 @@ const (
 	// CodeUnsupportedProtocolVersion is UnsupportedProtocolVersionError's
 	// code; its data is {supported, requested}.
 	CodeUnsupportedProtocolVersion = -32022
+	// CodeHeaderMismatch is HeaderMismatchError's: a Streamable HTTP
+	// request whose routing headers (MCP-Protocol-Version, Mcp-Method,
+	// Mcp-Name) are missing or disagree with its body (spec §11.6).
+	CodeHeaderMismatch = -32020
 )
 
 // MCPStatelessVersions returns the stateless MCP revisions a flow server

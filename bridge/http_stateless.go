@@ -1,0 +1,283 @@
+package bridge
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// The HTTP front's MCP 2026-07-28 path (spec §11.6): no initialize, no
+// MCP-Session-Id, no GET stream; each POST carries one request with its own
+// _meta, and its answer comes on that POST, as JSON when nothing precedes
+// the response, else as an SSE stream of its own (progress, then the
+// response). Closing that stream cancels the request ($/cancel). All 2026
+// clients of the front share one MCP-Flow session of that revision (the
+// stateless holder: an httpSession that is never registered under an id,
+// so no client can name it), which also keeps their offloaded streams.
+
+// statelessVersion reports whether v is an MCP revision of the stateless
+// era.
+func statelessVersion(v string) bool { return slices.Contains(protocol.MCPStatelessVersions(), v) }
+
+// statelessFront is the front of the stateless holder's core: its answers
+// go back to each POST directly (core.call), and progress through the
+// call's own callback, so what the core emits by itself (a notification of
+// the shared session's, which names no request) has no client to go to.
+type statelessFront struct{ *httpSession }
+
+func (f statelessFront) emit(m jsonrpc.Message) {
+	if r, ok := m.(*jsonrpc.Request); ok {
+		f.front.log.Debug("a notification of the shared 2026-07-28 session names no request: dropped", "method", r.Method)
+	}
+}
+
+func (f statelessFront) emitBatch([]*jsonrpc.Response) {}
+
+// statelessHolder returns the front's stateless holder, making it on first
+// use, with activity marked on it (leave ends it) before its idle timer
+// can see it idle; nil when the front is closing. r's host names its
+// download links.
+func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func()) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closing {
+		return nil, nil
+	}
+	if s := h.stateless; s != nil {
+		return s, s.enter()
+	}
+	s = h.newSession(false, r)
+	s.core = newCore(h.cfg.Stdio, statelessFront{s}, nil)
+	s.core.stateless, s.core.proto = true, protocol.MCP20260728
+	h.stateless = s
+	s.mu.Lock()
+	h.watchIdleLocked(s)
+	s.mu.Unlock()
+	return s, s.enter()
+}
+
+// mcpNameSource is the params member that Mcp-Name mirrors, by method
+// (2026-07-28 transports, Standard Request Headers; the tasks rows as the
+// TypeScript SDK v2 has them).
+var mcpNameSource = map[string]string{
+	"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+	"tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId",
+}
+
+// headerMismatch checks a 2026-07-28 request's routing headers against its
+// body (2026-07-28 transports, Server Validation): MCP-Protocol-Version
+// equals _meta's version, Mcp-Method the method, Mcp-Name (Base64 sentinel
+// decoded) params.name or params.uri. It returns why not, "" when they
+// agree.
+func headerMismatch(r *http.Request, m *jsonrpc.Request) string {
+	hv := r.Header.Get("MCP-Protocol-Version")
+	if hv == "" {
+		return "the MCP-Protocol-Version header is missing"
+	}
+	if bv := flow.MetaVersion(m.Params); bv != hv {
+		return fmt.Sprintf("Header mismatch: MCP-Protocol-Version header value %q does not match body value %q (_meta %s)", hv, bv, protocol.MetaProtocolVersion)
+	}
+	method, ok := r.Header["Mcp-Method"]
+	if !ok {
+		return "the Mcp-Method header is missing"
+	}
+	if len(method) != 1 || method[0] != m.Method {
+		return fmt.Sprintf("Header mismatch: Mcp-Method header value %q does not match body value %q", strings.Join(method, ","), m.Method)
+	}
+	field, ok := mcpNameSource[m.Method]
+	if !ok {
+		return ""
+	}
+	var p map[string]json.RawMessage
+	_ = json.Unmarshal(m.Params, &p)
+	var want string
+	if json.Unmarshal(p[field], &want) != nil {
+		return "" // no string to mirror: nothing is required
+	}
+	names, ok := r.Header["Mcp-Name"]
+	if !ok {
+		return "the Mcp-Name header is missing (params." + field + " is " + fmt.Sprintf("%q", want) + ")"
+	}
+	got, err := decodeHeaderValue(names[0])
+	if len(names) != 1 || err != nil {
+		return fmt.Sprintf("the Mcp-Name header value %q is malformed", strings.Join(names, ","))
+	}
+	if got != want {
+		return fmt.Sprintf("Header mismatch: Mcp-Name header value %q does not match body value %q", got, want)
+	}
+	return ""
+}
+
+// decodeHeaderValue undoes the Base64 sentinel of 2026-07-28 header values
+// ("=?base64?…?=", Value Encoding); other values are taken as they are.
+func decodeHeaderValue(v string) (string, error) {
+	const prefix, suffix = "=?base64?", "?="
+	if !strings.HasPrefix(v, prefix) || !strings.HasSuffix(v, suffix) || len(v) < len(prefix)+len(suffix) {
+		return v, nil
+	}
+	b, err := base64.StdEncoding.DecodeString(v[len(prefix) : len(v)-len(suffix)])
+	return string(b), err
+}
+
+// statusOf is the HTTP status of a JSON answer to a 2026-07-28 request:
+// 404 for -32601, 400 for the request errors the 2026-07-28 transports
+// name, else 200.
+func statusOf(r *jsonrpc.Response) int {
+	if r.Error == nil {
+		return http.StatusOK
+	}
+	switch r.Error.Code {
+	case jsonrpc.CodeMethodNotFound:
+		return http.StatusNotFound
+	case jsonrpc.CodeParseError, jsonrpc.CodeInvalidRequest, protocol.CodeUnsupportedProtocolVersion, protocol.CodeHeaderMismatch:
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// statelessPost serves one POST of a 2026-07-28 client (its
+// MCP-Protocol-Version names that era; an MCP-Session-Id is ignored).
+func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
+	if !acceptsBoth(r) {
+		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
+		return
+	}
+	if h.isClosing() {
+		h.tooMany(w, "the bridge is shutting down")
+		return
+	}
+	p, msgs, release, ok := h.readMessages(w, r, h.cfg.MaxBody)
+	if !ok {
+		return
+	}
+	defer func() { release() }()
+	if p.Batch {
+		writeJSON(w, http.StatusBadRequest, batchError(protocol.MCP20260728))
+		return
+	}
+	m, _ := msgs[0].(*jsonrpc.Request)
+	switch {
+	case m == nil:
+		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"a 2026-07-28 client sends no responses: the server asks for input with input_required results")))
+		return
+	case !m.IsCall():
+		// 2026-07-28 defines no client notification over Streamable HTTP
+		// (closing a stream cancels): accepted and dropped.
+		w.WriteHeader(http.StatusAccepted)
+		return
+	}
+	if why := headerMismatch(r, m); why != "" {
+		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(protocol.CodeHeaderMismatch, why)))
+		return
+	}
+	if resp := statelessRefusal(m); resp != nil {
+		writeJSON(w, statusOf(resp), resp)
+		return
+	}
+	release() // the request is decoded: the body's bytes are its own now
+	release = func() {}
+	s, leave := h.statelessHolder(r)
+	if s == nil {
+		h.tooMany(w, "the bridge is shutting down")
+		return
+	}
+	defer leave()
+	h.calls.Add(1)
+	defer h.callsDone()
+
+	// The client's progress token, if any, is replaced on the way by the
+	// call's own (flow.WithProgress): tokens of different clients may be
+	// equal, and each update must reach its own POST.
+	// The callback runs on the session's reading goroutine and must not
+	// wait for this client: an update not yet written when a newer one
+	// comes is replaced by it (as progress datagrams are, spec §6.2), so a
+	// POST holds one at most.
+	var opts []flow.CallOption
+	var (
+		pmu     sync.Mutex
+		pending jsonrpc.Message
+	)
+	wake := make(chan struct{}, 1)
+	next := func() jsonrpc.Message {
+		pmu.Lock()
+		defer pmu.Unlock()
+		n := pending
+		pending = nil
+		return n
+	}
+	if tok := progressToken(m.Params); tok != nil {
+		opts = append(opts, flow.WithProgress(func(pr flow.Progress) {
+			pr.ProgressToken = tok
+			n, err := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodProgress, pr)
+			if err != nil {
+				return
+			}
+			pmu.Lock()
+			pending = n
+			pmu.Unlock()
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}))
+	}
+	// A client that closes the stream (or its connection) cancels the
+	// request: the call sends $/cancel and answers nothing.
+	done := make(chan *jsonrpc.Response, 1)
+	go func() {
+		done <- s.core.call(context.WithoutCancel(r.Context()), r.Context(), m, opts...)
+	}()
+	sse := false
+	send := func(msg jsonrpc.Message) {
+		if !sse {
+			sse = true
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.Header().Set("Cache-Control", "no-store")
+			w.Header().Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+		}
+		_, _ = w.Write(appendSSEData(nil, jsonrpc.AppendJSON(nil, msg)))
+		if fl, ok := w.(http.Flusher); ok {
+			fl.Flush()
+		}
+	}
+	for {
+		select {
+		case <-wake:
+			if n := next(); n != nil {
+				send(n)
+			}
+		case resp := <-done:
+			if resp == nil { // cancelled: MCP sends no response
+				return
+			}
+			if n := next(); n != nil { // what came before the response goes first
+				send(n)
+			}
+			if sse {
+				send(resp)
+				return
+			}
+			writeJSON(w, statusOf(resp), resp)
+			return
+		}
+	}
+}
+
+// appendSSEData appends one SSE event whose data is msg (one line: JSON
+// has no raw newlines).
+func appendSSEData(b, msg []byte) []byte {
+	b = append(b, "data: "...)
+	b = append(b, msg...)
+	return append(b, "\n\n"...)
+}
