@@ -86,7 +86,9 @@ interop:
 # HTTP front → MCP-Flow → stdio upstream. Client mode ('core'): the go-sdk
 # conformance client directly and through HTTP front → MCP-Flow → our HTTP
 # upstream → the suite's mock servers (in a private network namespace).
-# TSv2Upstream rows: MCP-Flow clients of 2026-07-28 and 2025-11-25 through the
+# TSv2Chain rows: the TypeScript SDK v2 client → each front → MCP-Flow → stdio upstream
+# → the TypeScript SDK v2 server, in each era and across eras, beside the same
+# checks run directly (interop/tsv2). TSv2Upstream rows: MCP-Flow clients of 2026-07-28 and 2025-11-25 through the
 # upstream to the TypeScript SDK v2 server (interop/tsv2/server.mjs) in each era.
 # The TypeScript SDK v2 client (interop/tsv2/client.mjs), in 2026-07-28 and
 # 2025-11-25, through the HTTP front and the stdio front to mcp-flow-server.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
+	"syscall"
 	"testing"
 	"time"
 
@@ -18,13 +19,14 @@ import (
 
 var tsv2TotalRE = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
 
-// mcpFlowServer runs mcp-flow-server (its built-in test tools) on a free
-// port and returns its URL and certificate hash; it is stopped with the test.
-func mcpFlowServer(t *testing.T) (url, hash string) {
+// mcpFlowServer runs mcp-flow-server (its built-in test tools, or what
+// extra flags such as -upstream say) on a free port and returns its URL and
+// certificate hash; it is stopped with the test.
+func mcpFlowServer(t *testing.T, extra ...string) (url, hash string) {
 	t.Helper()
 	bin := goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	dir := t.TempDir()
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", dir, "-root", dir)
+	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-cert-dir", dir, "-root", dir}, extra...)...)
 	stderr := &flowtest.SyncBuffer{}
 	cmd.Stderr = stderr
 	stdout, err := cmd.StdoutPipe()
@@ -34,7 +36,23 @@ func mcpFlowServer(t *testing.T) (url, hash string) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	t.Cleanup(func() {
+		// SIGTERM: the server drains and stops its upstream processes
+		// (end of input, then signals) before it exits: nothing is left.
+		cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan error, 1)
+		go func() { done <- cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("mcp-flow-server after SIGTERM: %v; stderr:\n%s", err, stderr)
+			}
+		case <-time.After(30 * time.Second):
+			cmd.Process.Kill()
+			<-done
+			t.Errorf("mcp-flow-server still running 30 s after SIGTERM; stderr:\n%s", stderr)
+		}
+	})
 	url, hash = flowtest.Announcement(stdout)
 	if url == "" || hash == "" {
 		t.Fatalf("mcp-flow-server printed no url and hash; stderr:\n%s", stderr)
@@ -101,6 +119,77 @@ func TestOfficialConformanceTSv2Front(t *testing.T) {
 				}
 			})
 		}
+	}
+	fmt.Print(report)
+}
+
+// TestOfficialConformanceTSv2Chain runs the same TypeScript SDK v2 client
+// checks (interop/tsv2/client.mjs --tools tsv2) against the TypeScript SDK
+// v2 server (interop/tsv2/server.mjs) directly, and through each front →
+// MCP-Flow → mcp-flow-server's stdio upstream → that server, in each era,
+// and requires the chain to score what direct scores (issue 15, spec §10
+// and §11.6). Two more rows cross eras, which a direct connection cannot:
+// a 2026-07-28 client to the server in its 2025-only mode, and a
+// 2025-11-25 client to it in its 2026-07-28-only mode; every check must
+// pass there too (the upstream translates, spec §10 "Eras").
+func TestOfficialConformanceTSv2Chain(t *testing.T) {
+	if testing.Short() {
+		t.Skip("npm peers")
+	}
+	node, _ := npmPeers(t)
+	script := tsv2Script(t)
+	cli := goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	// chain starts mcp-flow-server with the TS server (in serverEra) as its
+	// stdio upstream and an HTTP front to it; it returns the client
+	// arguments for each front.
+	chain := func(t *testing.T, serverEra string) (httpArgs, stdioArgs []string) {
+		url, hash := mcpFlowServer(t, "-upstream", "stdio:"+node+" "+script+" stdio "+serverEra)
+		front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
+			Client: flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+		ts := httptest.NewServer(front)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			if err := front.Shutdown(ctx); err != nil {
+				t.Errorf("HTTP front Shutdown: %v", err)
+			}
+			ts.Close()
+		})
+		return []string{"--http", ts.URL + "/mcp"}, []string{"--stdio", cli, "-url", url, "-cert-hash", hash, "bridge", "stdio"}
+	}
+	report := "TypeScript SDK v2 client 2.4.0 → TypeScript SDK v2 server 2.4.0 (interop/tsv2), the same checks:\n"
+	row := func(t *testing.T, label, era string, args []string) (passed int) {
+		p, n, out := runTSv2(t, node, append([]string{"--era", era, "--tools", "tsv2"}, args...)...)
+		report += fmt.Sprintf("  %-78s %3d passed, %d failed\n", label, p, n)
+		if n != 0 || p == 0 {
+			t.Errorf("%s: %d passed, %d failed:\n%s", label, p, n, out)
+		}
+		return p
+	}
+	for _, era := range []string{"2026", "2025"} {
+		version := map[string]string{"2026": "2026-07-28", "2025": "2025-11-25"}[era]
+		t.Run(version, func(t *testing.T) {
+			direct := row(t, version+" direct (stdio)", era, []string{"--stdio", node, script, "stdio", "both"})
+			httpArgs, stdioArgs := chain(t, "both")
+			for _, f := range []struct {
+				name string
+				args []string
+			}{{"Streamable HTTP front", httpArgs}, {"stdio front", stdioArgs}} {
+				if p := row(t, version+" via the "+f.name+" → MCP-Flow → stdio upstream", era, f.args); p != direct {
+					t.Errorf("through the %s: %d checks passed, directly %d", f.name, p, direct)
+				}
+			}
+		})
+	}
+	for _, c := range []struct{ era, version, serverEra, server string }{
+		{"2026", "2026-07-28", "legacy", "2025-only server"},
+		{"2025", "2025-11-25", "modern", "2026-07-28-only server"},
+	} {
+		t.Run(c.version+"-to-"+c.serverEra, func(t *testing.T) {
+			httpArgs, stdioArgs := chain(t, c.serverEra)
+			row(t, c.version+" via the Streamable HTTP front → MCP-Flow → "+c.server, c.era, httpArgs)
+			row(t, c.version+" via the stdio front → MCP-Flow → "+c.server, c.era, stdioArgs)
+		})
 	}
 	fmt.Print(report)
 }

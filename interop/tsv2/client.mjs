@@ -3,8 +3,13 @@
 // test tools (echo, generate, slow, fail_midstream), reached through one of the
 // MCP-Flow fronts, in a chosen era.
 //
-//   node client.mjs --era 2026|2025 --http URL
-//   node client.mjs --era 2026|2025 --stdio CMD [ARGS...]
+//   node client.mjs --era 2026|2025 [--tools flow|tsv2] --http URL
+//   node client.mjs --era 2026|2025 [--tools flow|tsv2] --stdio CMD [ARGS...]
+//
+// --tools flow (the default) checks mcp-flow-server's test tools; --tools
+// tsv2 checks the tools of tsv2/server.mjs (echo, big, progress, slow,
+// stats, fail), so that the same checks run directly against that server
+// and through the MCP-Flow chain to it, and their totals can be compared.
 //
 // --era 2026 pins 2026-07-28 (versionNegotiation {pin}: server/discover, then
 // stateless requests with _meta); --era 2025 is the SDK's default legacy
@@ -18,15 +23,17 @@ const { Client, StreamableHTTPClientTransport } = await import(new URL('index.mj
 
 const args = process.argv.slice(2);
 let era = '2026';
+let tools = 'flow';
 let url;
 let command;
 for (let i = 0; i < args.length; i++) {
   if (args[i] === '--era') era = args[++i];
+  else if (args[i] === '--tools') tools = args[++i];
   else if (args[i] === '--http') url = args[++i];
   else if (args[i] === '--stdio') { command = args.slice(i + 1); break; }
 }
-if ((era !== '2026' && era !== '2025') || (!url && !command?.length)) {
-  console.error('usage: client.mjs --era 2026|2025 (--http URL | --stdio CMD [ARGS...])');
+if ((era !== '2026' && era !== '2025') || (tools !== 'flow' && tools !== 'tsv2') || (!url && !command?.length)) {
+  console.error('usage: client.mjs --era 2026|2025 [--tools flow|tsv2] (--http URL | --stdio CMD [ARGS...])');
   process.exit(2);
 }
 const want = era === '2026' ? '2026-07-28' : '2025-11-25';
@@ -53,6 +60,10 @@ function assert(cond, msg) {
   if (!cond) throw new Error(msg);
 }
 const text = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('');
+// allText is a result's text wherever it is: text content, or a resource's
+// text or base64 blob (an execution stream the front inlined, spec §10).
+const allText = (r) => r.content.map((c) => c.type === 'text' ? c.text
+  : c.type === 'resource' ? (c.resource.text ?? Buffer.from(c.resource.blob ?? '', 'base64').toString('utf8')) : '').join('');
 
 let connected = false;
 await check('connect', async () => {
@@ -72,6 +83,60 @@ if (connected) {
     assert(client.getServerCapabilities()?.tools, `capabilities ${JSON.stringify(client.getServerCapabilities())}`);
     return 'capabilities.tools present';
   });
+  if (tools === 'tsv2') {
+  await check('tools/list', async () => {
+    const { tools: list } = await client.listTools();
+    const names = list.map((t) => t.name);
+    for (const n of ['echo', 'big', 'progress', 'slow', 'stats', 'fail']) assert(names.includes(n), `no ${n} in ${names}`);
+    return `${list.length} tools`;
+  });
+  await check('echo', async () => {
+    const s = 'héllo, 日本語 🚀';
+    const r = await client.callTool({ name: 'echo', arguments: { text: s } });
+    assert(text(r) === s && !r.isError, `got ${JSON.stringify(r)}`);
+    return 'text round trip';
+  });
+  await check('large result (2 MiB text)', async () => {
+    const n = 2 << 20;
+    const r = await client.callTool({ name: 'big', arguments: { size: n } });
+    const t = allText(r);
+    assert(t.length === n && /^x*$/.test(t), `${t.length} characters, want ${n} x's; content types ${r.content.map((c) => c.type)}`);
+    return `${t.length} characters as ${r.content.map((c) => c.type).join('+')}`;
+  });
+  await check('progress', async () => {
+    const seen = [];
+    const r = await client.callTool({ name: 'progress', arguments: { steps: 4, delayMs: 50 } }, { onprogress: (p) => seen.push(p.progress) });
+    assert(!r.isError && text(r) === 'done 4', JSON.stringify(r));
+    // The SDK client drops updates read in the same chunk as the result
+    // (seen directly, without MCP-Flow: all four sent at once arrive as
+    // [1] or none), and a front may replace an update not yet written by a
+    // newer one (spec §11.6): so the server spaces them 50 ms apart, and
+    // the check asks for at least one, each newer than the last, none past
+    // the total.
+    assert(seen.length >= 1 && seen.every((p, i) => p >= 1 && p <= 4 && (i === 0 || p > seen[i - 1])), `progress ${JSON.stringify(seen)}`);
+    return `${seen.length} of 4 updates, increasing`;
+  });
+  await check('cancel (AbortSignal) reaches the server', async () => {
+    const ac = new AbortController();
+    const call = client.callTool({ name: 'slow', arguments: {} }, {
+      signal: ac.signal,
+      onprogress: () => ac.abort('the check cancels'),
+    });
+    let err;
+    try { await call; } catch (e) { err = e; }
+    assert(err && ac.signal.aborted, `the call ${err ? 'failed without the abort' : 'resolved'}: ${err ?? ''}`);
+    const r = await client.callTool({ name: 'stats', arguments: { atLeast: 1 } });
+    const n = JSON.parse(text(r)).cancelled;
+    assert(n >= 1, `the server counted ${n} cancellations (waited 20 s for one)`);
+    return `rejected (${err?.name}); the server counted ${n} cancellation(s)`;
+  });
+  await check('error: a failing tool', async () => {
+    let err, r;
+    try { r = await client.callTool({ name: 'fail', arguments: {} }); } catch (e) { err = e; }
+    assert(r?.isError && /failing on purpose/.test(text(r)), `got ${err ? `error ${err.code} ${err.message}` : JSON.stringify(r)}`);
+    return 'isError result with the server\'s message';
+  });
+  } else {
   await check('tools/list', async () => {
     const { tools } = await client.listTools();
     const names = tools.map((t) => t.name);
@@ -135,6 +200,7 @@ if (connected) {
     assert((err && err.code === -32602) || r?.isError, `got ${err ? `error ${err.code} ${err.message}` : JSON.stringify(r)}`);
     return err ? `rejected: code ${err.code}` : 'isError result';
   });
+  }
   await check('close', async () => {
     await client.close();
     return 'closed';

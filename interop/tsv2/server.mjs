@@ -9,9 +9,9 @@
 //      legacy  2025 revisions only (a hand-wired McpServer: initialize, sessions)
 //      both    the SDK's default entry points: 2026-07-28 and 2025
 //
-// Tools: echo {text}; big {size} (a text of size bytes); progress {steps}
-// (one notifications/progress per step, when the request has a
-// progressToken); slow (progress 1 once it runs, then waits until
+// Tools: echo {text}; big {size} (a text of size bytes); progress {steps,
+// delayMs} (one notifications/progress per step, delayMs apart, when the
+// request has a progressToken); slow (progress 1 once it runs, then waits until
 // cancelled, and counts the cancellation); stats {atLeast} (the
 // cancellations counted so far, as JSON, once there are atLeast); ask (a
 // 2026-07-28 input_required result); sample (a sampling request to the
@@ -42,9 +42,10 @@ function factory() {
     const text = t => ({ content: [{ type: 'text', text: t }] });
     server.registerTool('echo', { description: 'echoes text', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => text(t));
     server.registerTool('big', { description: 'a text of size bytes', inputSchema: z.object({ size: z.number().int() }) }, async ({ size }) => text('x'.repeat(size)));
-    server.registerTool('progress', { description: 'reports progress', inputSchema: z.object({ steps: z.number().int() }) }, async ({ steps }, ctx) => {
+    server.registerTool('progress', { description: 'reports progress (delayMs apart)', inputSchema: z.object({ steps: z.number().int(), delayMs: z.number().int().optional() }) }, async ({ steps, delayMs }, ctx) => {
         const token = ctx.mcpReq._meta?.progressToken;
         for (let i = 1; token !== undefined && i <= steps; i++) {
+            if (i > 1 && delayMs) await new Promise(r => setTimeout(r, delayMs));
             await ctx.mcpReq.notify({ method: 'notifications/progress', params: { progressToken: token, progress: i, total: steps, message: `step ${i}` } });
         }
         return text(`done ${steps}`);
