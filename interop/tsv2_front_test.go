@@ -126,7 +126,8 @@ func TestOfficialConformanceTSv2Front(t *testing.T) {
 // TestOfficialConformanceTSv2Chain runs the same TypeScript SDK v2 client
 // checks (interop/tsv2/client.mjs --tools tsv2) against the TypeScript SDK
 // v2 server (interop/tsv2/server.mjs) directly, and through each front →
-// MCP-Flow → mcp-flow-server's stdio upstream → that server, in each era,
+// MCP-Flow → mcp-flow-server's stdio upstream → that server (and the HTTP
+// front → MCP-Flow → the Streamable HTTP upstream → it), in each era,
 // and requires the chain to score what direct scores (issue 15, spec §10
 // and §11.6). Two more rows cross eras, which a direct connection cannot:
 // a 2026-07-28 client to the server in its 2025-only mode, and a
@@ -139,11 +140,10 @@ func TestOfficialConformanceTSv2Chain(t *testing.T) {
 	node, _ := npmPeers(t)
 	script := tsv2Script(t)
 	cli := goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
-	// chain starts mcp-flow-server with the TS server (in serverEra) as its
-	// stdio upstream and an HTTP front to it; it returns the client
-	// arguments for each front.
-	chain := func(t *testing.T, serverEra string) (httpArgs, stdioArgs []string) {
-		url, hash := mcpFlowServer(t, "-upstream", "stdio:"+node+" "+script+" stdio "+serverEra)
+	// chain starts mcp-flow-server with upstream (its -upstream flag) and
+	// an HTTP front to it; it returns the client arguments for each front.
+	chain := func(t *testing.T, upstream string) (httpArgs, stdioArgs []string) {
+		url, hash := mcpFlowServer(t, "-upstream", upstream)
 		front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
 			Client: flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
 		ts := httptest.NewServer(front)
@@ -170,7 +170,7 @@ func TestOfficialConformanceTSv2Chain(t *testing.T) {
 		version := map[string]string{"2026": "2026-07-28", "2025": "2025-11-25"}[era]
 		t.Run(version, func(t *testing.T) {
 			direct := row(t, version+" direct (stdio)", era, []string{"--stdio", node, script, "stdio", "both"})
-			httpArgs, stdioArgs := chain(t, "both")
+			httpArgs, stdioArgs := chain(t, "stdio:"+node+" "+script+" stdio both")
 			for _, f := range []struct {
 				name string
 				args []string
@@ -179,6 +179,17 @@ func TestOfficialConformanceTSv2Chain(t *testing.T) {
 					t.Errorf("through the %s: %d checks passed, directly %d", f.name, p, direct)
 				}
 			}
+			// Over HTTP the server runs in the era of the row: in "both"
+			// the SDK serves 2025 statelessly, so a 2025 client's
+			// notifications/cancelled (a POST of its own) reaches a server
+			// instance that never saw the request, and the direct row
+			// could not count the cancellation.
+			endpoint := tsv2HTTP(t, node, map[string]string{"2026": "modern", "2025": "legacy"}[era])
+			directHTTP := row(t, version+" direct (Streamable HTTP)", era, []string{"--http", endpoint})
+			httpArgs, _ = chain(t, endpoint)
+			if p := row(t, version+" via the Streamable HTTP front → MCP-Flow → HTTP upstream", era, httpArgs); p != directHTTP {
+				t.Errorf("through the HTTP upstream: %d checks passed, directly %d", p, directHTTP)
+			}
 		})
 	}
 	for _, c := range []struct{ era, version, serverEra, server string }{
@@ -186,7 +197,7 @@ func TestOfficialConformanceTSv2Chain(t *testing.T) {
 		{"2025", "2025-11-25", "modern", "2026-07-28-only server"},
 	} {
 		t.Run(c.version+"-to-"+c.serverEra, func(t *testing.T) {
-			httpArgs, stdioArgs := chain(t, c.serverEra)
+			httpArgs, stdioArgs := chain(t, "stdio:"+node+" "+script+" stdio "+c.serverEra)
 			row(t, c.version+" via the Streamable HTTP front → MCP-Flow → "+c.server, c.era, httpArgs)
 			row(t, c.version+" via the stdio front → MCP-Flow → "+c.server, c.era, stdioArgs)
 		})
