@@ -230,6 +230,36 @@ func errNoServerRequests(method string) *jsonrpc.Error {
 		" request; the bridge cannot pass it on (spec §10)")
 }
 
+// takesServerRequests returns the first server-request capability (roots,
+// sampling, elicitation) a 2026-07-28 request's _meta clientCapabilities
+// declares, or "".
+func takesServerRequests(params json.RawMessage) string {
+	var caps map[string]json.RawMessage
+	if json.Unmarshal(metaOf(params)[protocol.MetaClientCapabilities], &caps) != nil {
+		return ""
+	}
+	for _, k := range []string{"sampling", "elicitation", "roots"} {
+		if _, ok := caps[k]; ok {
+			return k
+		}
+	}
+	return ""
+}
+
+// errLossyDiscover answers a 2026-07-28 client's server/discover when the
+// upstream speaks 2025 only and the client declares a capability for
+// server-initiated requests (spec §10, "Eras"): through a 2026-07-28
+// session those requests could not reach it, so the bridge does not claim
+// 2026-07-28 for it. UnsupportedProtocolVersionError names the 2025
+// revisions the chain speaks with this server: a dual-era client falls back
+// to initialize and keeps its server requests, as it would directly.
+func errLossyDiscover(capability string) *jsonrpc.Error {
+	e := jsonrpc.NewError(protocol.CodeUnsupportedProtocolVersion, "the upstream speaks MCP 2025 only, and this client takes server requests ("+
+		capability+") that a 2026-07-28 session cannot carry: use initialize (spec §10)")
+	e.Data, _ = json.Marshal(map[string]any{"supported": protocol.MCPVersions(), "requested": protocol.MCP20260728})
+	return e
+}
+
 // isInputRequired reports whether a result is a 2026-07-28 InputRequiredResult.
 func isInputRequired(res json.RawMessage) bool {
 	if len(res) == 0 || res[0] != '{' || !strings.Contains(string(res), "input_required") {
@@ -254,6 +284,9 @@ func (c *upConn) translate(req *flow.Request) (params, answer json.RawMessage, e
 	switch up := c.upModern.Load(); {
 	case c.clientModern && !up:
 		if req.Method == protocol.MethodDiscover {
+			if m := takesServerRequests(req.Params); m != "" {
+				return nil, nil, errLossyDiscover(m)
+			}
 			a, err := discoverFromInit(c.initRes)
 			return nil, a, err
 		}

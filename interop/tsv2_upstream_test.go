@@ -127,7 +127,11 @@ func serverName(t *testing.T, ctx context.Context, s *flow.Session, version stri
 	if version != protocol.MCP20260728 {
 		return s.InitializeResult().ServerInfo.Name
 	}
-	r, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{})
+	// Without server-request capabilities (the session's own, sampling and
+	// elicitation, are replaced by the request's _meta): a 2025-only
+	// upstream refuses to claim 2026-07-28 to a client that takes server
+	// requests (eraErrors checks that).
+	r, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{"_meta": map[string]any{protocol.MetaClientCapabilities: map[string]any{}}})
 	if err != nil {
 		t.Fatalf("server/discover: %v", err)
 	}
@@ -265,6 +269,20 @@ func eraErrors(t *testing.T, s *flow.Session, transport, version, era string) in
 		}
 	}
 	checks++
+	if version == protocol.MCP20260728 && !upModern {
+		// This client declares sampling and elicitation, which a 2025-only
+		// upstream may ask for and a 2026-07-28 session cannot carry: its
+		// server/discover gets UnsupportedProtocolVersionError naming the
+		// 2025 revisions only, so that a dual-era client falls back to
+		// initialize (spec §10, "Eras").
+		_, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{})
+		var je *jsonrpc.Error
+		if !errors.As(err, &je) || je.Code != protocol.CodeUnsupportedProtocolVersion || strings.Contains(string(je.Data), protocol.MCP20260728+`"]`) ||
+			!strings.Contains(string(je.Data), protocol.MCP20251125) {
+			t.Fatalf("server/discover from a client with sampling to a 2025 upstream: %v, want -32022 naming only the 2025 revisions", err)
+		}
+		checks++
+	}
 	// The SDK's HTTP entry serves 2025 statelessly (legacy 'stateless'): a
 	// server request has no session to come back to, so only its other
 	// modes are asked for sampling.
