@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -55,7 +57,19 @@ func TestUpstreamProbeTimeout(t *testing.T) {
 	if json.Unmarshal(r.Result, &res); len(res.Content) != 1 || res.Content[0].Text != "after the probe" || took < probe || took >= bridge.DefaultProbeTimeout {
 		t.Fatalf("echo: %s after %v (the probe waits %v, not the default %v)", r.Result, took, probe, bridge.DefaultProbeTimeout)
 	}
-	d, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{})
+	// This session declares roots, which the 2025 upstream may ask for and a
+	// 2026-07-28 session cannot carry: its own server/discover is refused
+	// with -32022 (spec §10, "Eras"); one without that capability is
+	// answered from the upstream's InitializeResult.
+	_, err = s.Call(ctx, protocol.MethodDiscover, map[string]any{})
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != protocol.CodeUnsupportedProtocolVersion || strings.Contains(string(je.Data), protocol.MCP20260728+`"]`) {
+		t.Fatalf("server/discover with roots to a 2025 upstream: %v, want -32022 naming the 2025 revisions only", err)
+	}
+	d, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{"_meta": map[string]any{protocol.MetaClientCapabilities: map[string]any{}}})
+	if err != nil {
+		t.Fatalf("server/discover without server-request capabilities: %v", err)
+	}
 	var disc struct {
 		SupportedVersions []string
 		Meta              map[string]struct{ Name string } `json:"_meta"`
