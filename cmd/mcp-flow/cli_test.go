@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
@@ -16,6 +18,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
@@ -194,5 +197,48 @@ func TestCLIClosesItsSession(t *testing.T) {
 	t.Logf("server goroutines: %d before %d runs, %d after", before, runs-1, after)
 	if after > before+2 {
 		t.Fatalf("server goroutines: %d before %d runs, %d after", before, runs-1, after)
+	}
+}
+
+// TestCLIMCPVersion: -mcp-version 2026-07-28 makes the client commands speak
+// MCP 2026-07-28 over MCP-Flow (spec §11: $/hello, no initialize, each
+// request with its _meta protocol version; ping becomes a server/discover
+// round trip), the default speaks 2025-11-25 after initialize, and an
+// unknown revision is a usage error (exit 2).
+func TestCLIMCPVersion(t *testing.T) {
+	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	type seen struct{ method, version string }
+	got := make(chan seen, 16)
+	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	srv := flowtest.Serve(t, flow.ServerConfig{Capabilities: caps, Handler: flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct {
+			Meta map[string]string `json:"_meta"`
+		}
+		_ = json.Unmarshal(req.Params, &p)
+		got <- seen{req.Method, p.Meta[protocol.MetaProtocolVersion]}
+		return mux.HandleRequest(ctx, req)
+	})})
+	base := []string{"-url", srv.URL(), "-cert-hash", flowtest.Cert.HashHex()}
+	for _, c := range []struct {
+		flags   []string
+		version string // of the request's _meta
+	}{
+		{nil, ""},
+		{[]string{"-mcp-version", "2026-07-28"}, "2026-07-28"},
+	} {
+		out, errOut, code := runCLI(t, cli, append(append(base, c.flags...), "call", "echo", "text=hi")...)
+		if code != exitOK || strings.TrimSpace(out) != "hi" {
+			t.Fatalf("%v call echo: exit %d, %q, stderr:\n%s", c.flags, code, out, errOut)
+		}
+		if s := <-got; s.method != "tools/call" || s.version != c.version {
+			t.Fatalf("%v: the server got %+v, want tools/call with _meta version %q", c.flags, s, c.version)
+		}
+	}
+	out, errOut, code := runCLI(t, cli, append(base, "-mcp-version", "2026-07-28", "ping")...)
+	if code != exitOK || !strings.Contains(out, "pong") {
+		t.Fatalf("-mcp-version 2026-07-28 ping: exit %d, %q, stderr:\n%s", code, out, errOut)
+	}
+	if _, errOut, code := runCLI(t, cli, append(base, "-mcp-version", "2027-01-01", "ping")...); code != 2 || !strings.Contains(errOut, "-mcp-version") {
+		t.Fatalf("-mcp-version 2027-01-01: exit %d, want 2; stderr:\n%s", code, errOut)
 	}
 }

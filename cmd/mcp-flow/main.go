@@ -51,6 +51,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -88,6 +89,7 @@ func (o options) limits() flow.Limits {
 type options struct {
 	url, encoding, certHash, caFile, out string
 	webtransport                         string
+	mcpVersion                           string
 	insecure, raw, debug                 bool
 	timeout                              time.Duration
 	inlineLimit                          int64
@@ -113,6 +115,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.certHash, "cert-hash", os.Getenv("MCP_FLOW_CERT_HASH"), "pin the server certificate's SHA-256 (hex or base64; or $MCP_FLOW_CERT_HASH)")
 	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")
+	fs.StringVar(&o.mcpVersion, "mcp-version", protocol.MCPLatest, "the MCP revision the client commands speak: "+strings.Join(protocol.MCPVersions(), ", ")+" (initialize), or "+protocol.MCP20260728+" (stateless: $/hello, per-request _meta, no initialize; spec §11); the bridges speak each client's own")
 	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
@@ -239,7 +242,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		call = func(s *flow.Session) int {
 			t0 := time.Now()
-			if err := s.Ping(ctx); err != nil {
+			ping := s.Ping
+			if o.mcpVersion == protocol.MCP20260728 {
+				// 2026-07-28 has no ping: a server/discover round trip
+				// stands in for it.
+				ping = func(ctx context.Context) error {
+					_, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{})
+					return err
+				}
+			}
+			if err := ping(ctx); err != nil {
 				return failure(ctx, t, o, err, "waiting for ping")
 			}
 			fmt.Fprintf(stdout, "pong from %s in %v (encoding %s)\n", o.url, time.Since(t0).Round(time.Microsecond), s.Encoding())
@@ -273,6 +285,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: protocol.Version},
 		Logger:    log,
 		Limits:    o.limits(),
+	}
+	switch v := o.mcpVersion; {
+	case v == protocol.MCP20260728:
+		cfg.ProtocolVersion = v
+	case slices.Contains(protocol.MCPVersions(), v):
+		cfg.ProtocolVersion = v
+	default:
+		return usage(stderr, fmt.Sprintf("-mcp-version %q: want one of %s, %s", v, strings.Join(protocol.MCPVersions(), ", "), protocol.MCP20260728))
 	}
 	if o.webtransport == "draft02" {
 		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
