@@ -461,8 +461,23 @@ type pbField struct {
 	v   uint64
 }
 
+// shortBytesField reads the field that starts b when it is the common one:
+// a length-delimited field with a one-byte tag (numbers 1-15) and a
+// one-byte length (under 128 bytes), which need no varint decoding. ok is
+// false for anything else, left to protowire.
+func shortBytesField(b []byte) (num protowire.Number, v, rest []byte, ok bool) {
+	if len(b) < 2 || b[0]&0x87 != byte(protowire.BytesType) || b[0] < 8 || b[1] >= 0x80 || int(b[1]) > len(b)-2 {
+		return 0, nil, nil, false
+	}
+	end := 2 + int(b[1])
+	return protowire.Number(b[0] >> 3), b[2:end:end], b[end:], true
+}
+
 // nextField reads the field that starts b, which the scan has checked.
 func nextField(b []byte) (pbField, []byte) {
+	if num, v, rest, ok := shortBytesField(b); ok {
+		return pbField{num: num, typ: protowire.BytesType, val: v}, rest
+	}
 	num, typ, n := protowire.ConsumeTag(b)
 	if n < 0 {
 		return pbField{}, nil
@@ -739,6 +754,13 @@ type protoScan struct {
 // field of the message in b, skipping the others.
 func (sc *protoScan) fields(b []byte, f func(num protowire.Number, v []byte) error) error {
 	for len(b) > 0 {
+		if num, v, rest, ok := shortBytesField(b); ok {
+			if err := f(num, v); err != nil {
+				return err
+			}
+			b = rest
+			continue
+		}
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
 			return protowire.ParseError(n)

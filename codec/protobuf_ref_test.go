@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec/pb"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -237,4 +238,40 @@ func envelopesText(p jsonrpc.Payload) []string {
 		}
 	}
 	return out
+}
+
+// TestShortBytesField checks the fast path of the field readers against
+// protowire on the edges of what it takes: field number 0, a varint tag, a
+// varint length, another wire type, a length past the end.
+func TestShortBytesField(t *testing.T) {
+	for _, b := range [][]byte{
+		{0x0a, 0x00},
+		{0x0a, 0x02, 'h', 'i', 0x10},
+		{0x7a, 0x01, 'x'},       // field 15
+		{0x02, 0x01, 'x'},       // field 0: invalid
+		{0x82, 0x01, 0x01, 'x'}, // field 16: a two-byte tag
+		{0x0a, 0x80, 0x01},      // a two-byte length
+		{0x08, 0x01},            // a varint field
+		{0x0a, 0x05, 'a'},       // past the end
+		{0x0a},                  // no length
+		{0x0a, 0x7f},            // 127 bytes announced, none there
+	} {
+		num, v, rest, ok := shortBytesField(b)
+		wnum, typ, n := protowire.ConsumeTag(b)
+		if n < 0 || wnum < 1 || typ != protowire.BytesType {
+			if ok {
+				t.Errorf("% x: taken, protowire refuses the tag", b)
+			}
+			continue
+		}
+		wv, m := protowire.ConsumeBytes(b[n:])
+		switch {
+		case m < 0 && ok:
+			t.Errorf("% x: taken, protowire refuses the length", b)
+		case m >= 0 && ok && (num != wnum || string(v) != string(wv) || len(rest) != len(b)-n-m):
+			t.Errorf("% x: got field %d %q rest %d, protowire %d %q rest %d", b, num, v, len(rest), wnum, wv, len(b)-n-m)
+		case m >= 0 && !ok && n == 1 && len(b) > 1 && b[1] < 0x80:
+			t.Errorf("% x: a one-byte tag and length not taken", b)
+		}
+	}
 }
