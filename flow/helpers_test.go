@@ -40,6 +40,9 @@ func startServerTools(t testing.TB, tc testtools.Config, mod func(*flow.ServerCo
 
 func clientTLS(t testing.TB) *tls.Config { return flowtest.ClientTLS(t) }
 
+// dial connects a client to srv. It allows 60 s: under -race, with a second
+// suite running beside it on this 2-core machine, a dial once took over the
+// 10 s it had before (TestProgressNeverBackwards, in a contention run).
 func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Session {
 	t.Helper()
 	cfg := flow.ClientConfig{
@@ -50,7 +53,7 @@ func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Se
 	if mod != nil {
 		mod(&cfg)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	s, err := flow.Dial(ctx, srv.URL(), cfg)
 	if err != nil {
