@@ -35,32 +35,75 @@ func httpFront(t *testing.T) *httptest.Server {
 }
 
 // TestGoSDKStreamableClientThroughHTTPFront: the go-sdk's Streamable HTTP
-// client uses a remote MCP-Flow server through the HTTP front.
+// client uses a remote MCP-Flow server through the HTTP front, in 2025-11-25
+// (a session: every progress notification arrives) and in 2026-07-28, which
+// the go-sdk v1.8 client chooses after its server/discover probe (one
+// POST per request: a progress update not yet written when a newer one
+// comes is replaced by it, never the last one, spec §11.6).
 func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
-	ts := httpFront(t)
-	progress := newProgressCount(3)
-	c := mcp.NewClient(&mcp.Implementation{Name: "http-host", Version: "1"}, &mcp.ClientOptions{
-		ProgressNotificationHandler: func(context.Context, *mcp.ProgressNotificationClientRequest) { progress.add() },
-	})
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tools, err := cs.ListTools(ctx, nil)
-	if err != nil || len(tools.Tools) < 5 {
-		t.Fatalf("tools/list: %v", err)
-	}
-	generateInline(t, ctx, cs, 2<<20)
-	params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]int{"steps": 3, "delayMs": 5}}
-	params.SetProgressToken(42)
-	if _, err := cs.CallTool(ctx, params); err != nil {
-		t.Fatal(err)
-	}
-	progress.wait(t, "slow, 3 steps, over SSE")
-	if err := cs.Close(); err != nil {
-		t.Fatal(err)
+	for _, version := range []string{"2025-11-25", ""} {
+		name := version
+		if name == "" {
+			name = "default (2026-07-28 after server/discover)"
+		}
+		t.Run(name, func(t *testing.T) {
+			ts := httpFront(t)
+			var mu sync.Mutex
+			var seen []float64
+			last := make(chan struct{})
+			c := mcp.NewClient(&mcp.Implementation{Name: "http-host", Version: "1"}, &mcp.ClientOptions{
+				ProgressNotificationHandler: func(_ context.Context, r *mcp.ProgressNotificationClientRequest) {
+					mu.Lock()
+					defer mu.Unlock()
+					seen = append(seen, r.Params.Progress)
+					if r.Params.Progress == 3 {
+						close(last)
+					}
+				},
+			})
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: ts.URL}, &mcp.ClientSessionOptions{ProtocolVersion: version})
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := version
+			if want == "" {
+				want = "2026-07-28"
+			}
+			if v := cs.InitializeResult().ProtocolVersion; v != want {
+				t.Fatalf("negotiated %s, want %s", v, want)
+			}
+			tools, err := cs.ListTools(ctx, nil)
+			if err != nil || len(tools.Tools) < 5 {
+				t.Fatalf("tools/list: %v", err)
+			}
+			generateInline(t, ctx, cs, 2<<20)
+			params := &mcp.CallToolParams{Name: "slow", Arguments: map[string]int{"steps": 3, "delayMs": 5}}
+			params.SetProgressToken(42)
+			if _, err := cs.CallTool(ctx, params); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case <-last:
+			case <-ctx.Done():
+				mu.Lock()
+				t.Fatalf("slow, 3 steps: progress %v, never the last one (3)", seen)
+			}
+			if err := cs.Close(); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if version != "" && len(seen) != 3 {
+				t.Fatalf("slow, 3 steps, in a 2025 session: progress %v, want all three", seen)
+			}
+			for i := range seen {
+				if i > 0 && seen[i] <= seen[i-1] {
+					t.Fatalf("slow, 3 steps: progress %v, not increasing", seen)
+				}
+			}
+		})
 	}
 }
 
