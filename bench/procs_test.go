@@ -46,6 +46,9 @@ func TestMain(m *testing.M) {
 // stacks: StackInuse". It ends at stdin's EOF.
 // MCP_FLOW_BENCH_MAX_SESSIONS sets flow.Limits.MaxSessions.
 func serverRole() int {
+	if r, err := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_MEMPROFILERATE")); err == nil {
+		runtime.MemProfileRate = r
+	}
 	dir, err := os.MkdirTemp("", "mcp-flow-bench-server")
 	if err != nil {
 		log.Print(err)
@@ -75,6 +78,18 @@ func serverRole() int {
 	fmt.Printf("url: %s\nhash: %s\n", srv.URL(), flowtest.Cert.HashHex())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "goroutines "); ok {
+			f, err := os.Create(path)
+			if err == nil {
+				err = pprof.Lookup("goroutine").WriteTo(f, 1)
+				f.Close()
+			}
+			if err != nil {
+				log.Print(err)
+				return 1
+			}
+			fmt.Println("profiled")
+		}
 		if path, ok := strings.CutPrefix(sc.Text(), "profile "); ok {
 			runtime.GC()
 			f, err := os.Create(path)
@@ -229,12 +244,19 @@ func (p *serverProc) heap(b testing.TB) (m serverMem) {
 }
 
 // profile has the server write a heap profile to path.
-func (p *serverProc) profile(b testing.TB, path string) {
-	if _, err := io.WriteString(p.stdin, "profile "+path+"\n"); err != nil {
+func (p *serverProc) profile(b testing.TB, path string) { p.write(b, "profile", path) }
+
+// goroutines has the server write its goroutines' stacks, grouped
+// (pprof's debug=1 text), to path.
+func (p *serverProc) goroutines(b testing.TB, path string) { p.write(b, "goroutines", path) }
+
+// write has the server write a profile of kind ("profile", "goroutines") to path.
+func (p *serverProc) write(b testing.TB, kind, path string) {
+	if _, err := io.WriteString(p.stdin, kind+" "+path+"\n"); err != nil {
 		b.Fatal(err)
 	}
 	if !p.lines.Scan() || p.lines.Text() != "profiled" {
-		b.Fatalf("the server process did not write its heap profile; stderr:\n%s", p.stderr)
+		b.Fatalf("the server process did not write its %s; stderr:\n%s", kind, p.stderr)
 	}
 }
 

@@ -184,6 +184,7 @@ func heapTop(b *testing.B, srv *serverProc, sessions int) {
 	}
 	prof := filepath.Join(dir, "BenchmarkSessions.heap.prof") // kept for pprof
 	srv.profile(b, prof)
+	srv.goroutines(b, filepath.Join(dir, "BenchmarkSessions.goroutines"))
 	out, err := exec.Command("go", "tool", "pprof", "-top", "-sample_index=inuse_space", "-nodecount=12", prof).CombinedOutput()
 	if err != nil {
 		b.Fatalf("go tool pprof: %v\n%s", err, out)
