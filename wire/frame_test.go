@@ -212,3 +212,46 @@ func TestReadFrameReleasesLargeBuffer(t *testing.T) {
 		}
 	}
 }
+
+// TestReadFrameWaitsHoldingNoBuffer: a FrameReader that waits for the next
+// frame holds no buffer, whatever it read before, so that an idle session
+// costs no frame memory (docs/BENCHMARKS.md, idle sessions): the reader
+// below checks, each time it is asked for bytes with none left, that the
+// FrameReader asks for a length prefix alone and holds nothing.
+func TestReadFrameWaitsHoldingNoBuffer(t *testing.T) {
+	var in []byte
+	sizes := []int{10, readAheadSize, readAheadSize + 1, RetainedFrameBuffer, RetainedFrameBuffer + 1, 3}
+	for i, n := range sizes {
+		in = AppendFrame(in, bytes.Repeat([]byte{byte('a' + i)}, n))
+	}
+	src := bytes.NewReader(in)
+	var fr *FrameReader
+	waits := 0
+	fr = NewFrameReader(readerFunc(func(p []byte) (int, error) {
+		// A length prefix asked of r in full: nothing is read ahead,
+		// and in a live session this is the wait for the next frame.
+		if len(p) == FrameHeaderLen {
+			waits++
+			if fr.ahead != nil || fr.mid != nil || fr.buf != nil {
+				t.Errorf("waiting for frame %d, the reader holds buffers: read-ahead %v, pooled %v, own %d bytes", waits, fr.ahead != nil, fr.mid != nil, cap(fr.buf))
+			}
+		}
+		return src.Read(p)
+	}), 0)
+	for i, n := range sizes {
+		p, err := fr.ReadFrame()
+		if err != nil || len(p) != n || p[0] != byte('a'+i) || p[n-1] != byte('a'+i) {
+			t.Fatalf("frame %d: %d bytes, %v", i, len(p), err)
+		}
+	}
+	if _, err := fr.ReadFrame(); err != io.EOF {
+		t.Fatalf("at the end: %v, want io.EOF", err)
+	}
+	if waits < 3 {
+		t.Fatalf("the reader waited %d times for a prefix between frames, want at least 3", waits)
+	}
+}
+
+type readerFunc func([]byte) (int, error)
+
+func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
