@@ -41,7 +41,6 @@ type Server struct {
 	ln       *quic.EarlyListener
 	sessions map[*Session]struct{}
 	closing  bool
-	wg       sync.WaitGroup
 	conns    sync.WaitGroup // one per accepted QUIC connection
 	// refuse, if set before Serve (only by the tests, export_test.go),
 	// makes the QUIC stack refuse a new connection from the address with
@@ -304,9 +303,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	// overshoot the limit.
 	sess := &Session{}
 	s.sessions[sess] = struct{}{}
-	s.wg.Add(1)
 	s.mu.Unlock()
-	defer s.wg.Done()
 
 	wts, err := s.wt.Upgrade(w, r)
 	if err != nil {
@@ -327,16 +324,26 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if closing {
 		real.startShutdown(true, "server shutting down")
 	}
-	real.serve()
-	s.mu.Lock()
-	delete(s.sessions, real)
-	s.mu.Unlock()
+	// The session runs on a goroutine of its own and this handler returns,
+	// so that http3 lets go of the request, the response's headers and the
+	// request's copy of the TLS connection state, which an idle session
+	// would otherwise keep for its lifetime (webtransport-go has taken the
+	// CONNECT stream over: http3 leaves it open).
+	go func() {
+		real.serve()
+		s.mu.Lock()
+		delete(s.sessions, real)
+		s.mu.Unlock()
+	}()
 }
 
 // serve runs a server session: the control stream, then the reading loops,
 // until the session ends.
 func (s *Session) serve() {
-	hctx, cancel := context.WithTimeout(s.ctx, s.lim.HandshakeTimeout)
+	// Derived from the WebTransport session's context, which closeWith
+	// ends too, rather than s.ctx: s.ctx then has no child while the
+	// session is idle (a context keeps the map of its children once made).
+	hctx, cancel := context.WithTimeout(s.wt.Context(), s.lim.HandshakeTimeout)
 	ctrl, err := s.wt.AcceptStream(hctx)
 	cancel()
 	if err != nil {
@@ -376,8 +383,9 @@ func (s *Session) refuseExtraStreams() {
 // watchHandshake closes a session that has not completed initialize within
 // HandshakeTimeout of its CONNECT. It arms a timer rather than run a
 // goroutine: an idle session keeps no goroutine (nor its stack) for it.
+// closeWith stops it.
 func (s *Session) watchHandshake() {
-	t := time.AfterFunc(s.lim.HandshakeTimeout, func() {
+	s.keepTimer(time.AfterFunc(s.lim.HandshakeTimeout, func() {
 		select {
 		case <-s.done:
 			return
@@ -386,8 +394,19 @@ func (s *Session) watchHandshake() {
 		if s.State() < StateReady {
 			s.fail(CloseHandshakeTimeout, nil, "initialize not completed within the handshake timeout")
 		}
-	})
-	context.AfterFunc(s.ctx, func() { t.Stop() })
+	}))
+}
+
+// keepTimer adds t to the timers closeWith stops, or stops it if closeWith
+// has passed that point already (it cancels s.ctx first).
+func (s *Session) keepTimer(t *time.Timer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		t.Stop()
+		return
+	}
+	s.timers = append(s.timers, t)
 }
 
 // watchIdle shuts down a session idle for IdleTimeout (spec §8), checking
@@ -415,7 +434,7 @@ func (s *Session) watchIdle() {
 	tm := time.AfterFunc(time.Duration(math.MaxInt64), check) // armed once t holds it
 	t.Store(tm)
 	tm.Reset(period)
-	context.AfterFunc(s.ctx, func() { tm.Stop() })
+	s.keepTimer(tm)
 }
 
 // stopAccepting marks the server closing, so that new CONNECTs get 503, and

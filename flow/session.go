@@ -97,6 +97,7 @@ type Session struct {
 	readEOF     bool
 	finTimer    *time.Timer   // ShutdownGrace before our FIN
 	closeTimer  *time.Timer   // PeerFINWait before our clean close
+	timers      []*time.Timer // the handshake and idle timeouts (keepTimer)
 	reports     reportLimiter // error replies and log lines about datagrams and streams
 
 	ctx      context.Context
@@ -147,19 +148,22 @@ func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, l
 	s.enc.Store(&codecBox{codecs[codec.JSON]})
 	s.state.Store(int32(StateConnected))
 	s.touch()
-	go func() {
+	// The peer's close is seen by a callback, not a goroutine that waits
+	// for it: an idle session keeps no goroutine (nor its stack) for it.
+	context.AfterFunc(wt.Context(), func() {
 		select {
-		case <-wt.Context().Done():
-			e := closeFromPeer(wtCloseErr(wt), s.idleInDrain())
-			if e.Code == CloseGoingAway && e.Err != nil && s.refusedInit.Load() && s.State() < StateReady {
-				// A client whose initialize we refused closed its
-				// connection, and its close code with it.
-				e.Code, e.Reason = CloseRefused, "the peer left after its initialize was refused"
-			}
-			s.closeWith(e)
 		case <-s.done:
+			return // we ended it
+		default:
 		}
-	}()
+		e := closeFromPeer(wtCloseErr(wt), s.idleInDrain())
+		if e.Code == CloseGoingAway && e.Err != nil && s.refusedInit.Load() && s.State() < StateReady {
+			// A client whose initialize we refused closed its
+			// connection, and its close code with it.
+			e.Code, e.Reason = CloseRefused, "the peer left after its initialize was refused"
+		}
+		s.closeWith(e)
+	})
 	return s
 }
 
@@ -376,6 +380,9 @@ func (s *Session) closeWith(e *SessionError) {
 	s.setState(StateClosed)
 	s.cancel()
 	s.mu.Lock()
+	for _, t := range s.timers {
+		t.Stop()
+	}
 	for _, t := range []*time.Timer{s.finTimer, s.closeTimer} {
 		if t != nil {
 			t.Stop()
