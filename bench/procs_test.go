@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"strings"
@@ -43,7 +44,10 @@ func TestMain(m *testing.M) {
 // serverRole serves on 127.0.0.1 and prints "url: …" and "hash: …" on
 // stdout; then, for each "heap" line on stdin, it collects garbage and
 // prints "heap: HeapInuse sessions: N goroutines: G live: HeapAlloc
-// stacks: StackInuse". It ends at stdin's EOF.
+// stacks: StackInuse". "profile PATH" writes a heap profile, "goroutines
+// PATH" the goroutines' stacks, "heapdump PATH" what debug.FreeOSMemory
+// changes of HeapInuse and then a heap dump (debug.WriteHeapDump). It
+// ends at stdin's EOF.
 // MCP_FLOW_BENCH_MAX_SESSIONS sets flow.Limits.MaxSessions.
 func serverRole() int {
 	if r, err := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_MEMPROFILERATE")); err == nil {
@@ -78,6 +82,27 @@ func serverRole() int {
 	fmt.Printf("url: %s\nhash: %s\n", srv.URL(), flowtest.Cert.HashHex())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if path, ok := strings.CutPrefix(sc.Text(), "heapdump "); ok {
+			// What debug.FreeOSMemory changes of HeapInuse, then a heap
+			// dump (every live object, span by span). In that order: the
+			// dump stops the world for a while, and the packets every
+			// session's timers then send at once hold buffers.
+			runtime.GC()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			debug.FreeOSMemory()
+			runtime.ReadMemStats(&m1)
+			f, err := os.Create(path)
+			if err == nil {
+				debug.WriteHeapDump(f.Fd())
+				err = f.Close()
+			}
+			if err != nil {
+				log.Print(err)
+				return 1
+			}
+			fmt.Printf("heapdump: inuse %d live %d; after FreeOSMemory: inuse %d live %d released %d\n", m0.HeapInuse, m0.HeapAlloc, m1.HeapInuse, m1.HeapAlloc, m1.HeapReleased)
+		}
 		if path, ok := strings.CutPrefix(sc.Text(), "goroutines "); ok {
 			f, err := os.Create(path)
 			if err == nil {
