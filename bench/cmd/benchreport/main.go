@@ -544,6 +544,14 @@ func (rep *report) sessionsSection(md *strings.Builder, seriesDir string) {
 		}
 		md.WriteString("\n")
 	}
+	if all, rows, ok := spanRows(seriesDir); ok {
+		fmt.Fprintf(md, "Where the free space inside spans is (fragmentation: the server's heap dump after GC, read span by span; its spans, the whole process's heap in use divided by the sessions held, add up to %s KiB per session, of which %s KiB live and %s KiB free), by object size, the sizes with the most free space first; allocated is what the process allocated of that size per session held since it started (its heap profile, sampled):\n\n| object size | KiB free per session | KiB of spans | KiB live | KiB allocated |\n|---|---|---|---|---|\n",
+			fmtNum(all.spans), fmtNum(all.live), fmtNum(all.free))
+		for _, r := range rows {
+			fmt.Fprintf(md, "| %d B | %s | %s | %s | %s |\n", r.size, fmtNum(r.free), fmtNum(r.spans), fmtNum(r.live), fmtNum(r.allocated))
+		}
+		md.WriteString("\n")
+	}
 	b, err := os.ReadFile(filepath.Join(seriesDir, "BenchmarkSessions.heap"))
 	if err != nil {
 		return
@@ -618,6 +626,63 @@ func shapedCause(m map[string]float64) string {
 	return b.String()
 }
 
+// spanRow is one line of BenchmarkSessions.spans: an object size (0 for
+// the totals) and, in KiB per session, the free space inside the spans of
+// that size, the spans, their live objects and what the process allocated
+// of that size (the heap profile's sampled alloc space).
+type spanRow struct {
+	size                         int
+	free, spans, live, allocated float64
+}
+
+// spanRows reads BenchmarkSessions.spans: the totals, then the object
+// sizes with the most free space in their spans.
+func spanRows(seriesDir string) (all spanRow, rows []spanRow, ok bool) {
+	b, err := os.ReadFile(filepath.Join(seriesDir, "BenchmarkSessions.spans"))
+	if err != nil {
+		return all, nil, false
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 5 {
+			continue
+		}
+		var r spanRow
+		v := make([]float64, 4)
+		for i := range v {
+			v[i], _ = strconv.ParseFloat(f[i+1], 64)
+		}
+		r.free, r.spans, r.live, r.allocated = v[0], v[1], v[2], v[3]
+		if f[0] == "all" {
+			all = r
+			continue
+		}
+		r.size, _ = strconv.Atoi(f[0])
+		rows = append(rows, r)
+	}
+	return all, rows, len(rows) > 0
+}
+
+// fragments says where the heap's free space inside spans is, from
+// BenchmarkSessions.spans, and what debug.FreeOSMemory changed.
+func fragments(seriesDir string, m map[string]float64) string {
+	all, rows, ok := spanRows(seriesDir)
+	if !ok {
+		return ""
+	}
+	var parts []string
+	for _, r := range rows[:min(4, len(rows))] {
+		parts = append(parts, fmt.Sprintf("%d B (%s KiB free in %s KiB of spans; %s KiB of that size allocated per session since the process started, %s KiB live)",
+			r.size, fmtNum(r.free), fmtNum(r.spans), fmtNum(r.allocated), fmtNum(r.live)))
+	}
+	s := fmt.Sprintf(" The server's heap dump, read span by span (its spans, the whole process's heap in use divided by the sessions held, add up to %s KiB per session), puts %s KiB per session of free space inside spans, most in objects of %s: sizes where the process allocated many times what stays live, so that the short-lived objects of each handshake (by the heap profile: AES key schedules, HKDF and HMAC states, SHA-256 states) leave spans partly empty around the connection's long-lived ones.",
+		fmtNum(all.spans), fmtNum(all.free), strings.Join(parts, ", "))
+	if v, ok := m["KiB-heap-change-FreeOSMemory/session"]; ok {
+		s += fmt.Sprintf(" debug.FreeOSMemory changed HeapInuse by %s KiB per session: it returns whole free spans to the OS, not the free space inside spans in use.", fmtNum(v))
+	}
+	return s
+}
+
 // owners reads the heap profile's owner breakdown the sessions benchmark
 // wrote ("KiB owner" a line) as "owner X, …".
 func owners(seriesDir string) string {
@@ -675,6 +740,7 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 		case name == sessions && r.num[1] == "KiB-heap/session":
 			fmt.Fprintf(md, " Of the %s KiB of heap in use per session, %s KiB are live objects (HeapAlloc after GC) and the other %s KiB are free space inside the spans those objects keep in use (fragmentation); the server also holds %s goroutines per session, whose stacks (%s KiB per session) are not heap. Who holds the live heap, by the server's heap profile (KiB per session): %s.",
 				fmtNum(m["KiB-heap/session"]), fmtNum(m["KiB-live/session"]), fmtNum(m["KiB-heap/session"]-m["KiB-live/session"]), fmtNum(m["goroutines/session"]), fmtNum(m["KiB-stacks/session"]), owners(seriesDir))
+			md.WriteString(fragments(seriesDir, m))
 		case name == sessions:
 			fmt.Fprintf(md, " %s of 1,000 dials failed; the burst took %s s, %s sessions per second, and %s ms of the server's CPU per dial (TLS handshake, HTTP/3 CONNECT, initialize); the dials wait at most %s s each, so the burst fails once the machine gives both ends less CPU than 1,000 dials need in that time.",
 				fmtNum(m["burst-refused"]), fmtNum(m["burst-s"]), fmtNum(m["burst-sessions/s"]), fmtNum(m["burst-server-cpu-ms/dial"]), fmtNum(m["dial-timeout-s"]))

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -80,5 +82,28 @@ func TestSeriesChart(t *testing.T) {
 	s := svgSeries("hol", []string{"flow-cbor", "sdk-stdio"}, [][]point{{{0, 0.2}, {2, 0.3}}, {{0, 5000}, {2, 4998}}})
 	if !strings.HasPrefix(s, "<svg") || strings.Count(s, "<polyline") != 2 || !strings.Contains(s, "sdk-stdio") || !strings.Contains(s, ">10000 ms<") {
 		t.Fatalf("svg: %s", s)
+	}
+}
+
+// TestFragments: BenchmarkSessions.spans becomes the sentence of the heap
+// goal's miss (the first four sizes) and FreeOSMemory's change is said.
+func TestFragments(t *testing.T) {
+	dir := t.TempDir()
+	spans := "all 13.17 72.09 58.92 155.86\n512 2.00 3.21 1.20 10.50\n64 1.94 3.26 1.32 11.78\n96 1.77 2.22 0.45 9.47\n32 1.22 2.16 0.94 8.19\n768 0.94 4.92 3.99 8.96\n"
+	if err := os.WriteFile(filepath.Join(dir, "BenchmarkSessions.spans"), []byte(spans), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := fragments(dir, map[string]float64{"KiB-heap-change-FreeOSMemory/session": -0.036})
+	for _, want := range []string{"add up to 72.1 KiB per session", "13.2 KiB per session of free space", "512 B (2.0 KiB free in 3.2 KiB of spans; 10.5 KiB of that size allocated per session since the process started, 1.2 KiB live)",
+		"32 B (1.2 KiB free", "changed HeapInuse by -0.036 KiB per session"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("missing %q in:\n%s", want, s)
+		}
+	}
+	if strings.Contains(s, "768 B") {
+		t.Errorf("more than four sizes: %s", s)
+	}
+	if fragments(t.TempDir(), nil) != "" {
+		t.Error("a run without the spans file says something of them")
 	}
 }
