@@ -1,0 +1,333 @@
+package bench
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// queues is what the kernel holds in the UDP sockets of both ends at one
+// moment (/proc/net/udp: rx_queue and tx_queue are the sockets' buffer
+// memory in use, sk_rmem_alloc and sk_wmem_alloc, so a datagram counts
+// with its kernel overhead), and the datagrams they have dropped so far.
+type queues struct {
+	ClientRx, ClientTx, ServerRx, ServerTx int64
+	Drops                                  int64
+}
+
+// udpProbe reads the UDP socket queues of a client and a server process
+// from /proc/net/udp and /proc/net/udp6, finding their sockets by inode
+// (/proc/<pid>/fd).
+type udpProbe struct {
+	server map[uint64]bool // inode → the server's (else the client's)
+}
+
+// newUDPProbe finds the UDP sockets that client and server hold open now.
+func newUDPProbe(client, server int) (*udpProbe, error) {
+	p := &udpProbe{server: map[uint64]bool{}}
+	for _, pid := range []int{client, server} {
+		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		if err != nil {
+			return nil, err
+		}
+		for _, fd := range fds {
+			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+			if err != nil {
+				continue
+			}
+			if s, ok := strings.CutPrefix(l, "socket:["); ok {
+				if ino, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
+					p.server[ino] = pid == server
+				}
+			}
+		}
+	}
+	return p, nil
+}
+
+// read returns the queues now.
+func (p *udpProbe) read() *queues {
+	q := &queues{}
+	for _, f := range []string{"/proc/net/udp", "/proc/net/udp6"} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			continue
+		}
+		for line := range bytes.Lines(b) {
+			// sl local rem st tx_queue:rx_queue tr:tm retrnsmt uid timeout inode ref pointer drops
+			fs := strings.Fields(string(line))
+			if len(fs) < 13 {
+				continue
+			}
+			ino, err := strconv.ParseUint(fs[9], 10, 64)
+			if err != nil {
+				continue
+			}
+			srv, ok := p.server[ino]
+			if !ok {
+				continue
+			}
+			txs, rxs, _ := strings.Cut(fs[4], ":")
+			tx, _ := strconv.ParseInt(txs, 16, 64)
+			rx, _ := strconv.ParseInt(rxs, 16, 64)
+			drops, _ := strconv.ParseInt(fs[12], 10, 64)
+			q.Drops += drops
+			if srv {
+				q.ServerRx += rx
+				q.ServerTx += tx
+			} else {
+				q.ClientRx += rx
+				q.ClientTx += tx
+			}
+		}
+	}
+	return q
+}
+
+// schedAccount is what kept the processes of a run from running during the
+// transfer: the kernel's run delay (time runnable but waiting for a CPU,
+// /proc/<pid>/task/*/schedstat, all threads) and involuntary context
+// switches, and the client's garbage collections.
+type schedAccount struct {
+	ClientRunDelay, ServerRunDelay time.Duration
+	ClientPreempted, ServerPreempt int64
+	ClientGCs                      uint32
+	ClientGCPause                  time.Duration
+}
+
+// procSched sums run delay and involuntary switches over pid's threads.
+func procSched(pid int) (delay time.Duration, invol int64) {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*", pid))
+	for _, t := range tasks {
+		if b, err := os.ReadFile(t + "/schedstat"); err == nil {
+			var run, wait, n int64
+			if _, err := fmt.Sscan(string(b), &run, &wait, &n); err == nil {
+				delay += time.Duration(wait)
+			}
+		}
+		if f, err := os.Open(t + "/status"); err == nil {
+			sc := bufio.NewScanner(f)
+			for sc.Scan() {
+				if v, ok := strings.CutPrefix(sc.Text(), "nonvoluntary_ctxt_switches:"); ok {
+					n, _ := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+					invol += n
+				}
+			}
+			f.Close()
+		}
+	}
+	return delay, invol
+}
+
+// schedFrom starts a schedAccount of this process and server; the function
+// it returns ends it.
+func schedFrom(server int) func() *schedAccount {
+	cd, ci := procSched(os.Getpid())
+	sd, si := procSched(server)
+	var m0 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	return func() *schedAccount {
+		cd1, ci1 := procSched(os.Getpid())
+		sd1, si1 := procSched(server)
+		var m1 runtime.MemStats
+		runtime.ReadMemStats(&m1)
+		return &schedAccount{ClientRunDelay: cd1 - cd, ServerRunDelay: sd1 - sd, ClientPreempted: ci1 - ci, ServerPreempt: si1 - si,
+			ClientGCs: m1.NumGC - m0.NumGC, ClientGCPause: time.Duration(m1.PauseTotalNs - m0.PauseTotalNs)}
+	}
+}
+
+// report reports a (when measured) per second of the transfer d.
+func (a *schedAccount) report(b *testing.B, d time.Duration) {
+	if a == nil || d <= 0 {
+		return
+	}
+	s := d.Seconds()
+	b.ReportMetric(a.ClientRunDelay.Seconds()*1e3/s, "client-run-delay-ms/s")
+	b.ReportMetric(a.ServerRunDelay.Seconds()*1e3/s, "server-run-delay-ms/s")
+	b.ReportMetric(float64(a.ClientPreempted)/s, "client-invol-switch/s")
+	b.ReportMetric(float64(a.ServerPreempt)/s, "server-invol-switch/s")
+	b.ReportMetric(float64(a.ClientGCs)/s, "client-gc/s")
+	b.ReportMetric(a.ClientGCPause.Seconds()*1e3/s, "client-gc-pause-ms/s")
+}
+
+// timedQueues is one sample of sampleQueues.
+type timedQueues struct {
+	T int64 // Unix ns
+	queues
+	// ClientDelay and ServerDelay are the run delay of each thread of the
+	// processes so far (threadDelays: time runnable but not running).
+	ClientDelay, ServerDelay map[int]time.Duration
+}
+
+// threadDelays returns the run delay of each of pid's threads so far
+// (/proc/<pid>/task/<tid>/schedstat).
+func threadDelays(pid int) map[int]time.Duration {
+	tasks, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	out := make(map[int]time.Duration, len(tasks))
+	for _, t := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/schedstat", pid, t.Name()))
+		if err != nil {
+			continue
+		}
+		var run, wait int64
+		if _, err := fmt.Sscan(string(b), &run, &wait); err == nil {
+			tid, _ := strconv.Atoi(t.Name())
+			out[tid] = time.Duration(wait)
+		}
+	}
+	return out
+}
+
+// maxThreadDelay is the largest run delay one thread accrued from a to b:
+// a lower bound of the time the process, on one core, waited for it
+// (threads of a process on one core overlap, so their sum overcounts).
+func maxThreadDelay(a, b map[int]time.Duration) time.Duration {
+	var m time.Duration
+	for tid, d := range b {
+		m = max(m, d-a[tid])
+	}
+	return m
+}
+
+// queueEvery is how often sampleQueues samples. A sample reads
+// /proc/net/udp{,6} and every thread's schedstat of both processes, which
+// costs the benchmark's process CPU (every 5 ms, 17-23 % of a core on the
+// benchmark machine): the run reports it (sampler-cpu).
+const queueEvery = 10 * time.Millisecond
+
+// sampleQueues samples the UDP queues of client and server every
+// queueEvery until stop closes (finding the client's sockets again every
+// 50 samples: it dials after it starts).
+func sampleQueues(client, server int, stop <-chan struct{}) []timedQueues {
+	var out []timedQueues
+	tk := time.NewTicker(queueEvery)
+	defer tk.Stop()
+	var p *udpProbe
+	for i := 0; ; i++ {
+		select {
+		case <-stop:
+			return out
+		case <-tk.C:
+		}
+		if i%50 == 0 {
+			if np, err := newUDPProbe(client, server); err == nil {
+				p = np
+			}
+		}
+		if p != nil {
+			out = append(out, timedQueues{time.Now().UnixNano(), *p.read(), threadDelays(client), threadDelays(server)})
+		}
+	}
+}
+
+// reportQueues reports, when the UDP queues were sampled (sampleQueues),
+// the client's UDP receive queue during the busy phase (median and max of
+// the samples), the largest it was during each of the slowest 1 % of the
+// busy pings (mean, and as a wait at the transfer's rate: what is ahead of
+// a ping's answer that arrives then), the correlation between the largest
+// queue during a ping and its latency, the server's largest send and
+// receive queues, and the datagrams both sockets dropped.
+func (r *holRun) reportQueues(b *testing.B) {
+	if len(r.Busy) == 0 {
+		return
+	}
+	end := r.BusyStart + int64(r.Busy[len(r.Busy)-1].At+r.Busy[len(r.Busy)-1].Lat)
+	var qs []timedQueues
+	for _, q := range r.Queues {
+		if q.T >= r.BusyStart && q.T <= end {
+			qs = append(qs, q)
+		}
+	}
+	if len(qs) < 2 {
+		return
+	}
+	rx := make([]float64, len(qs))
+	var srx, stx int64
+	for i, q := range qs {
+		rx[i] = float64(q.ClientRx)
+		srx, stx = max(srx, q.ServerRx), max(stx, q.ServerTx)
+	}
+	slices.Sort(rx)
+	b.ReportMetric(rx[len(rx)/2]/1024, "rxq-p50-KiB")
+	b.ReportMetric(rx[len(rx)-1]/1024, "rxq-max-KiB")
+	b.ReportMetric(float64(srx)/1024, "srv-rxq-max-KiB")
+	b.ReportMetric(float64(stx)/1024, "srv-txq-max-KiB")
+	b.ReportMetric(float64(qs[len(qs)-1].Drops-qs[0].Drops), "udp-drops")
+	// The largest client receive queue during each ping's life, and the
+	// run delay each process accrued during it (between the samples
+	// around it).
+	during := make([]float64, len(r.Busy))
+	lat := make([]float64, len(r.Busy))
+	cdel := make([]time.Duration, len(r.Busy))
+	sdel := make([]time.Duration, len(r.Busy))
+	for i, s := range r.Busy {
+		from, to := r.BusyStart+int64(s.At), r.BusyStart+int64(s.At+s.Lat)
+		k, _ := slices.BinarySearchFunc(qs, from, func(q timedQueues, t int64) int { return int(q.T - t) })
+		k0 := max(k-1, 0)
+		for ; k < len(qs) && qs[k].T <= to; k++ {
+			during[i] = max(during[i], float64(qs[k].ClientRx))
+		}
+		k1 := min(k, len(qs)-1)
+		cdel[i] = maxThreadDelay(qs[k0].ClientDelay, qs[k1].ClientDelay)
+		sdel[i] = maxThreadDelay(qs[k0].ServerDelay, qs[k1].ServerDelay)
+		lat[i] = float64(s.Lat)
+	}
+	b.ReportMetric(pearson(during, lat), "rxq-lat-corr")
+	idx := make([]int, len(r.Busy))
+	for i := range idx {
+		idx[i] = i
+	}
+	slices.SortFunc(idx, func(a, b int) int { return int(r.Busy[b].Lat - r.Busy[a].Lat) })
+	slow := idx[:max(1, len(idx)/100)]
+	var sum float64
+	for _, i := range slow {
+		sum += during[i]
+	}
+	slowRx := sum / float64(len(slow))
+	var slowLat, slowC, slowS time.Duration
+	for _, i := range slow {
+		slowLat += r.Busy[i].Lat
+		slowC += cdel[i]
+		slowS += sdel[i]
+	}
+	k := time.Duration(len(slow))
+	b.ReportMetric(float64((slowLat/k).Microseconds())/1e3, "slow-lat-ms")
+	b.ReportMetric(float64((slowC/k).Microseconds())/1e3, "slow-client-thread-delay-ms")
+	b.ReportMetric(float64((slowS/k).Microseconds())/1e3, "slow-server-thread-delay-ms")
+	b.ReportMetric(slowRx/1024, "rxq-slow-KiB")
+	if rate := float64(r.Bytes) / r.Transfer.Seconds(); rate > 0 {
+		b.ReportMetric(slowRx/rate*1e3, "rxq-slow-wait-ms")
+	}
+}
+
+// pearson is the correlation coefficient of x and y (0 when either is
+// constant).
+func pearson(x, y []float64) float64 {
+	n := float64(len(x))
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx, my = mx/n, my/n
+	var sxy, sxx, syy float64
+	for i := range x {
+		dx, dy := x[i]-mx, y[i]-my
+		sxy += dx * dy
+		sxx += dx * dx
+		syy += dy * dy
+	}
+	if sxx == 0 || syy == 0 {
+		return 0
+	}
+	return sxy / math.Sqrt(sxx*syy)
+}
