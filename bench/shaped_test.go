@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func BenchmarkShapedLink(b *testing.B) {
 	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats) {
 		return func(b *testing.B) (mcpTarget, relayStats) {
 			srv := flowServer(b)
-			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13})
+			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13, Record: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -130,6 +131,11 @@ func BenchmarkShapedLink(b *testing.B) {
 					b.ReportMetric(float64((d1.LateSum-d0.LateSum).Microseconds())/1e3/float64(late), "relay-late-mean-ms")
 				}
 				b.ReportMetric(float64(d1.LateMax.Microseconds())/1e3, "relay-late-max-ms")
+				b.ReportMetric(float64(d1.ReadLateMax.Microseconds())/1e3, "relay-read-late-max-ms")
+				if rec, ok := relay.(recorder); ok {
+					up, down := rec.Records()
+					slowPathAccount(b, r, up, down)
+				}
 			}
 			b.ReportMetric(linkRate*8/1e6, "link-Mbit/s")
 			if p.window > 0 {
@@ -138,4 +144,57 @@ func BenchmarkShapedLink(b *testing.B) {
 			b.ReportMetric(float64(linkRTT.Milliseconds()), "rtt-ms")
 		})
 	}
+}
+
+// recorder is a relay that keeps a lossrelay.Record of each datagram.
+type recorder interface {
+	Records() (up, down []lossrelay.Record)
+}
+
+// slowPathAccount reports, for the slowest 1 % of r's busy pings, where
+// their time went: the mean latency, and the mean of the largest bottleneck
+// queue wait, relay lateness (sent after due: the relay's scheduling,
+// its input lateness included) and up-direction excess (queue wait and
+// lateness) among the datagrams the relay sent during each ping; what is
+// left of the latency after the round trip and those three is a lower
+// bound of the time the ping spent at the endpoints (client, server,
+// QUIC's send queue, congestion and pacing): slow-endpoint-ms.
+func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record) {
+	if len(r.Busy) == 0 {
+		return
+	}
+	excess := func(x lossrelay.Record) (queue, late time.Duration) {
+		ser := time.Duration(float64(x.Len) / linkRate * float64(time.Second))
+		return x.Due.Sub(x.Arrived) - linkRTT/2 - ser, x.Sent.Sub(x.Due)
+	}
+	worst := func(recs []lossrelay.Record, from, to time.Time) (queue, late time.Duration) {
+		k, _ := slices.BinarySearchFunc(recs, from, func(x lossrelay.Record, t time.Time) int { return x.Sent.Compare(t) })
+		for ; k < len(recs) && !recs[k].Sent.After(to); k++ {
+			q, l := excess(recs[k])
+			queue, late = max(queue, q), max(late, l)
+		}
+		return queue, late
+	}
+	byLat := slices.Clone(r.Busy)
+	slices.SortFunc(byLat, func(a, b sample) int { return int(b.Lat - a.Lat) })
+	slow := byLat[:max(1, len(byLat)/100)]
+	var lat, dq, dl, ue, outside time.Duration
+	for _, s := range slow {
+		from := time.Unix(0, r.BusyStart+int64(s.At))
+		to := from.Add(s.Lat)
+		q, l := worst(down, from, to)
+		uq, ul := worst(up, from, to)
+		lat += s.Lat
+		dq += q
+		dl += l
+		ue += uq + ul
+		outside += max(s.Lat-linkRTT-q-l-uq-ul, 0)
+	}
+	n := time.Duration(len(slow))
+	ms := func(d time.Duration) float64 { return float64((d / n).Microseconds()) / 1e3 }
+	b.ReportMetric(ms(lat), "slow-lat-ms")
+	b.ReportMetric(ms(dq), "slow-down-queue-ms")
+	b.ReportMetric(ms(dl), "slow-down-late-ms")
+	b.ReportMetric(ms(ue), "slow-up-excess-ms")
+	b.ReportMetric(ms(outside), "slow-endpoint-ms")
 }
