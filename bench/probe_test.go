@@ -331,3 +331,59 @@ func pearson(x, y []float64) float64 {
 	}
 	return sxy / math.Sqrt(sxx*syy)
 }
+
+// coreBusy returns the time each CPU has spent busy so far (/proc/stat:
+// all but idle and iowait), by CPU number.
+func coreBusy() map[int]time.Duration {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return nil
+	}
+	out := map[int]time.Duration{}
+	for line := range bytes.Lines(b) {
+		f := strings.Fields(string(line))
+		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
+			continue
+		}
+		n, err := strconv.Atoi(f[0][3:])
+		if err != nil {
+			continue
+		}
+		var busy int64
+		for i, v := range f[1:9] {
+			if i == 3 || i == 4 { // idle, iowait
+				continue
+			}
+			t, _ := strconv.ParseInt(v, 10, 64)
+			busy += t
+		}
+		out[n] = time.Duration(busy) * time.Second / 100 // USER_HZ
+	}
+	return out
+}
+
+// procCPU returns pid's user+system CPU time so far (/proc/<pid>/stat).
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100
+}
+
+// reportOthers reports how much of each pinned core went to others than
+// its role's process while the client ran (from t0, with core times c0
+// and the server's CPU s0 then): the client's core 0 (its CPU time from
+// its rusage, client) and the server's core 1.
+func reportOthers(b *testing.B, t0 time.Time, c0 map[int]time.Duration, s0 time.Duration, server int, client time.Duration) {
+	c1 := coreBusy()
+	wall := time.Since(t0).Seconds()
+	if c0 == nil || c1 == nil || wall <= 0 {
+		return
+	}
+	b.ReportMetric(max(c1[0]-c0[0]-client, 0).Seconds()*1e3/wall, "client-core-others-ms/s")
+	b.ReportMetric(max(c1[1]-c0[1]-(procCPU(server)-s0), 0).Seconds()*1e3/wall, "server-core-others-ms/s")
+}

@@ -287,11 +287,15 @@ func BenchmarkHeadOfLineProcesses(b *testing.B) {
 				stop := make(chan struct{})
 				sampled := make(chan []timedQueues)
 				t0, c0 := time.Now(), cpuTime(0)
+				cores0, s0 := coreBusy(), procCPU(srv.cmd.Process.Pid)
 				go func() { sampled <- sampleQueues(cl.Process.Pid, srv.cmd.Process.Pid, stop) }()
 				err := cl.Wait()
 				close(stop)
 				qs := <-sampled
 				b.ReportMetric((cpuTime(0)-c0).Seconds()/time.Since(t0).Seconds(), "sampler-cpu")
+				if pinned && err == nil {
+					reportOthers(b, t0, cores0, s0, srv.cmd.Process.Pid, cl.ProcessState.UserTime()+cl.ProcessState.SystemTime())
+				}
 				if err != nil {
 					b.Fatalf("client process: %v; stderr:\n%s\nserver stderr:\n%s", err, stderr, srv.stderr)
 				}

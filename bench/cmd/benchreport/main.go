@@ -619,9 +619,10 @@ func holAccount(m map[string]float64) string {
 	if _, ok := m["rxq-slow-KiB"]; !ok {
 		return ""
 	}
-	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. During them the client's UDP socket held at most %s KiB of receive buffer on average (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the client's most delayed thread waited %s ms, the server's %s ms, runnable but without a CPU (schedstat run delay; both processes are pinned to one core each of a shared machine); over the transfer the client's threads waited %s ms per second and the server's %s ms per second. The queues were sampled every 10 ms by the benchmark's process, which used %s of a core doing so.",
+	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the client's most delayed thread waited %s ms, the server's %s ms, runnable but without a CPU (schedstat run delay; both processes are pinned to one core each of a shared machine); over the transfer the client's threads waited %s ms per second and the server's %s ms per second, while other processes than the client used %s ms per second of the client's core and other processes than the server %s ms per second of the server's (/proc/stat). The queues were sampled every 10 ms by the benchmark's process, which used %s of a core doing so.",
 		fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
-		fmtNum(m["slow-client-thread-delay-ms"]), fmtNum(m["slow-server-thread-delay-ms"]), fmtNum(m["client-run-delay-ms/s"]), fmtNum(m["server-run-delay-ms/s"]), fmtNum(m["sampler-cpu"]))
+		fmtNum(m["slow-client-thread-delay-ms"]), fmtNum(m["slow-server-thread-delay-ms"]), fmtNum(m["client-run-delay-ms/s"]), fmtNum(m["server-run-delay-ms/s"]),
+		fmtNum(m["client-core-others-ms/s"]), fmtNum(m["server-core-others-ms/s"]), fmtNum(m["sampler-cpu"]))
 }
 
 // shapedCause says, from a shaped-link result's figures, what limited it:
