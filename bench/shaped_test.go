@@ -134,7 +134,8 @@ func BenchmarkShapedLink(b *testing.B) {
 				b.ReportMetric(float64(d1.ReadLateMax.Microseconds())/1e3, "relay-read-late-max-ms")
 				if rec, ok := relay.(recorder); ok {
 					up, down := rec.Records()
-					slowPathAccount(b, r, up, down)
+					_, drops := rec.QueueDrops()
+					slowPathAccount(b, r, up, down, drops)
 				}
 			}
 			b.ReportMetric(linkRate*8/1e6, "link-Mbit/s")
@@ -149,6 +150,7 @@ func BenchmarkShapedLink(b *testing.B) {
 // recorder is a relay that keeps a lossrelay.Record of each datagram.
 type recorder interface {
 	Records() (up, down []lossrelay.Record)
+	QueueDrops() (up, down []time.Time)
 }
 
 // slowPathAccount reports, for the slowest 1 % of r's busy pings, where
@@ -158,8 +160,12 @@ type recorder interface {
 // lateness) among the datagrams the relay sent during each ping; what is
 // left of the latency after the round trip and those three is a lower
 // bound of the time the ping spent at the endpoints (client, server,
-// QUIC's send queue, congestion and pacing): slow-endpoint-ms.
-func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record) {
+// QUIC's send queue, congestion and pacing, and recovering a lost
+// datagram): slow-endpoint-ms. slow-down-drops is how many of the
+// result's direction's datagrams the full queue dropped during each of
+// those pings, on average (a ping's answer among them waits for QUIC's
+// loss recovery), and slow-with-drops-% how many of those pings saw any.
+func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops []time.Time) {
 	if len(r.Busy) == 0 {
 		return
 	}
@@ -179,9 +185,19 @@ func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record) {
 	slices.SortFunc(byLat, func(a, b sample) int { return int(b.Lat - a.Lat) })
 	slow := byLat[:max(1, len(byLat)/100)]
 	var lat, dq, dl, ue, outside time.Duration
+	var dropped, withDrops int
 	for _, s := range slow {
 		from := time.Unix(0, r.BusyStart+int64(s.At))
 		to := from.Add(s.Lat)
+		k, _ := slices.BinarySearchFunc(drops, from, func(x, t time.Time) int { return x.Compare(t) })
+		n := 0
+		for ; k < len(drops) && !drops[k].After(to); k++ {
+			n++
+		}
+		dropped += n
+		if n > 0 {
+			withDrops++
+		}
 		q, l := worst(down, from, to)
 		uq, ul := worst(up, from, to)
 		lat += s.Lat
@@ -197,4 +213,6 @@ func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record) {
 	b.ReportMetric(ms(dl), "slow-down-late-ms")
 	b.ReportMetric(ms(ue), "slow-up-excess-ms")
 	b.ReportMetric(ms(outside), "slow-endpoint-ms")
+	b.ReportMetric(float64(dropped)/float64(len(slow)), "slow-down-drops")
+	b.ReportMetric(100*float64(withDrops)/float64(len(slow)), "slow-with-drops-%")
 }

@@ -307,16 +307,27 @@ type direction struct {
 	record  bool
 	recMu   sync.Mutex
 	records []Record
+	drops   []time.Time // arrival of each datagram the full queue dropped
 }
 
 // Records returns the records each direction has kept so far
 // (Config.Record).
 func (r *Relay) Records() (up, down []Record) { return r.up.kept(), r.down.kept() }
 
+// QueueDrops returns, with Config.Record, when each datagram that a full
+// bottleneck queue dropped arrived, in each direction.
+func (r *Relay) QueueDrops() (up, down []time.Time) { return r.up.dropTimes(), r.down.dropTimes() }
+
 func (d *direction) kept() []Record {
 	d.recMu.Lock()
 	defer d.recMu.Unlock()
 	return append([]Record(nil), d.records...)
+}
+
+func (d *direction) dropTimes() []time.Time {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	return append([]time.Time(nil), d.drops...)
 }
 
 func (r *Relay) newDirection(p Path, seed uint64) *direction {
@@ -370,6 +381,11 @@ func (d *direction) carry(b []byte, arrived time.Time, send func([]byte)) {
 		if !ok {
 			d.mu.Unlock()
 			d.bn.dropped.Add(1)
+			if d.record {
+				d.recMu.Lock()
+				d.drops = append(d.drops, arrived)
+				d.recMu.Unlock()
+			}
 			return
 		}
 		start = dep

@@ -608,8 +608,9 @@ func slowPath(m map[string]float64) string {
 	if _, ok := m["slow-lat-ms"]; !ok {
 		return ""
 	}
-	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average: the %s ms round trip; among the datagrams the relay sent during each of them, the longest wait in the bottleneck queue (%s ms on average over those pings), the relay's largest lateness in the result's direction (%s ms: datagrams sent after their due time, because the relay, in the benchmark's process, did not run; it read datagrams up to %s ms after the kernel received them) and in the other direction (queue and lateness, %s ms); and at least %s ms at the endpoints (the rest; a stall of the relay's process that delays both directions counts twice above).",
-		fmtNum(m["slow-lat-ms"]), fmtNum(m["rtt-ms"]), fmtNum(m["slow-down-queue-ms"]), fmtNum(m["slow-down-late-ms"]), fmtNum(m["relay-read-late-max-ms"]), fmtNum(m["slow-up-excess-ms"]), fmtNum(m["slow-endpoint-ms"]))
+	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average: the %s ms round trip; among the datagrams the relay sent during each of them, the longest wait in the bottleneck queue (%s ms on average over those pings), the relay's largest lateness in the result's direction (%s ms: datagrams sent after their due time, because the relay, in the benchmark's process, did not run; it read datagrams up to %s ms after the kernel received them) and in the other direction (queue and lateness, %s ms); and at least %s ms at the endpoints (the rest; a stall of the relay's process that delays both directions counts twice above). The full queue dropped %s of the result's direction's datagrams during each of those pings on average, and %s %% of them saw a drop (an answer lost there waits for QUIC's loss recovery, which the rest includes).",
+		fmtNum(m["slow-lat-ms"]), fmtNum(m["rtt-ms"]), fmtNum(m["slow-down-queue-ms"]), fmtNum(m["slow-down-late-ms"]), fmtNum(m["relay-read-late-max-ms"]), fmtNum(m["slow-up-excess-ms"]), fmtNum(m["slow-endpoint-ms"]),
+		fmtNum(m["slow-down-drops"]), fmtNum(m["slow-with-drops-%"]))
 }
 
 // holAccount says, from a head-of-line run in two processes, what the
