@@ -112,10 +112,12 @@ func BenchmarkShapedLink(b *testing.B) {
 					// of the link: 16 MiB in short mode.
 					n = 16 << 20
 				}
+				t0, cores0, c0 := time.Now(), coreBusy(), cpuTime(0)
 				r, err := runHOL(ctx, t, n)
 				if err != nil {
 					b.Fatal(err)
 				}
+				reportMachineOthers(b, t0, cores0, cpuTime(0)-c0)
 				_, d1 := relay.Stats()
 				r.report(b)
 				tput := float64(r.Bytes) / r.Transfer.Seconds()
@@ -215,4 +217,21 @@ func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops
 	b.ReportMetric(ms(outside), "slow-endpoint-ms")
 	b.ReportMetric(float64(dropped)/float64(len(slow)), "slow-down-drops")
 	b.ReportMetric(100*float64(withDrops)/float64(len(slow)), "slow-with-drops-%")
+}
+
+// reportMachineOthers reports the CPU that other processes than this one
+// used, per second, on all the machine's cores together since t0 (core
+// times cores0 then; this process used self since): what the relay and
+// both ends, which share this process, competed with.
+func reportMachineOthers(b *testing.B, t0 time.Time, cores0 map[int]time.Duration, self time.Duration) {
+	cores1 := coreBusy()
+	wall := time.Since(t0).Seconds()
+	if cores0 == nil || cores1 == nil || wall <= 0 {
+		return
+	}
+	var busy time.Duration
+	for c, d := range cores1 {
+		busy += d - cores0[c]
+	}
+	b.ReportMetric(max(busy-self, 0).Seconds()/wall, "others-cpu")
 }

@@ -634,6 +634,9 @@ func shapedCause(m map[string]float64) string {
 	if _, ok := m["relay-late-max-ms"]; ok {
 		fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it shares the benchmark's process, which used %s CPU-seconds per second of the transfer, with both ends).",
 			fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(m["cpu-busy"]))
+		if o, ok := m["others-cpu"]; ok {
+			fmt.Fprintf(&b, " Other processes used %s CPU-seconds per second of the machine's %d cores during the run (/proc/stat).", fmtNum(o), runtime.NumCPU())
+		}
 	}
 	if w := m["window-KiB"]; w > 0 && m["busy-p50-µs"] > 0 {
 		bound := w * 1024 / (m["busy-p50-µs"] / 1e6)
