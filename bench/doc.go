@@ -11,9 +11,11 @@
 // one core each (BenchmarkHeadOfLineProcesses: the test binary re-runs
 // itself in a role, see TestMain), and through a shaped link
 // (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
-// MCP-Flow and TCP for the go-sdk's Streamable HTTP). Both account for
-// their slowest 1 % of pings with what the run measures: in two processes,
-// the client's UDP receive queue and each process's run delay (probe_test.go;
+// MCP-Flow and TCP for the go-sdk's Streamable HTTP). All three account
+// for their slowest 1 % of pings with what the run measures: in one
+// process (flow-cbor and its window variants), the client's UDP receive
+// queue and the process's threads' run delay, sampled from within; in two
+// processes, the same for each process (probe_test.go;
 // MCP_FLOW_BENCH_TRACE_DIR also writes a Go execution trace of each role);
 // through the shaped link, the relay's record of every datagram (queue
 // wait, the relay's own lateness, drops). BenchmarkStreamVsBare

@@ -92,6 +92,9 @@ type holRun struct {
 	// Queues, when sampled, are the UDP socket queues of both ends during
 	// the busy phase, every queueEvery (sampleQueues).
 	Queues []timedQueues `json:"-"`
+	// OneProcess is true when both ends ran in this process: the Queues'
+	// ClientDelay is the run delay of its threads.
+	OneProcess bool `json:"-"`
 }
 
 // runHOL measures t: idle pings, then pings during Fetch(n).

@@ -3,6 +3,7 @@ package bench
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"fmt"
 	"math"
 	"os"
@@ -13,6 +14,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
 )
 
 // queues is what the kernel holds in the UDP sockets of both ends at one
@@ -301,8 +305,12 @@ func (r *holRun) reportQueues(b *testing.B) {
 	}
 	k := time.Duration(len(slow))
 	b.ReportMetric(float64((slowLat/k).Microseconds())/1e3, "slow-lat-ms")
-	b.ReportMetric(float64((slowC/k).Microseconds())/1e3, "slow-client-thread-delay-ms")
-	b.ReportMetric(float64((slowS/k).Microseconds())/1e3, "slow-server-thread-delay-ms")
+	if r.OneProcess {
+		b.ReportMetric(float64((slowC/k).Microseconds())/1e3, "slow-thread-delay-ms")
+	} else {
+		b.ReportMetric(float64((slowC/k).Microseconds())/1e3, "slow-client-thread-delay-ms")
+		b.ReportMetric(float64((slowS/k).Microseconds())/1e3, "slow-server-thread-delay-ms")
+	}
 	b.ReportMetric(slowRx/1024, "rxq-slow-KiB")
 	if rate := float64(r.Bytes) / r.Transfer.Seconds(); rate > 0 {
 		b.ReportMetric(slowRx/rate*1e3, "rxq-slow-wait-ms")
@@ -386,4 +394,97 @@ func reportOthers(b *testing.B, t0 time.Time, c0 map[int]time.Duration, s0 time.
 	}
 	b.ReportMetric(max(c1[0]-c0[0]-client, 0).Seconds()*1e3/wall, "client-core-others-ms/s")
 	b.ReportMetric(max(c1[1]-c0[1]-(procCPU(server)-s0), 0).Seconds()*1e3/wall, "server-core-others-ms/s")
+}
+
+// socketInodes returns the inodes of the sockets pid holds open now.
+func socketInodes(pid int) map[uint64]bool {
+	out := map[uint64]bool{}
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	for _, fd := range fds {
+		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
+		if err != nil {
+			continue
+		}
+		if s, ok := strings.CutPrefix(l, "socket:["); ok {
+			if ino, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
+				out[ino] = true
+			}
+		}
+	}
+	return out
+}
+
+// dialProbed starts a flow server and dials it with cbor and the client
+// limits lim, both in this process, and returns the client with a probe
+// of their UDP sockets: the sockets the server opened (its listener) and
+// those the dial opened (the client's).
+func dialProbed(b testing.TB, lim flow.Limits) (*flowTarget, *udpProbe) {
+	s0 := socketInodes(os.Getpid())
+	srv := flowServer(b)
+	s1 := socketInodes(os.Getpid())
+	t := dialFlowLimits(b, srv, codec.CBOR, lim)
+	s2 := socketInodes(os.Getpid())
+	p := &udpProbe{server: map[uint64]bool{}}
+	for ino := range s1 {
+		if !s0[ino] {
+			p.server[ino] = true
+		}
+	}
+	for ino := range s2 {
+		if !s1[ino] {
+			p.server[ino] = false
+		}
+	}
+	return t, p
+}
+
+// sampleSelf samples p's UDP queues and the run delay of each of this
+// process's threads every queueEvery until stop closes (both ends in this
+// process: the samples' ClientDelay is this process's, ServerDelay nil),
+// and returns the samples with the wall time the sampling itself took.
+func sampleSelf(p *udpProbe, stop <-chan struct{}) ([]timedQueues, time.Duration) {
+	var out []timedQueues
+	var spent time.Duration
+	tk := time.NewTicker(queueEvery)
+	defer tk.Stop()
+	for {
+		select {
+		case <-stop:
+			return out, spent
+		case <-tk.C:
+		}
+		t0 := time.Now()
+		out = append(out, timedQueues{t0.UnixNano(), *p.read(), threadDelays(os.Getpid()), nil})
+		spent += time.Since(t0)
+	}
+}
+
+// runHOLProbed is runHOL for a client and server in this process whose
+// UDP sockets p finds: it samples their queues and this process's
+// threads' run delay during the run (sampleSelf) and reports, beside
+// what runHOL's report does, the time the sampling took per second
+// (sampler-ms/s: it shares the process with both ends) and the CPU other
+// processes used on the machine (others-cpu).
+func runHOLProbed(ctx context.Context, b *testing.B, t mcpTarget, n int64, p *udpProbe) (*holRun, error) {
+	stop := make(chan struct{})
+	type sampled struct {
+		qs    []timedQueues
+		spent time.Duration
+	}
+	done := make(chan sampled)
+	go func() {
+		qs, spent := sampleSelf(p, stop)
+		done <- sampled{qs, spent}
+	}()
+	t0, c0, cores0 := time.Now(), cpuTime(0), coreBusy()
+	r, err := runHOL(ctx, t, n)
+	close(stop)
+	s := <-done
+	if err != nil {
+		return nil, err
+	}
+	reportMachineOthers(b, t0, cores0, cpuTime(0)-c0)
+	b.ReportMetric(s.spent.Seconds()*1e3/time.Since(t0).Seconds(), "sampler-ms/s")
+	r.Queues, r.OneProcess = s.qs, true
+	return r, nil
 }

@@ -613,12 +613,17 @@ func slowPath(m map[string]float64) string {
 		fmtNum(m["slow-down-drops"]), fmtNum(m["slow-with-drops-%"]))
 }
 
-// holAccount says, from a head-of-line run in two processes, what the
-// slowest 1 % of its busy pings waited for: the client's UDP receive queue
-// and the scheduler (bench/probe_test.go).
+// holAccount says, from a head-of-line run (in two processes, or both
+// ends in one), what the slowest 1 % of its busy pings waited for: the
+// client's UDP receive queue and the scheduler (bench/probe_test.go).
 func holAccount(m map[string]float64) string {
 	if _, ok := m["rxq-slow-KiB"]; !ok {
 		return ""
+	}
+	if _, ok := m["slow-thread-delay-ms"]; ok {
+		return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the process's most delayed thread (both ends share it) waited %s ms during each of them, runnable but without a CPU (schedstat run delay), while other processes used %s CPU-seconds per second of the machine's %d cores (/proc/stat). The queues and threads were sampled every 10 ms from within the process, which took %s ms per second.",
+			fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
+			fmtNum(m["slow-thread-delay-ms"]), fmtNum(m["others-cpu"]), runtime.NumCPU(), fmtNum(m["sampler-ms/s"]))
 	}
 	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the client's most delayed thread waited %s ms, the server's %s ms, runnable but without a CPU (schedstat run delay; both processes are pinned to one core each of a shared machine); over the transfer the client's threads waited %s ms per second and the server's %s ms per second, while other processes than the client used %s ms per second of the client's core and other processes than the server %s ms per second of the server's (/proc/stat). The queues were sampled every 10 ms by the benchmark's process, which used %s of a core doing so.",
 		fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
