@@ -86,6 +86,9 @@ type holRun struct {
 	// Sched, when measured, is what the kernel's scheduler and Go's
 	// garbage collector did to both processes during the transfer.
 	Sched *schedAccount `json:",omitempty"`
+	// GoSched is how long this process's goroutines waited runnable for
+	// the Go scheduler during the transfer.
+	GoSched *goSched `json:",omitempty"`
 	// BusyStart is when the busy open loop started (Unix ns), the origin
 	// of the busy samples' At.
 	BusyStart int64
@@ -117,12 +120,15 @@ func runHOLSched(ctx context.Context, t mcpTarget, n int64, sched func() func() 
 		schedEnd = sched()
 	}
 	var sa *schedAccount
+	var gs *goSched
+	gsEnd := goSchedFrom()
 	t0, c0 := time.Now(), cpuTime(0)
 	var transfer, cpu time.Duration
 	go func() {
 		var err error
 		got, err = t.Fetch(ctx, n)
 		transfer, cpu = time.Since(t0), cpuTime(0)-c0
+		gs = gsEnd()
 		if schedEnd != nil {
 			sa = schedEnd()
 		}
@@ -140,7 +146,7 @@ func runHOLSched(ctx context.Context, t mcpTarget, n int64, sched func() func() 
 	if perr != nil {
 		return nil, fmt.Errorf("during the transfer: %w", perr)
 	}
-	r.Idle, r.Busy, r.Transfer, r.Bytes, r.CPU, r.Sched = idle, busy, transfer, got, cpu, sa
+	r.Idle, r.Busy, r.Transfer, r.Bytes, r.CPU, r.Sched, r.GoSched = idle, busy, transfer, got, cpu, sa, gs
 	return r, nil
 }
 
@@ -202,6 +208,7 @@ func (r *holRun) report(b *testing.B) {
 	reportLoad(b)
 	r.reportQueues(b)
 	r.Sched.report(b, r.Transfer)
+	r.GoSched.report(b, r.Transfer)
 	writeSeries(b, r.Busy)
 }
 

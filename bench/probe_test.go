@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/metrics"
 	"slices"
 	"strconv"
 	"strings"
@@ -487,4 +488,77 @@ func runHOLProbed(ctx context.Context, b *testing.B, t mcpTarget, n int64, p *ud
 	b.ReportMetric(s.spent.Seconds()*1e3/time.Since(t0).Seconds(), "sampler-ms/s")
 	r.Queues, r.OneProcess = s.qs, true
 	return r, nil
+}
+
+// goSched is what Go's scheduler measured of this process's goroutines
+// over a span (runtime/metrics /sched/latencies:seconds: the time each
+// goroutine spent runnable before it ran): how many waits, the 99th
+// percentile and the largest (the upper bounds of their histogram
+// buckets), and their sum (from the buckets' lower bounds: at least
+// that). A goroutine waits there for a P that another goroutine holds
+// (with GOMAXPROCS 1, a client pinned to one core: quic-go's connection
+// loop while the packet-reading goroutine runs), or whose thread the
+// kernel is not running.
+type goSched struct {
+	N          uint64
+	P99, Max   time.Duration
+	Sum        time.Duration
+	GOMAXPROCS int
+}
+
+const schedLatencies = "/sched/latencies:seconds"
+
+// goSchedFrom starts a goSched; the function it returns ends it.
+func goSchedFrom() func() *goSched {
+	s0 := []metrics.Sample{{Name: schedLatencies}}
+	metrics.Read(s0)
+	if s0[0].Value.Kind() != metrics.KindFloat64Histogram {
+		return func() *goSched { return nil }
+	}
+	h0 := s0[0].Value.Float64Histogram()
+	c0 := slices.Clone(h0.Counts)
+	return func() *goSched {
+		s1 := []metrics.Sample{{Name: schedLatencies}}
+		metrics.Read(s1)
+		h := s1[0].Value.Float64Histogram()
+		g := &goSched{GOMAXPROCS: runtime.GOMAXPROCS(0)}
+		counts := make([]uint64, len(h.Counts))
+		for i, c := range h.Counts {
+			counts[i] = c - c0[i]
+			g.N += counts[i]
+			if lo := h.Buckets[i]; counts[i] > 0 && !math.IsInf(lo, -1) {
+				g.Sum += time.Duration(float64(counts[i]) * lo * 1e9)
+			}
+		}
+		upper := func(i int) time.Duration {
+			hi := h.Buckets[i+1]
+			if math.IsInf(hi, 1) {
+				hi = h.Buckets[i]
+			}
+			return time.Duration(hi * 1e9)
+		}
+		var acc uint64
+		for i, c := range counts {
+			if c == 0 {
+				continue
+			}
+			acc += c
+			if g.P99 == 0 && float64(acc) >= 0.99*float64(g.N) {
+				g.P99 = upper(i)
+			}
+			g.Max = upper(i)
+		}
+		return g
+	}
+}
+
+// report reports g (when measured) over the transfer d.
+func (g *goSched) report(b *testing.B, d time.Duration) {
+	if g == nil || d <= 0 {
+		return
+	}
+	b.ReportMetric(µs(g.P99), "go-runnable-p99-µs")
+	b.ReportMetric(µs(g.Max), "go-runnable-max-µs")
+	b.ReportMetric(g.Sum.Seconds()*1e3/d.Seconds(), "go-runnable-ms/s")
+	b.ReportMetric(float64(g.GOMAXPROCS), "gomaxprocs")
 }

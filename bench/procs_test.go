@@ -130,7 +130,11 @@ func holClientRole() int {
 	if pid, err := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_SERVER_PID")); err == nil {
 		sched = func() func() *schedAccount { return schedFrom(pid) }
 	}
-	r, err := runHOLSched(ctx, &flowTarget{s}, n, sched)
+	var t mcpTarget = &flowTarget{s}
+	if trace.IsEnabled() {
+		t = tracedTarget{t}
+	}
+	r, err := runHOLSched(ctx, t, n, sched)
 	if err != nil {
 		log.Print(err)
 		return 1
@@ -140,6 +144,17 @@ func holClientRole() int {
 		return 1
 	}
 	return 0
+}
+
+// tracedTarget marks each ping as a task ("ping") in the Go execution
+// trace, for finding in the trace where a slow ping waited.
+type tracedTarget struct{ mcpTarget }
+
+// Ping pings within a trace task.
+func (t tracedTarget) Ping(ctx context.Context) error {
+	ctx, task := trace.NewTask(ctx, "ping")
+	defer task.End()
+	return t.mcpTarget.Ping(ctx)
 }
 
 // pinned is true when each role runs on a core of its own (taskset).

@@ -620,6 +620,21 @@ func holAccount(m map[string]float64) string {
 	if _, ok := m["rxq-slow-KiB"]; !ok {
 		return ""
 	}
+	return holQueues(m) + goRunnable(m)
+}
+
+// goRunnable says how long the measuring process's goroutines waited for
+// Go's scheduler during the transfer (runtime/metrics).
+func goRunnable(m map[string]float64) string {
+	if _, ok := m["go-runnable-p99-µs"]; !ok {
+		return ""
+	}
+	return fmt.Sprintf(" Within the measuring process (GOMAXPROCS %d), goroutines made runnable during the transfer waited for a P up to %s (p99 %s; at least %s ms per second in all; runtime/metrics /sched/latencies): a P held by another goroutine, or by a thread the kernel was not running.",
+		int(m["gomaxprocs"]), ms(m["go-runnable-max-µs"]), ms(m["go-runnable-p99-µs"]), fmtNum(m["go-runnable-ms/s"]))
+}
+
+// holQueues is holAccount's UDP queue and run delay part.
+func holQueues(m map[string]float64) string {
 	if _, ok := m["slow-thread-delay-ms"]; ok {
 		return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the process's most delayed thread (both ends share it) waited %s ms during each of them, runnable but without a CPU (schedstat run delay), while other processes used %s CPU-seconds per second of the machine's %d cores (/proc/stat). The queues and threads were sampled every 10 ms from within the process, which took %s ms per second.",
 			fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
