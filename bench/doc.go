@@ -16,7 +16,9 @@
 // process (flow-cbor and its window variants), the client's UDP receive
 // queue and the process's threads' run delay, sampled from within; in two
 // processes, the same for each process (probe_test.go;
-// MCP_FLOW_BENCH_TRACE_DIR also writes a Go execution trace of each role);
+// MCP_FLOW_BENCH_TRACE_DIR also writes a Go execution trace of each role,
+// each of the client's pings a trace task "ping"); both report how long
+// the measuring process's goroutines waited for a P (runtime/metrics);
 // through the shaped link, the relay's record of every datagram (queue
 // wait, the relay's own lateness, drops). BenchmarkStreamVsBare
 // compares the execution stream with the bare stream at its best write size
