@@ -350,14 +350,26 @@ func BenchmarkHeadOfLine(b *testing.B) {
 	ctx := context.Background()
 	const n = 256 << 20
 	targets := mcpTargets(b)
+	// flow-cbor and its window variants get a server and client of their
+	// own, whose UDP sockets the run samples (runHOLProbed).
+	probes := map[string]*udpProbe{}
+	for i, tg := range targets {
+		if tg.name == "flow-cbor" {
+			tg.t.Close()
+			targets[i].t, probes[tg.name] = dialProbed(b, flow.Limits{})
+		}
+	}
 	// The latency option: the client caps each stream's receive window
 	// (flow.Limits.StreamReceiveWindow), so that at most that much of the
 	// result is in flight ahead of a ping's response.
 	for _, w := range []int{64 << 10, 256 << 10} {
+		name := fmt.Sprintf("flow-cbor-window-%dk", w>>10)
+		t, p := dialProbed(b, flow.Limits{StreamReceiveWindow: w})
+		probes[name] = p
 		targets = append(targets, struct {
 			name string
 			t    mcpTarget
-		}{fmt.Sprintf("flow-cbor-window-%dk", w>>10), dialFlowLimits(b, flowServer(b), codec.CBOR, flow.Limits{StreamReceiveWindow: w})})
+		}{name, t})
 	}
 	for _, tg := range targets {
 		n := int64(n)
@@ -366,7 +378,13 @@ func BenchmarkHeadOfLine(b *testing.B) {
 		}
 		b.Run(tg.name, func(b *testing.B) {
 			for b.Loop() {
-				r, err := runHOL(ctx, tg.t, n)
+				var r *holRun
+				var err error
+				if p := probes[tg.name]; p != nil {
+					r, err = runHOLProbed(ctx, b, tg.t, n, p)
+				} else {
+					r, err = runHOL(ctx, tg.t, n)
+				}
 				if err != nil {
 					b.Fatal(err)
 				}

@@ -11,7 +11,16 @@
 // one core each (BenchmarkHeadOfLineProcesses: the test binary re-runs
 // itself in a role, see TestMain), and through a shaped link
 // (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
-// MCP-Flow and TCP for the go-sdk's Streamable HTTP). BenchmarkStreamVsBare
+// MCP-Flow and TCP for the go-sdk's Streamable HTTP). All three account
+// for their slowest 1 % of pings with what the run measures: in one
+// process (flow-cbor and its window variants), the client's UDP receive
+// queue and the process's threads' run delay, sampled from within; in two
+// processes, the same for each process (probe_test.go;
+// MCP_FLOW_BENCH_TRACE_DIR also writes a Go execution trace of each role,
+// each of the client's pings a trace task "ping"); both report how long
+// the measuring process's goroutines waited for a P (runtime/metrics);
+// through the shaped link, the relay's record of every datagram (queue
+// wait, the relay's own lateness, drops). BenchmarkStreamVsBare
 // compares the execution stream with the bare stream at its best write size
 // in back-to-back pairs. BenchmarkSessions takes a burst of 1,000 dials and
 // holds thousands of idle sessions in a server process, measuring its heap

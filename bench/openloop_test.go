@@ -83,10 +83,31 @@ type holRun struct {
 	Bytes      int64
 	// CPU is the CPU time this process used during the transfer.
 	CPU time.Duration
+	// Sched, when measured, is what the kernel's scheduler and Go's
+	// garbage collector did to both processes during the transfer.
+	Sched *schedAccount `json:",omitempty"`
+	// GoSched is how long this process's goroutines waited runnable for
+	// the Go scheduler during the transfer.
+	GoSched *goSched `json:",omitempty"`
+	// BusyStart is when the busy open loop started (Unix ns), the origin
+	// of the busy samples' At.
+	BusyStart int64
+	// Queues, when sampled, are the UDP socket queues of both ends during
+	// the busy phase, every queueEvery (sampleQueues).
+	Queues []timedQueues `json:"-"`
+	// OneProcess is true when both ends ran in this process: the Queues'
+	// ClientDelay is the run delay of its threads.
+	OneProcess bool `json:"-"`
 }
 
 // runHOL measures t: idle pings, then pings during Fetch(n).
 func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
+	return runHOLSched(ctx, t, n, nil)
+}
+
+// runHOLSched is runHOL with sched (when not nil) called at the
+// transfer's start, and what it returns at the transfer's end.
+func runHOLSched(ctx context.Context, t mcpTarget, n int64, sched func() func() *schedAccount) (*holRun, error) {
 	idle, err := openLoop(ctx, t.Ping, pingInterval, idlePings, nil)
 	if err != nil {
 		return nil, fmt.Errorf("idle: %w", err)
@@ -94,18 +115,30 @@ func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
 	stop := make(chan struct{})
 	fetched := make(chan error, 1)
 	var got int64
+	var schedEnd func() *schedAccount
+	if sched != nil {
+		schedEnd = sched()
+	}
+	var sa *schedAccount
+	var gs *goSched
+	gsEnd := goSchedFrom()
 	t0, c0 := time.Now(), cpuTime(0)
 	var transfer, cpu time.Duration
 	go func() {
 		var err error
 		got, err = t.Fetch(ctx, n)
 		transfer, cpu = time.Since(t0), cpuTime(0)-c0
+		gs = gsEnd()
+		if schedEnd != nil {
+			sa = schedEnd()
+		}
 		if err == nil && got != n {
 			err = fmt.Errorf("fetched %d of %d bytes", got, n)
 		}
 		close(stop)
 		fetched <- err
 	}()
+	r := &holRun{BusyStart: time.Now().UnixNano()}
 	busy, perr := openLoop(ctx, t.Ping, pingInterval, 0, stop)
 	if err := <-fetched; err != nil {
 		return nil, fmt.Errorf("fetch: %w", err)
@@ -113,7 +146,8 @@ func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
 	if perr != nil {
 		return nil, fmt.Errorf("during the transfer: %w", perr)
 	}
-	return &holRun{Idle: idle, Busy: busy, Transfer: transfer, Bytes: got, CPU: cpu}, nil
+	r.Idle, r.Busy, r.Transfer, r.Bytes, r.CPU, r.Sched, r.GoSched = idle, busy, transfer, got, cpu, sa, gs
+	return r, nil
 }
 
 // quantile returns the q-quantile (nearest rank) of the latencies.
@@ -172,6 +206,9 @@ func (r *holRun) report(b *testing.B) {
 	b.ReportMetric(float64(r.Bytes)/(1<<20), "result-MiB")
 	b.ReportMetric(r.CPU.Seconds()/r.Transfer.Seconds(), "cpu-busy")
 	reportLoad(b)
+	r.reportQueues(b)
+	r.Sched.report(b, r.Transfer)
+	r.GoSched.report(b, r.Transfer)
 	writeSeries(b, r.Busy)
 }
 

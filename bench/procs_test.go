@@ -2,6 +2,7 @@ package bench
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,9 +10,11 @@ import (
 	"log"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"runtime/trace"
 	"strconv"
 	"strings"
 	"sync"
@@ -34,9 +37,9 @@ const roleEnv = "MCP_FLOW_BENCH_ROLE"
 func TestMain(m *testing.M) {
 	switch os.Getenv(roleEnv) {
 	case "server":
-		os.Exit(serverRole())
+		os.Exit(traceRole(serverRole))
 	case "holclient":
-		os.Exit(holClientRole())
+		os.Exit(traceRole(holClientRole))
 	}
 	os.Exit(m.Run())
 }
@@ -141,7 +144,9 @@ func serverRole() int {
 
 // holClientRole dials MCP_FLOW_BENCH_URL (pinning MCP_FLOW_BENCH_HASH) with
 // cbor and the stream receive window MCP_FLOW_BENCH_WINDOW, runs runHOL
-// for MCP_FLOW_BENCH_BYTES and prints the holRun as JSON on stdout.
+// for MCP_FLOW_BENCH_BYTES and prints the holRun as JSON on stdout. With
+// MCP_FLOW_BENCH_SERVER_PID it accounts for both processes' scheduling
+// during the transfer (schedFrom).
 func holClientRole() int {
 	pin, err := certs.ParseHash(os.Getenv("MCP_FLOW_BENCH_HASH"))
 	if err != nil {
@@ -161,7 +166,15 @@ func holClientRole() int {
 		return 1
 	}
 	defer s.Close()
-	r, err := runHOL(ctx, &flowTarget{s}, n)
+	var sched func() func() *schedAccount
+	if pid, err := strconv.Atoi(os.Getenv("MCP_FLOW_BENCH_SERVER_PID")); err == nil {
+		sched = func() func() *schedAccount { return schedFrom(pid) }
+	}
+	var t mcpTarget = &flowTarget{s}
+	if trace.IsEnabled() {
+		t = tracedTarget{t}
+	}
+	r, err := runHOLSched(ctx, t, n, sched)
 	if err != nil {
 		log.Print(err)
 		return 1
@@ -171,6 +184,17 @@ func holClientRole() int {
 		return 1
 	}
 	return 0
+}
+
+// tracedTarget marks each ping as a task ("ping") in the Go execution
+// trace, for finding in the trace where a slow ping waited.
+type tracedTarget struct{ mcpTarget }
+
+// Ping pings within a trace task.
+func (t tracedTarget) Ping(ctx context.Context) error {
+	ctx, task := trace.NewTask(ctx, "ping")
+	defer task.End()
+	return t.mcpTarget.Ping(ctx)
 }
 
 // pinned is true when each role runs on a core of its own (taskset).
@@ -313,20 +337,63 @@ func BenchmarkHeadOfLineProcesses(b *testing.B) {
 			srv := startServer(b, 1, 0)
 			for b.Loop() {
 				cl := roleCmd("holclient", 0, "MCP_FLOW_BENCH_URL="+srv.url, "MCP_FLOW_BENCH_HASH="+srv.hash,
-					"MCP_FLOW_BENCH_WINDOW="+strconv.Itoa(w), "MCP_FLOW_BENCH_BYTES="+strconv.Itoa(n))
+					"MCP_FLOW_BENCH_WINDOW="+strconv.Itoa(w), "MCP_FLOW_BENCH_BYTES="+strconv.Itoa(n),
+					"MCP_FLOW_BENCH_SERVER_PID="+strconv.Itoa(srv.cmd.Process.Pid))
 				stderr := &flowtest.SyncBuffer{}
 				cl.Stderr = stderr
-				out, err := cl.Output()
+				var out bytes.Buffer
+				cl.Stdout = &out
+				if err := cl.Start(); err != nil {
+					b.Fatal(err)
+				}
+				stop := make(chan struct{})
+				sampled := make(chan []timedQueues)
+				t0, c0 := time.Now(), cpuTime(0)
+				cores0, s0 := coreBusy(), procCPU(srv.cmd.Process.Pid)
+				go func() { sampled <- sampleQueues(cl.Process.Pid, srv.cmd.Process.Pid, stop) }()
+				err := cl.Wait()
+				close(stop)
+				qs := <-sampled
+				b.ReportMetric((cpuTime(0)-c0).Seconds()/time.Since(t0).Seconds(), "sampler-cpu")
+				if pinned && err == nil {
+					reportOthers(b, t0, cores0, s0, srv.cmd.Process.Pid, cl.ProcessState.UserTime()+cl.ProcessState.SystemTime())
+				}
 				if err != nil {
 					b.Fatalf("client process: %v; stderr:\n%s\nserver stderr:\n%s", err, stderr, srv.stderr)
 				}
 				var r holRun
-				if err := json.Unmarshal(out, &r); err != nil {
+				if err := json.Unmarshal(out.Bytes(), &r); err != nil {
 					b.Fatalf("client output: %v", err)
 				}
+				r.Queues = qs
 				r.report(b)
 			}
 			b.ReportMetric(map[bool]float64{true: 1, false: 0}[pinned], "pinned")
 		})
 	}
+}
+
+// traceRole runs role, writing a Go execution trace of the whole process to
+// $MCP_FLOW_BENCH_TRACE_DIR/<role>.trace when that is set (a diagnosis
+// aid for the head-of-line benchmarks: `go tool trace`).
+func traceRole(role func() int) int {
+	dir := os.Getenv("MCP_FLOW_BENCH_TRACE_DIR")
+	if dir == "" {
+		return role()
+	}
+	f, err := os.Create(filepath.Join(dir, os.Getenv(roleEnv)+".trace"))
+	if err == nil {
+		err = trace.Start(f)
+	}
+	if err != nil {
+		log.Print(err)
+		return 1
+	}
+	code := role()
+	trace.Stop()
+	if err := f.Close(); err != nil {
+		log.Print(err)
+		return 1
+	}
+	return code
 }

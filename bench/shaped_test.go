@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -63,7 +64,7 @@ func BenchmarkShapedLink(b *testing.B) {
 	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats) {
 		return func(b *testing.B) (mcpTarget, relayStats) {
 			srv := flowServer(b)
-			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13})
+			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13, Record: true})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -111,10 +112,12 @@ func BenchmarkShapedLink(b *testing.B) {
 					// of the link: 16 MiB in short mode.
 					n = 16 << 20
 				}
+				t0, cores0, c0 := time.Now(), coreBusy(), cpuTime(0)
 				r, err := runHOL(ctx, t, n)
 				if err != nil {
 					b.Fatal(err)
 				}
+				reportMachineOthers(b, t0, cores0, cpuTime(0)-c0)
 				_, d1 := relay.Stats()
 				r.report(b)
 				tput := float64(r.Bytes) / r.Transfer.Seconds()
@@ -130,6 +133,12 @@ func BenchmarkShapedLink(b *testing.B) {
 					b.ReportMetric(float64((d1.LateSum-d0.LateSum).Microseconds())/1e3/float64(late), "relay-late-mean-ms")
 				}
 				b.ReportMetric(float64(d1.LateMax.Microseconds())/1e3, "relay-late-max-ms")
+				b.ReportMetric(float64(d1.ReadLateMax.Microseconds())/1e3, "relay-read-late-max-ms")
+				if rec, ok := relay.(recorder); ok {
+					up, down := rec.Records()
+					_, drops := rec.QueueDrops()
+					slowPathAccount(b, r, up, down, drops)
+				}
 			}
 			b.ReportMetric(linkRate*8/1e6, "link-Mbit/s")
 			if p.window > 0 {
@@ -138,4 +147,91 @@ func BenchmarkShapedLink(b *testing.B) {
 			b.ReportMetric(float64(linkRTT.Milliseconds()), "rtt-ms")
 		})
 	}
+}
+
+// recorder is a relay that keeps a lossrelay.Record of each datagram.
+type recorder interface {
+	Records() (up, down []lossrelay.Record)
+	QueueDrops() (up, down []time.Time)
+}
+
+// slowPathAccount reports, for the slowest 1 % of r's busy pings, where
+// their time went: the mean latency, and the mean of the largest bottleneck
+// queue wait, relay lateness (sent after due: the relay's scheduling,
+// its input lateness included) and up-direction excess (queue wait and
+// lateness) among the datagrams the relay sent during each ping; what is
+// left of the latency after the round trip and those three is a lower
+// bound of the time the ping spent at the endpoints (client, server,
+// QUIC's send queue, congestion and pacing, and recovering a lost
+// datagram): slow-endpoint-ms. slow-down-drops is how many of the
+// result's direction's datagrams the full queue dropped during each of
+// those pings, on average (a ping's answer among them waits for QUIC's
+// loss recovery), and slow-with-drops-% how many of those pings saw any.
+func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops []time.Time) {
+	if len(r.Busy) == 0 {
+		return
+	}
+	excess := func(x lossrelay.Record) (queue, late time.Duration) {
+		ser := time.Duration(float64(x.Len) / linkRate * float64(time.Second))
+		return x.Due.Sub(x.Arrived) - linkRTT/2 - ser, x.Sent.Sub(x.Due)
+	}
+	worst := func(recs []lossrelay.Record, from, to time.Time) (queue, late time.Duration) {
+		k, _ := slices.BinarySearchFunc(recs, from, func(x lossrelay.Record, t time.Time) int { return x.Sent.Compare(t) })
+		for ; k < len(recs) && !recs[k].Sent.After(to); k++ {
+			q, l := excess(recs[k])
+			queue, late = max(queue, q), max(late, l)
+		}
+		return queue, late
+	}
+	byLat := slices.Clone(r.Busy)
+	slices.SortFunc(byLat, func(a, b sample) int { return int(b.Lat - a.Lat) })
+	slow := byLat[:max(1, len(byLat)/100)]
+	var lat, dq, dl, ue, outside time.Duration
+	var dropped, withDrops int
+	for _, s := range slow {
+		from := time.Unix(0, r.BusyStart+int64(s.At))
+		to := from.Add(s.Lat)
+		k, _ := slices.BinarySearchFunc(drops, from, func(x, t time.Time) int { return x.Compare(t) })
+		n := 0
+		for ; k < len(drops) && !drops[k].After(to); k++ {
+			n++
+		}
+		dropped += n
+		if n > 0 {
+			withDrops++
+		}
+		q, l := worst(down, from, to)
+		uq, ul := worst(up, from, to)
+		lat += s.Lat
+		dq += q
+		dl += l
+		ue += uq + ul
+		outside += max(s.Lat-linkRTT-q-l-uq-ul, 0)
+	}
+	n := time.Duration(len(slow))
+	ms := func(d time.Duration) float64 { return float64((d / n).Microseconds()) / 1e3 }
+	b.ReportMetric(ms(lat), "slow-lat-ms")
+	b.ReportMetric(ms(dq), "slow-down-queue-ms")
+	b.ReportMetric(ms(dl), "slow-down-late-ms")
+	b.ReportMetric(ms(ue), "slow-up-excess-ms")
+	b.ReportMetric(ms(outside), "slow-endpoint-ms")
+	b.ReportMetric(float64(dropped)/float64(len(slow)), "slow-down-drops")
+	b.ReportMetric(100*float64(withDrops)/float64(len(slow)), "slow-with-drops-%")
+}
+
+// reportMachineOthers reports the CPU that other processes than this one
+// used, per second, on all the machine's cores together since t0 (core
+// times cores0 then; this process used self since): what the relay and
+// both ends, which share this process, competed with.
+func reportMachineOthers(b *testing.B, t0 time.Time, cores0 map[int]time.Duration, self time.Duration) {
+	cores1 := coreBusy()
+	wall := time.Since(t0).Seconds()
+	if cores0 == nil || cores1 == nil || wall <= 0 {
+		return
+	}
+	var busy time.Duration
+	for c, d := range cores1 {
+		busy += d - cores0[c]
+	}
+	b.ReportMetric(max(busy-self, 0).Seconds()/wall, "others-cpu")
 }

@@ -54,6 +54,21 @@ type Config struct {
 	Up, Down Path
 	// Seed seeds the random choices (each direction has its own generator).
 	Seed uint64
+	// Record keeps a Record of every datagram each direction forwards
+	// (Records), for an account of where a datagram's time went.
+	Record bool
+}
+
+// A Record is the life of one forwarded datagram in the relay: when it
+// reached the relay's socket (the kernel's receive timestamp, where the
+// platform gives one; else when the relay read it), when the relay read it,
+// when the model (Delay, Jitter, Rate and the queue) said it should leave,
+// and when the relay sent it. Read−Arrived and Sent−Due are the relay's own
+// lateness, Due−Arrived the model's delay (its queue wait: Due−Arrived−
+// Delay−len/Rate).
+type Record struct {
+	Arrived, Read, Due, Sent time.Time
+	Len                      int
 }
 
 // Counters count what one direction did. Forwarded + Dropped +
@@ -77,6 +92,13 @@ type Counters struct {
 	LateMax, LateSum time.Duration
 	// Late counts the datagrams LateSum is over (those delayed).
 	Late uint64
+	// ReadLateMax and ReadLateSum are the longest and the total time that
+	// forwarded datagrams waited in the relay's socket before it read them
+	// (from the kernel's receive timestamp, where the platform gives one):
+	// the relay's input lateness, which the model does not add either. The
+	// bottleneck admits a datagram at its arrival, so this lateness is
+	// also in LateSum for delayed datagrams.
+	ReadLateMax, ReadLateSum time.Duration
 }
 
 // Relay is a running relay. Its methods are safe for concurrent use.
@@ -111,6 +133,7 @@ func New(cfg Config) (*Relay, error) {
 	}
 	_ = ln.SetReadBuffer(bufferSize)
 	_ = ln.SetWriteBuffer(bufferSize)
+	enableRxTime(ln)
 	r := &Relay{cfg: cfg, ln: ln, done: make(chan struct{}), clients: map[string]*net.UDPConn{}}
 	r.up = r.newDirection(cfg.Up, cfg.Seed)
 	r.down = r.newDirection(cfg.Down, cfg.Seed^0x9e3779b97f4a7c15)
@@ -155,8 +178,9 @@ func (r *Relay) spawn(f func()) {
 // readClients reads what clients send and passes it up.
 func (r *Relay) readClients() {
 	buf := make([]byte, 64<<10)
+	oob := make([]byte, rxTimeOOB)
 	for {
-		n, from, err := r.ln.ReadFromUDP(buf)
+		n, from, arrived, err := readStamped(r.ln, buf, oob)
 		if err != nil {
 			return // closed
 		}
@@ -164,8 +188,22 @@ func (r *Relay) readClients() {
 		if c == nil {
 			return
 		}
-		r.up.carry(buf[:n], func(b []byte) { c.Write(b) })
+		r.up.carry(buf[:n], arrived, func(b []byte) { c.Write(b) })
 	}
+}
+
+// readStamped reads a datagram from c with the time it arrived (the
+// kernel's timestamp where there is one, else now).
+func readStamped(c *net.UDPConn, buf, oob []byte) (int, *net.UDPAddr, time.Time, error) {
+	n, oobn, _, from, err := c.ReadMsgUDP(buf, oob)
+	if err != nil {
+		return 0, nil, time.Time{}, err
+	}
+	at, ok := parseRxTime(oob[:oobn])
+	if !ok {
+		at = time.Now()
+	}
+	return n, from, at, nil
 }
 
 // clientConn returns the socket towards Target for a client, made (with
@@ -185,15 +223,17 @@ func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
 	}
 	_ = c.SetReadBuffer(bufferSize)
 	_ = c.SetWriteBuffer(bufferSize)
+	enableRxTime(c)
 	r.clients[from.String()] = c
 	r.spawn(func() {
 		buf := make([]byte, 64<<10)
+		oob := make([]byte, rxTimeOOB)
 		for {
-			n, err := c.Read(buf)
+			n, _, arrived, err := readStamped(c, buf, oob)
 			if err != nil {
 				return
 			}
-			r.down.carry(buf[:n], func(b []byte) { r.ln.WriteToUDP(b, from) })
+			r.down.carry(buf[:n], arrived, func(b []byte) { r.ln.WriteToUDP(b, from) })
 		}
 	})
 	return c
@@ -262,10 +302,36 @@ type direction struct {
 
 	forwarded, dropped, reordered, bytes atomic.Uint64
 	late, lateSum, lateMax               atomic.Int64
+	readLateSum, readLateMax             atomic.Int64
+
+	record  bool
+	recMu   sync.Mutex
+	records []Record
+	drops   []time.Time // arrival of each datagram the full queue dropped
+}
+
+// Records returns the records each direction has kept so far
+// (Config.Record).
+func (r *Relay) Records() (up, down []Record) { return r.up.kept(), r.down.kept() }
+
+// QueueDrops returns, with Config.Record, when each datagram that a full
+// bottleneck queue dropped arrived, in each direction.
+func (r *Relay) QueueDrops() (up, down []time.Time) { return r.up.dropTimes(), r.down.dropTimes() }
+
+func (d *direction) kept() []Record {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	return append([]Record(nil), d.records...)
+}
+
+func (d *direction) dropTimes() []time.Time {
+	d.recMu.Lock()
+	defer d.recMu.Unlock()
+	return append([]time.Time(nil), d.drops...)
 }
 
 func (r *Relay) newDirection(p Path, seed uint64) *direction {
-	d := &direction{path: p, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), wake: make(chan struct{}, 1)}
+	d := &direction{path: p, rng: rand.New(rand.NewPCG(seed, seed>>1|1)), wake: make(chan struct{}, 1), record: r.cfg.Record}
 	if p.Rate > 0 {
 		d.bn = &bottleneck{rate: p.Rate, queue: p.Queue}
 	}
@@ -277,7 +343,8 @@ func (r *Relay) newDirection(p Path, seed uint64) *direction {
 
 func (d *direction) counters() Counters {
 	c := Counters{Forwarded: d.forwarded.Load(), Dropped: d.dropped.Load(), Reordered: d.reordered.Load(), Bytes: d.bytes.Load(),
-		Late: uint64(d.late.Load()), LateSum: time.Duration(d.lateSum.Load()), LateMax: time.Duration(d.lateMax.Load())}
+		Late: uint64(d.late.Load()), LateSum: time.Duration(d.lateSum.Load()), LateMax: time.Duration(d.lateMax.Load()),
+		ReadLateSum: time.Duration(d.readLateSum.Load()), ReadLateMax: time.Duration(d.readLateMax.Load())}
 	d.bn.count(&c)
 	return c
 }
@@ -292,8 +359,10 @@ func (q *bottleneck) count(c *Counters) {
 	c.QueueDelaySum = time.Duration(q.delaySum.Load())
 }
 
-// carry drops b, sends it with send at once, or queues a copy for later.
-func (d *direction) carry(b []byte, send func([]byte)) {
+// carry drops b, which arrived at arrived, sends it with send at once, or
+// queues a copy for later.
+func (d *direction) carry(b []byte, arrived time.Time, send func([]byte)) {
+	read := time.Now()
 	d.mu.Lock()
 	seq := d.seq
 	d.seq++
@@ -306,21 +375,26 @@ func (d *direction) carry(b []byte, send func([]byte)) {
 	if d.path.Jitter > 0 {
 		delay += time.Duration(d.rng.Int64N(int64(d.path.Jitter)))
 	}
-	start := time.Now()
+	start := arrived
 	if d.bn != nil {
 		dep, _, ok := d.bn.admit(len(b), start)
 		if !ok {
 			d.mu.Unlock()
 			d.bn.dropped.Add(1)
+			if d.record {
+				d.recMu.Lock()
+				d.drops = append(d.drops, arrived)
+				d.recMu.Unlock()
+			}
 			return
 		}
 		start = dep
 	} else if delay == 0 {
 		d.mu.Unlock()
-		d.send(seq, b, send)
+		d.send(&packet{arrived: arrived, read: read, seq: seq, b: b, send: send})
 		return
 	}
-	heap.Push(&d.q, &packet{due: start.Add(delay), seq: seq, b: append([]byte(nil), b...), send: send})
+	heap.Push(&d.q, &packet{arrived: arrived, read: read, due: start.Add(delay), seq: seq, b: append([]byte(nil), b...), send: send})
 	d.mu.Unlock()
 	select {
 	case d.wake <- struct{}{}:
@@ -329,21 +403,47 @@ func (d *direction) carry(b []byte, send func([]byte)) {
 }
 
 // send counts one datagram and sends it.
-func (d *direction) send(seq uint64, b []byte, send func([]byte)) {
+func (d *direction) send(p *packet) {
 	for {
 		hi := d.sent.Load()
-		if seq+1 <= hi {
+		if p.seq+1 <= hi {
 			d.reordered.Add(1)
 			break
 		}
-		if d.sent.CompareAndSwap(hi, seq+1) {
+		if d.sent.CompareAndSwap(hi, p.seq+1) {
 			break
 		}
 	}
 	// Counted first, so that whoever sees the datagram arrive sees it counted.
 	d.forwarded.Add(1)
-	d.bytes.Add(uint64(len(b)))
-	send(b)
+	d.bytes.Add(uint64(len(p.b)))
+	rl := int64(max(p.read.Sub(p.arrived), 0))
+	d.readLateSum.Add(rl)
+	for {
+		m := d.readLateMax.Load()
+		if rl <= m || d.readLateMax.CompareAndSwap(m, rl) {
+			break
+		}
+	}
+	now := time.Now()
+	if !p.due.IsZero() {
+		late := int64(max(now.Sub(p.due), 0))
+		d.late.Add(1)
+		d.lateSum.Add(late)
+		if late > d.lateMax.Load() {
+			d.lateMax.Store(late) // one goroutine per direction sends delayed datagrams
+		}
+	}
+	if d.record {
+		due := p.due
+		if due.IsZero() {
+			due = now
+		}
+		d.recMu.Lock()
+		d.records = append(d.records, Record{Arrived: p.arrived, Read: p.read, Due: due, Sent: now, Len: len(p.b)})
+		d.recMu.Unlock()
+	}
+	p.send(p.b)
 }
 
 // run sends queued datagrams when they are due, until done.
@@ -365,13 +465,7 @@ func (d *direction) run(done <-chan struct{}) {
 		}
 		d.mu.Unlock()
 		for _, p := range due {
-			late := int64(now.Sub(p.due))
-			d.late.Add(1)
-			d.lateSum.Add(late)
-			if late > d.lateMax.Load() {
-				d.lateMax.Store(late) // one goroutine per direction writes it
-			}
-			d.send(p.seq, p.b, p.send)
+			d.send(p)
 		}
 		t.Reset(next)
 		select {
@@ -384,10 +478,11 @@ func (d *direction) run(done <-chan struct{}) {
 }
 
 type packet struct {
-	due  time.Time
-	seq  uint64
-	b    []byte
-	send func([]byte)
+	arrived, read time.Time
+	due           time.Time // zero: not delayed
+	seq           uint64
+	b             []byte
+	send          func([]byte)
 }
 
 // queue is a min-heap of packets by due time, then arrival.

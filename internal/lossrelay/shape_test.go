@@ -17,7 +17,7 @@ import (
 func TestBottleneckDropTail(t *testing.T) {
 	const n, size, rate, queue = 100, 1000, 1e6, 20000
 	tc, got := target(t, false)
-	r := start(t, Config{Target: tc.LocalAddr().(*net.UDPAddr), Up: Path{Rate: rate, Queue: queue}})
+	r := start(t, Config{Target: tc.LocalAddr().(*net.UDPAddr), Up: Path{Rate: rate, Queue: queue}, Record: true})
 	c := client(t, r)
 	msg := make([]byte, size)
 	t0 := time.Now()
@@ -52,6 +52,9 @@ func TestBottleneckDropTail(t *testing.T) {
 	}
 	if span, want := last.Sub(t0), time.Duration(arrived)*time.Millisecond; span < want {
 		t.Errorf("%d datagrams arrived within %v of the burst: a %g B/s bottleneck needs %v", arrived, span, float64(rate), want)
+	}
+	if drops, _ := r.QueueDrops(); len(drops) != int(up.QueueDropped) {
+		t.Errorf("%d queue drops recorded, %d counted", len(drops), up.QueueDropped)
 	}
 	if lim := time.Duration(float64(queue-size) / rate * float64(time.Second)); up.QueueDelayMax > lim {
 		t.Errorf("a datagram waited %v in the queue, more than its %d bytes allow (%v)", up.QueueDelayMax, queue, lim)

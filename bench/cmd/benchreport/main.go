@@ -319,8 +319,8 @@ func (r *report) shapedAccount(md *strings.Builder) {
 			continue
 		}
 		m := r.results[n].metrics
-		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s, so about %s of the busy p99 (busy p99 − idle p99 − the queue's longest wait) is spent elsewhere than in the bottleneck queue.%s\n",
-			rest, fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]), ms(m["busy-p99-µs"]), ms(m["idle-p99-µs"]), ms(max(0, m["busy-p99-µs"]-m["idle-p99-µs"]-m["queue-max-ms"]*1e3)), shapedCause(m))
+		fmt.Fprintf(md, "- flow%s: a ping's answer waits in the bottleneck queue behind the result's packets for at most the queue's longest wait, %s ms (%s ms on average); its busy p99 is %s against an idle p99 of %s.%s%s\n",
+			rest, fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]), ms(m["busy-p99-µs"]), ms(m["idle-p99-µs"]), slowPath(m), shapedCause(m))
 	}
 	md.WriteString("\n")
 }
@@ -609,6 +609,51 @@ func (rep *report) units(name string) []string {
 	return out
 }
 
+// slowPath says where the slowest 1 % of a shaped run's busy pings spent
+// their time, from the relay's record of each datagram (slowPathAccount in
+// the bench package).
+func slowPath(m map[string]float64) string {
+	if _, ok := m["slow-lat-ms"]; !ok {
+		return ""
+	}
+	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average: the %s ms round trip; among the datagrams the relay sent during each of them, the longest wait in the bottleneck queue (%s ms on average over those pings), the relay's largest lateness in the result's direction (%s ms: datagrams sent after their due time, because the relay, in the benchmark's process, did not run; it read datagrams up to %s ms after the kernel received them) and in the other direction (queue and lateness, %s ms); and at least %s ms at the endpoints (the rest; a stall of the relay's process that delays both directions counts twice above). The full queue dropped %s of the result's direction's datagrams during each of those pings on average, and %s %% of them saw a drop (an answer lost there waits for QUIC's loss recovery, which the rest includes).",
+		fmtNum(m["slow-lat-ms"]), fmtNum(m["rtt-ms"]), fmtNum(m["slow-down-queue-ms"]), fmtNum(m["slow-down-late-ms"]), fmtNum(m["relay-read-late-max-ms"]), fmtNum(m["slow-up-excess-ms"]), fmtNum(m["slow-endpoint-ms"]),
+		fmtNum(m["slow-down-drops"]), fmtNum(m["slow-with-drops-%"]))
+}
+
+// holAccount says, from a head-of-line run (in two processes, or both
+// ends in one), what the slowest 1 % of its busy pings waited for: the
+// client's UDP receive queue and the scheduler (bench/probe_test.go).
+func holAccount(m map[string]float64) string {
+	if _, ok := m["rxq-slow-KiB"]; !ok {
+		return ""
+	}
+	return holQueues(m) + goRunnable(m)
+}
+
+// goRunnable says how long the measuring process's goroutines waited for
+// Go's scheduler during the transfer (runtime/metrics).
+func goRunnable(m map[string]float64) string {
+	if _, ok := m["go-runnable-p99-µs"]; !ok {
+		return ""
+	}
+	return fmt.Sprintf(" Within the measuring process (GOMAXPROCS %d), goroutines made runnable during the transfer waited for a P up to %s (p99 %s; at least %s ms per second in all; runtime/metrics /sched/latencies): a P held by another goroutine, or by a thread the kernel was not running.",
+		int(m["gomaxprocs"]), ms(m["go-runnable-max-µs"]), ms(m["go-runnable-p99-µs"]), fmtNum(m["go-runnable-ms/s"]))
+}
+
+// holQueues is holAccount's UDP queue and run delay part.
+func holQueues(m map[string]float64) string {
+	if _, ok := m["slow-thread-delay-ms"]; ok {
+		return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and the process's most delayed thread (both ends share it) waited %s ms, runnable but without a CPU, over the 10 ms sampling intervals that cover each of them (schedstat run delay), while other processes used %s CPU-seconds per second of the machine's %d cores (/proc/stat). The queues and threads were sampled every 10 ms from within the process, which took %s ms per second.",
+			fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
+			fmtNum(m["slow-thread-delay-ms"]), fmtNum(m["others-cpu"]), runtime.NumCPU(), fmtNum(m["sampler-ms/s"]))
+	}
+	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average. The largest the client's UDP receive queue was during each of them averaged %s KiB (kernel memory, datagram overhead included: %s ms at the transfer's rate; at most %s KiB over the transfer, %s datagrams dropped), and, over the 10 ms sampling intervals that cover each of them, the client's most delayed thread waited %s ms, the server's %s ms, runnable but without a CPU (schedstat run delay; both processes are pinned to one core each of a shared machine); over the transfer the client's threads waited %s ms per second and the server's %s ms per second, while other processes than the client used %s ms per second of the client's core and other processes than the server %s ms per second of the server's (/proc/stat). The queues were sampled every 10 ms by the benchmark's process, which used %s of a core doing so.",
+		fmtNum(m["slow-lat-ms"]), fmtNum(m["rxq-slow-KiB"]), fmtNum(m["rxq-slow-wait-ms"]), fmtNum(m["rxq-max-KiB"]), fmtNum(m["udp-drops"]),
+		fmtNum(m["slow-client-thread-delay-ms"]), fmtNum(m["slow-server-thread-delay-ms"]), fmtNum(m["client-run-delay-ms/s"]), fmtNum(m["server-run-delay-ms/s"]),
+		fmtNum(m["client-core-others-ms/s"]), fmtNum(m["server-core-others-ms/s"]), fmtNum(m["sampler-cpu"]))
+}
+
 // shapedCause says, from a shaped-link result's figures, what limited it:
 // the relay's own lateness and CPU, and for a window-limited peer the
 // rate its window allows at the round trip its pings saw.
@@ -617,6 +662,9 @@ func shapedCause(m map[string]float64) string {
 	if _, ok := m["relay-late-max-ms"]; ok {
 		fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it shares the benchmark's process, which used %s CPU-seconds per second of the transfer, with both ends).",
 			fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(m["cpu-busy"]))
+		if o, ok := m["others-cpu"]; ok {
+			fmt.Fprintf(&b, " Other processes used %s CPU-seconds per second of the machine's %d cores during the run (/proc/stat).", fmtNum(o), runtime.NumCPU())
+		}
 	}
 	if w := m["window-KiB"]; w > 0 && m["busy-p50-µs"] > 0 {
 		bound := w * 1024 / (m["busy-p50-µs"] / 1e6)
@@ -728,6 +776,7 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 		case m["busy-p99-µs"] > 0 && m["link-%"] > 0:
 			fmt.Fprintf(md, " Idle p99 %s, busy p99 %s, busy max %s, longest stall %s ms; the result came at %s %% of the link rate; the bottleneck queue dropped %s datagrams and held data %s ms at most (%s ms on average): see the shaped-link account below.",
 				ms(m["idle-p99-µs"]), ms(m["busy-p99-µs"]), ms(m["busy-max-µs"]), fmtNum(m["stall-ms"]), fmtNum(m["link-%"]), fmtNum(m["queue-drops"]), fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]))
+			md.WriteString(slowPath(m))
 			md.WriteString(shapedCause(m))
 		case m["busy-p99-µs"] > 0:
 			fmt.Fprintf(md, " Idle p50 %s and p99 %s; during the transfer p50 %s, p99 %s, max %s, longest stall %s ms over %s pings; the result streamed at %s MB/s, while the measuring process (the client; in one process, both ends) used %s CPU-seconds per wall second (%d cores).",
@@ -737,6 +786,7 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 				fmt.Fprintf(md, " In the same run, the same benchmark with a 64 KiB stream receive window (at most that much of the result in flight ahead of a ping's answer) measured busy p99 %s and max %s against an idle p99 of %s, at %s MB/s.",
 					ms(wm["busy-p99-µs"]), ms(wm["busy-max-µs"]), ms(wm["idle-p99-µs"]), fmtNum(wm["transfer-MB/s"]))
 			}
+			md.WriteString(holAccount(m))
 		case name == sessions && r.num[1] == "KiB-heap/session":
 			fmt.Fprintf(md, " Of the %s KiB of heap in use per session, %s KiB are live objects (HeapAlloc after GC) and the other %s KiB are free space inside the spans those objects keep in use (fragmentation); the server also holds %s goroutines per session, whose stacks (%s KiB per session) are not heap. Who holds the live heap, by the server's heap profile (KiB per session): %s.",
 				fmtNum(m["KiB-heap/session"]), fmtNum(m["KiB-live/session"]), fmtNum(m["KiB-heap/session"]-m["KiB-live/session"]), fmtNum(m["goroutines/session"]), fmtNum(m["KiB-stacks/session"]), owners(seriesDir))
