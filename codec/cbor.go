@@ -888,7 +888,11 @@ func quotedLen(s []byte) int {
 
 func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
 	dst = append(dst, '"')
-	dst = enc.AppendEncode(dst, b)
+	if enc == base64.StdEncoding {
+		dst = appendStdBase64(dst, b)
+	} else {
+		dst = enc.AppendEncode(dst, b)
+	}
 	return append(dst, '"')
 }
 
