@@ -242,6 +242,10 @@ func (w *pbWriter) value(raw json.RawMessage, lim Limits) error {
 		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(i))
 		return nil
 	}
+	if w.fromJSON(raw, lim) {
+		return nil
+	}
+	// Refused: the walk through the sink interface finds the exact error.
 	if err := w.wk.walk(raw, lim, w); err != nil {
 		return encodeErr(Protobuf, err)
 	}

@@ -97,9 +97,10 @@ func FuzzWalkMatchesJSONText(f *testing.F) {
 	})
 }
 
-// FuzzFromJSONMatchesWalk: the fused JSON → CBOR pass (cborWriter.fromJSON)
-// writes exactly what walkJSON writes through the cborWriter sink, and
-// refuses exactly what walkJSON refuses, also under small limits.
+// FuzzFromJSONMatchesWalk: the fused JSON → CBOR and JSON → protobuf passes
+// (cborWriter.fromJSON, pbWriter.fromJSON) write exactly what walkJSON
+// writes through the same writer as its sink, and refuse exactly what
+// walkJSON refuses, also under small limits.
 func FuzzFromJSONMatchesWalk(f *testing.F) {
 	for _, e := range loadCorpus(f) {
 		if len(e.json) <= 1<<16 {
@@ -130,6 +131,20 @@ func FuzzFromJSONMatchesWalk(f *testing.F) {
 			t.Fatalf("fromJSON of %q refused but left % x", data, fast.b)
 		case ok && !bytes.Equal(fast.b[1:], ref.b):
 			t.Fatalf("fromJSON of %q wrote\n% x\nwalkJSON wrote\n% x", data, fast.b[1:], ref.b)
+		}
+		pref := &pbWriter{}
+		pbErr := walkJSON(data, lim, pref)
+		pfast := &pbWriter{b: []byte{0xff}}
+		pok := pfast.fromJSON(data, lim)
+		switch {
+		case pok != (pbErr == nil):
+			t.Fatalf("protobuf fromJSON of %q: %v, walkJSON: %v", data, pok, pbErr)
+		case !pok && (len(pfast.b) != 1 || len(pfast.lens)+len(pfast.open)+len(pfast.ctx) != 0):
+			t.Fatalf("protobuf fromJSON of %q refused but left % x", data, pfast.b)
+		case pok:
+			if got, want := pfast.finish()[1:], pref.finish(); !bytes.Equal(got, want) {
+				t.Fatalf("protobuf fromJSON of %q wrote\n% x\nwalkJSON wrote\n% x", data, got, want)
+			}
 		}
 	})
 }
