@@ -59,9 +59,10 @@ func (c *cborCodec) Name() Name { return CBOR }
 
 // cborWriter is the sink that writes CBOR.
 type cborWriter struct {
-	b     []byte
-	heads []int // offsets of the one-byte heads of open containers
-	wk    walker
+	b      []byte
+	heads  []int // offsets of the one-byte heads of open containers
+	frames []cborFrame
+	wk     walker
 }
 
 func appendHead(b []byte, major byte, n uint64) []byte {
@@ -130,16 +131,17 @@ func (w *cborWriter) number(n number) {
 
 // float writes f in the shortest IEEE 754 width that holds it exactly
 // (RFC 8949 §4.1 preferred serialization).
-func (w *cborWriter) float(f float64) {
+func (w *cborWriter) float(f float64) { w.b = appendFloatCBOR(w.b, f) }
+
+// appendFloatCBOR appends f as cborWriter.float writes it.
+func appendFloatCBOR(b []byte, f float64) []byte {
 	if f32 := float32(f); float64(f32) == f {
 		if h := float16.Fromfloat32(f32); h.Float32() == f32 {
-			w.b = binary.BigEndian.AppendUint16(append(w.b, 0xf9), h.Bits())
-			return
+			return binary.BigEndian.AppendUint16(append(b, 0xf9), h.Bits())
 		}
-		w.b = binary.BigEndian.AppendUint32(append(w.b, 0xfa), math.Float32bits(f32))
-		return
+		return binary.BigEndian.AppendUint32(append(b, 0xfa), math.Float32bits(f32))
 	}
-	w.b = binary.BigEndian.AppendUint64(append(w.b, 0xfb), math.Float64bits(f))
+	return binary.BigEndian.AppendUint64(append(b, 0xfb), math.Float64bits(f))
 }
 
 // bignum writes tag 2 (n ≥ 0) or tag 3 (-1-n) around n's magnitude.
@@ -204,9 +206,10 @@ func (w *cborWriter) close(major byte, n int) {
 
 // value transcodes raw JSON into w.
 func (c *cborCodec) value(w *cborWriter, raw json.RawMessage) error {
-	if fastValue(w, raw) {
+	if fastValue(w, raw) || w.fromJSON(raw, c.lim) {
 		return nil
 	}
+	// Refused: the walk through the sink interface finds the exact error.
 	if err := w.wk.walk(raw, c.lim, w); err != nil {
 		return encodeErr(CBOR, err)
 	}
@@ -249,6 +252,9 @@ func getCBORWriter(dst []byte) *cborWriter {
 func (w *cborWriter) put() {
 	w.b = nil
 	w.heads = w.heads[:0]
+	if cap(w.frames) > 64 {
+		w.frames = nil
+	}
 	w.wk.release()
 	cborWriters.Put(w)
 }
@@ -882,7 +888,11 @@ func quotedLen(s []byte) int {
 
 func appendBase64(dst []byte, enc *base64.Encoding, b []byte) []byte {
 	dst = append(dst, '"')
-	dst = enc.AppendEncode(dst, b)
+	if enc == base64.StdEncoding {
+		dst = appendStdBase64(dst, b)
+	} else {
+		dst = enc.AppendEncode(dst, b)
+	}
 	return append(dst, '"')
 }
 

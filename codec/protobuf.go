@@ -156,22 +156,50 @@ const (
 	pbArray  = 10<<3 | 2
 )
 
+// scalar opens the field that holds the next value, a scalar whose fields
+// take size bytes, writing its length at once (no entry in lens); done
+// closes the member it completes, if any. At the top, the caller has opened
+// the field.
+func (w *pbWriter) scalar(size int) {
+	if k := len(w.ctx); k > 0 {
+		tag := byte(0x12) // Member.value
+		if w.ctx[k-1] == 'a' {
+			tag = 0x0a // Array.items
+		}
+		if size < 0x80 {
+			w.b = append(w.b, tag, byte(size))
+		} else {
+			w.b = protowire.AppendVarint(append(w.b, tag), uint64(size))
+		}
+	}
+}
+
+func (w *pbWriter) done() {
+	if k := len(w.ctx); k > 0 && w.ctx[k-1] == 'o' {
+		w.end() // the Member
+	}
+}
+
+// fieldLen is the size of a length-delimited field of n bytes with a
+// one-byte tag.
+func fieldLen(n int) int { return 1 + varintLen(n) + n }
+
 func (w *pbWriter) null() {
-	w.slot()
+	w.scalar(2)
 	w.b = append(w.b, pbNull, 1)
-	w.unslot()
+	w.done()
 }
 
 func (w *pbWriter) boolean(b bool) {
-	w.slot()
+	w.scalar(2)
 	w.b = append(w.b, pbBool, byte(b2i(b)))
-	w.unslot()
+	w.done()
 }
 
 func (w *pbWriter) str(s []byte) {
-	w.slot()
+	w.scalar(fieldLen(len(s)))
 	w.field(pbString, s)
-	w.unslot()
+	w.done()
 }
 
 func (w *pbWriter) key(k []byte) {
@@ -180,38 +208,41 @@ func (w *pbWriter) key(k []byte) {
 }
 
 func (w *pbWriter) number(n number) {
-	w.slot()
 	switch n.kind {
 	case numInt:
-		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(n.i))
+		v := protowire.EncodeZigZag(n.i)
+		w.scalar(1 + protowire.SizeVarint(v))
+		w.b = protowire.AppendVarint(append(w.b, pbInt), v)
 	case numUint:
+		w.scalar(1 + protowire.SizeVarint(n.u))
 		w.b = protowire.AppendVarint(append(w.b, pbUint), n.u)
 	case numFloat:
+		w.scalar(9)
 		w.b = protowire.AppendFixed64(append(w.b, pbDouble), math.Float64bits(n.f))
 	case numBig:
-		w.field(pbNumber, n.mant.Append(nil, 10))
+		t := n.mant.Append(nil, 10)
+		w.scalar(fieldLen(len(t)))
+		w.field(pbNumber, t)
 	case numDecimal:
-		w.field(pbNumber, appendDecimal(nil, n.mant, n.exp))
+		t := appendDecimal(nil, n.mant, n.exp)
+		w.scalar(fieldLen(len(t)))
+		w.field(pbNumber, t)
 	}
-	w.unslot()
+	w.done()
 }
 
 func (w *pbWriter) binary(b64 []byte) bool {
 	n := decodedLen(b64)
 	start := len(w.b)
-	w.slot()
+	w.scalar(fieldLen(n))
 	w.b = protowire.AppendVarint(append(w.b, pbBytes), uint64(n))
 	off := len(w.b)
 	w.b = grow(w.b, n)
 	if m, err := strictBase64.Decode(w.b[off:off+n], b64); err != nil || m != n {
 		w.b = w.b[:start]
-		if len(w.ctx) > 0 { // undo slot
-			w.lens = w.lens[:len(w.lens)-1]
-			w.open = w.open[:len(w.open)-1]
-		}
 		return false
 	}
-	w.unslot()
+	w.done()
 	return true
 }
 
@@ -242,6 +273,10 @@ func (w *pbWriter) value(raw json.RawMessage, lim Limits) error {
 		w.b = protowire.AppendVarint(append(w.b, pbInt), protowire.EncodeZigZag(i))
 		return nil
 	}
+	if w.fromJSON(raw, lim) {
+		return nil
+	}
+	// Refused: the walk through the sink interface finds the exact error.
 	if err := w.wk.walk(raw, lim, w); err != nil {
 		return encodeErr(Protobuf, err)
 	}

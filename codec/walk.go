@@ -223,14 +223,59 @@ func (w *walker) after(closing byte, in string) (end bool, err error) {
 // are checked for duplicates in a set rather than one against another.
 const smallObject = 16
 
+// members is what an object being read keeps to find duplicate names.
+type members struct {
+	first int                 // the object's first name in walker.names
+	seen  uint64              // a bit per (length, first byte) of the names so far
+	set   map[string]struct{} // the names, past smallObject of them
+}
+
+// nameBit is name's bit in members.seen.
+func nameBit(name []byte) uint64 {
+	if len(name) > 0 {
+		return uint64(1) << ((uint(len(name))*7 + uint(name[0])) & 63)
+	}
+	return 1
+}
+
+// member records name, the n-th of the object m, and reports whether it
+// is a duplicate.
+func (w *walker) member(m *members, n int, name []byte) bool {
+	if n <= smallObject {
+		// Names are compared only when one of the same length and
+		// first byte came before.
+		h := nameBit(name)
+		if m.seen&h != 0 {
+			for _, o := range w.names[m.first:] {
+				if string(o) == string(name) {
+					return true
+				}
+			}
+		}
+		m.seen |= h
+		w.names = append(w.names, name)
+		return false
+	}
+	if m.set == nil {
+		m.set = make(map[string]struct{}, 2*smallObject)
+		for _, o := range w.names[m.first:] {
+			m.set[string(o)] = struct{}{}
+		}
+	}
+	if _, dup := m.set[string(name)]; dup {
+		return true
+	}
+	m.set[string(name)] = struct{}{}
+	return false
+}
+
 func (w *walker) object() error {
 	if err := w.open(); err != nil {
 		return err
 	}
 	w.s.beginObject()
-	first := len(w.names)
-	var seen uint64 // a bit per (length, first byte) of the names so far
-	var set map[string]struct{}
+	m := members{first: len(w.names)}
+	first := m.first
 	n := 0
 	if w.pos < len(w.data) && w.data[w.pos] == '}' {
 		w.pos++
@@ -255,33 +300,8 @@ func (w *walker) object() error {
 			w.arena = w.unescape(w.arena, raw)
 			name = w.arena[at:len(w.arena):len(w.arena)]
 		}
-		if n <= smallObject {
-			// Names are compared only when one of the same length and
-			// first byte came before.
-			h := uint64(1) << ((uint(len(name)) * 7) & 63)
-			if len(name) > 0 {
-				h = uint64(1) << ((uint(len(name))*7 + uint(name[0])) & 63)
-			}
-			if seen&h != 0 {
-				for _, o := range w.names[first:] {
-					if string(o) == string(name) {
-						return w.syntax("duplicate member name " + strconv.Quote(string(name)))
-					}
-				}
-			}
-			seen |= h
-			w.names = append(w.names, name)
-		} else {
-			if set == nil {
-				set = make(map[string]struct{}, 2*smallObject)
-				for _, o := range w.names[first:] {
-					set[string(o)] = struct{}{}
-				}
-			}
-			if _, dup := set[string(name)]; dup {
-				return w.syntax("duplicate member name " + strconv.Quote(string(name)))
-			}
-			set[string(name)] = struct{}{}
+		if w.member(&m, n, name) {
+			return w.syntax("duplicate member name " + strconv.Quote(string(name)))
 		}
 		w.s.key(name)
 		w.space()
@@ -495,6 +515,16 @@ func (w *walker) unescape(dst, raw []byte) []byte {
 // number reads a number, checks its grammar and MaxNumberDigits, and gives
 // the sink its binary form (number.go).
 func (w *walker) number() error {
+	n, err := w.numberValue()
+	if err != nil {
+		return err
+	}
+	w.s.number(n)
+	return nil
+}
+
+// numberValue reads the number at w.pos and returns its binary form.
+func (w *walker) numberValue() (number, error) {
 	d := w.data
 	start := w.pos
 	i := start
@@ -509,7 +539,7 @@ func (w *walker) number() error {
 		i = digitsEnd(d, i)
 	default:
 		w.pos = i
-		return w.syntax("invalid number")
+		return number{}, w.syntax("invalid number")
 	}
 	intEnd := i
 	frac := false
@@ -518,7 +548,7 @@ func (w *walker) number() error {
 			i, frac = j, true
 		} else {
 			w.pos = j
-			return w.syntax("invalid number: no digits after '.'")
+			return number{}, w.syntax("invalid number: no digits after '.'")
 		}
 	}
 	mantEnd := i
@@ -532,14 +562,14 @@ func (w *walker) number() error {
 			i, exp = j, true
 		} else {
 			w.pos = j
-			return w.syntax("invalid number: no digits in the exponent")
+			return number{}, w.syntax("invalid number: no digits in the exponent")
 		}
 	}
 	w.pos = i
 	text := d[start:i]
 	if digits := mantEnd - intStart - b2i(frac); digits > w.lim.MaxNumberDigits {
 		le := errNumber(w.lim)
-		return &EncodeError{Reason: le.Error(), Err: le}
+		return number{}, &EncodeError{Reason: le.Error(), Err: le}
 	}
 	if !frac && !exp && intEnd-intStart <= 18 && string(text) != "-0" {
 		var v int64
@@ -549,21 +579,18 @@ func (w *walker) number() error {
 		if start != intStart {
 			v = -v
 		}
-		w.s.number(number{kind: numInt, i: v})
-		return nil
+		return number{kind: numInt, i: v}, nil
 	}
 	if frac || exp {
 		if f, ok := shortFloat(text); ok {
-			w.s.number(number{kind: numFloat, f: f})
-			return nil
+			return number{kind: numFloat, f: f}, nil
 		}
 	}
 	n, ok := classify(string(text))
 	if !ok {
-		return &EncodeError{Reason: "number " + clip(string(text)) + " has an exponent beyond 64 bits"}
+		return number{}, &EncodeError{Reason: "number " + clip(string(text)) + " has an exponent beyond 64 bits"}
 	}
-	w.s.number(n)
-	return nil
+	return n, nil
 }
 
 // digitsEnd returns the end of the run of digits at d[i:].

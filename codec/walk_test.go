@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"errors"
 	"math"
 	"strconv"
@@ -91,6 +92,58 @@ func FuzzWalkMatchesJSONText(f *testing.F) {
 		case err == nil:
 			if ok, why := valueEqualText(data, s.b); !ok {
 				t.Fatalf("walk of %q replayed %s: %s", data, s.b, why)
+			}
+		}
+	})
+}
+
+// FuzzFromJSONMatchesWalk: the fused JSON → CBOR and JSON → protobuf passes
+// (cborWriter.fromJSON, pbWriter.fromJSON) write exactly what walkJSON
+// writes through the same writer as its sink, and refuse exactly what
+// walkJSON refuses, also under small limits.
+func FuzzFromJSONMatchesWalk(f *testing.F) {
+	for _, e := range loadCorpus(f) {
+		if len(e.json) <= 1<<16 {
+			f.Add(e.json, uint8(0))
+		}
+	}
+	for _, s := range []string{` {"a" : [1, -0, 0.5e-3, 1E+2, true, false, null, "x\u00e9\ud83d\ude00\n"]} `, `"\ud800"`, `"\udc00x"`,
+		`{"a":1,"\u0061":2}`, `[1,]`, `{"a":1,}`, `01`, `-01`, `-0`, `0`, `-123456789012345678`, `1234567890123456789`, `1.`, `-`, `"\x"`, "\"\x01\"", "\"\xff\"",
+		`[1e400, 123456789012345678901234567890]`, `truex`, `[tru]`, `{"a" 1}`, `{"a":1 "b":2}`, `{"data":"AAEC","blob":"YQ==","data2":"AAEC"}`,
+		`{"data":"AAE\u0043"}`, `{"data":"AAEC","data":"x"}`, `{"b":1,"a":2,"c":3,"d":4,"e":5,"f":6,"g":7,"h":8,"i":9,"j":10,"k":11,"l":12,"m":13,"n":14,"o":15,"p":16,"q":17,"a":18}`,
+		`"` + strings.Repeat("é", 9) + `"`, `"` + strings.Repeat("a", 300) + `"`, `[1e5,1e5,1e5,1e5,1e5,1e5,1e5,1e5,"` + strings.Repeat("a", 30) + `"]`, `[1.5,-0.0,0.0,-0.25,123456789.012345,1234567890.123456,0.1e1]`, `1 2`, ``, `nul`, `[` + strings.Repeat(`{"k":`, 20) + `0` + strings.Repeat(`}`, 20) + `]`} {
+		f.Add([]byte(s), uint8(0))
+		f.Add([]byte(s), uint8(0x23))
+	}
+	f.Fuzz(func(t *testing.T, data []byte, small uint8) {
+		lim := DefaultLimits()
+		if small != 0 { // depth 1-8, elements 1-16, digits 32 (the least)
+			lim.MaxDepth, lim.MaxElements, lim.MaxNumberDigits = int(small&7)+1, int(small>>4)+1, 32
+		}
+		ref := &cborWriter{}
+		refErr := walkJSON(data, lim, ref)
+		fast := &cborWriter{b: []byte{0xff}}
+		ok := fast.fromJSON(data, lim)
+		switch {
+		case ok != (refErr == nil):
+			t.Fatalf("fromJSON of %q: %v, walkJSON: %v", data, ok, refErr)
+		case !ok && (len(fast.b) != 1 || len(fast.heads) != 0):
+			t.Fatalf("fromJSON of %q refused but left % x", data, fast.b)
+		case ok && !bytes.Equal(fast.b[1:], ref.b):
+			t.Fatalf("fromJSON of %q wrote\n% x\nwalkJSON wrote\n% x", data, fast.b[1:], ref.b)
+		}
+		pref := &pbWriter{}
+		pbErr := walkJSON(data, lim, pref)
+		pfast := &pbWriter{b: []byte{0xff}}
+		pok := pfast.fromJSON(data, lim)
+		switch {
+		case pok != (pbErr == nil):
+			t.Fatalf("protobuf fromJSON of %q: %v, walkJSON: %v", data, pok, pbErr)
+		case !pok && (len(pfast.b) != 1 || len(pfast.lens)+len(pfast.open)+len(pfast.ctx) != 0):
+			t.Fatalf("protobuf fromJSON of %q refused but left % x", data, pfast.b)
+		case pok:
+			if got, want := pfast.finish()[1:], pref.finish(); !bytes.Equal(got, want) {
+				t.Fatalf("protobuf fromJSON of %q wrote\n% x\nwalkJSON wrote\n% x", data, got, want)
 			}
 		}
 	})

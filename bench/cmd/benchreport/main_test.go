@@ -14,8 +14,9 @@ BenchmarkLarge/flow-cbor/256MiB-2   1   800000000 ns/op   330.00 MB/s   5.9 cpu-
 BenchmarkLarge/bare-webtransport/256MiB/write=32k-2   1   800000000 ns/op   250.00 MB/s
 BenchmarkLarge/bare-webtransport/256MiB/write=256k-2   1   800000000 ns/op   300.00 MB/s
 BenchmarkLarge/bare-webtransport/256MiB/write=1024k-2   1   800000000 ns/op   280.00 MB/s
-BenchmarkDecode/tools_call_result_image_1MiB/cbor-2   100   100 ns/op   750001 bytes/msg
-BenchmarkDecode/tools_call_result_image_1MiB/json-2   100   200 ns/op   1000000 bytes/msg
+BenchmarkDecode/tools_call_result_image_1MiB/cbor-2   100   300 ns/op   100 cpu-ns/op   750001 bytes/msg
+BenchmarkDecode/tools_call_result_image_1MiB/json-2   100   200 ns/op   200 cpu-ns/op   1000000 bytes/msg
+BenchmarkEcho/flow-interleaved/c=16-2   7   1 ns/op   1.2 cbor/json   0.8 protobuf/json
 BenchmarkSessions-2   1   1 ns/op   70.5 KiB-heap/session   0 burst-refused   2000 sessions   2000 sessions-asked
 BenchmarkPing/flow-cbor-2   1000   50000 ns/op   40.0 p50-µs   300 p99-µs
 BenchmarkPing/bare-webtransport-2   1000   40000 ns/op   30.0 p50-µs   250 p99-µs
@@ -24,7 +25,7 @@ BenchmarkStreamVsBare-2   1   1 ns/op   330 flow-MB/s   300 bare-best-MB/s   256
 
 func TestParseAndRatios(t *testing.T) {
 	rep := parse(strings.NewReader(sample))
-	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 10 {
+	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 11 {
 		t.Fatalf("parsed %d results, header %v", len(rep.results), rep.header)
 	}
 	if v, ok := rep.get("BenchmarkLarge/flow-cbor/256MiB", "MB/s"); !ok || v != 330 {
@@ -48,6 +49,18 @@ func TestParseAndRatios(t *testing.T) {
 		case strings.HasPrefix(r.what, "CBOR vs JSON size"):
 			if !r.found || r.ok || r.verdict() != "ceiling" {
 				t.Errorf("CBOR size %+v: a ceiling is reported, never missed", r)
+			}
+		case strings.HasPrefix(r.what, "CBOR vs JSON decode time"):
+			if !r.found || r.value != 0.5 || !r.ok {
+				t.Errorf("CBOR decode %+v: want 0.5, from CPU time (100/200), not ns/op", r)
+			}
+		case strings.HasPrefix(r.what, "echo calls/s at concurrency 16, cbor vs json"):
+			if !r.found || r.value != 1.2 || !r.ok {
+				t.Errorf("echo cbor %+v: want 1.2 from the interleaved rounds", r)
+			}
+		case strings.HasPrefix(r.what, "echo calls/s at concurrency 16, protobuf vs json"):
+			if !r.found || r.value != 0.8 || r.ok {
+				t.Errorf("echo protobuf %+v: 0.8 misses 0.9", r)
 			}
 		case strings.HasPrefix(r.what, "heap per idle session"):
 			if !r.found || r.value != 70.5 || r.ok || r.verdict() != "MISSED" {
