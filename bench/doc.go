@@ -9,7 +9,9 @@
 // timed from its scheduled send time): in one process
 // (BenchmarkHeadOfLine), with client and server in two processes pinned
 // one core each (BenchmarkHeadOfLineProcesses: the test binary re-runs
-// itself in a role, see TestMain), and through a shaped link
+// itself in a role, see TestMain; its flow-cbor-gomaxprocs-2 runs both
+// processes with GOMAXPROCS=2 on their one core each, to tell Go's wait
+// for its one P from the kernel's scheduling), and through a shaped link
 // (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
 // MCP-Flow and TCP for the go-sdk's Streamable HTTP). All three account
 // for their slowest 1 % of pings with what the run measures: in one

@@ -238,10 +238,10 @@ func (p *serverProc) stop(b testing.TB) {
 }
 
 // startServer starts the server role on core cpu, with up to maxSessions
-// sessions, and stops it with the benchmark.
-func startServer(b testing.TB, cpu, maxSessions int) *serverProc {
+// sessions and env added, and stops it with the benchmark.
+func startServer(b testing.TB, cpu, maxSessions int, env ...string) *serverProc {
 	p := &serverProc{stderr: &flowtest.SyncBuffer{}}
-	p.cmd = roleCmd("server", cpu, "MCP_FLOW_BENCH_MAX_SESSIONS="+strconv.Itoa(maxSessions))
+	p.cmd = roleCmd("server", cpu, append([]string{"MCP_FLOW_BENCH_MAX_SESSIONS=" + strconv.Itoa(maxSessions)}, env...)...)
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {
@@ -326,19 +326,34 @@ func (p *serverProc) tlsFor(b testing.TB) *flow.ClientConfig {
 // client and the server in two processes, each on one core of its own
 // (taskset) when the machine has two: the figure that is not the Go
 // scheduler sharing two cores between both ends.
+//
+// flow-cbor-gomaxprocs-2 runs both processes with GOMAXPROCS=2 though
+// each is still pinned to one core (Go then defaults to 1): the kernel
+// time-slices the two threads running Go code, so quic-go's connection
+// loop need not wait for its packet-reading goroutine to yield the only P.
 func BenchmarkHeadOfLineProcesses(b *testing.B) {
 	const n = 256 << 20
-	for _, w := range []int{0, 64 << 10} {
+	for _, c := range []struct {
+		window, procs int
+	}{{0, 0}, {64 << 10, 0}, {0, 2}} {
 		name := "flow-cbor"
-		if w > 0 {
-			name = fmt.Sprintf("flow-cbor-window-%dk", w>>10)
+		var env []string
+		if c.window > 0 {
+			name = fmt.Sprintf("flow-cbor-window-%dk", c.window>>10)
+		}
+		if c.procs > 0 {
+			if !pinned {
+				continue // unpinned, Go already runs GOMAXPROCS NumCPU
+			}
+			name += fmt.Sprintf("-gomaxprocs-%d", c.procs)
+			env = append(env, "GOMAXPROCS="+strconv.Itoa(c.procs))
 		}
 		b.Run(name, func(b *testing.B) {
-			srv := startServer(b, 1, 0)
+			srv := startServer(b, 1, 0, env...)
 			for b.Loop() {
-				cl := roleCmd("holclient", 0, "MCP_FLOW_BENCH_URL="+srv.url, "MCP_FLOW_BENCH_HASH="+srv.hash,
-					"MCP_FLOW_BENCH_WINDOW="+strconv.Itoa(w), "MCP_FLOW_BENCH_BYTES="+strconv.Itoa(n),
-					"MCP_FLOW_BENCH_SERVER_PID="+strconv.Itoa(srv.cmd.Process.Pid))
+				cl := roleCmd("holclient", 0, append([]string{"MCP_FLOW_BENCH_URL=" + srv.url, "MCP_FLOW_BENCH_HASH=" + srv.hash,
+					"MCP_FLOW_BENCH_WINDOW=" + strconv.Itoa(c.window), "MCP_FLOW_BENCH_BYTES=" + strconv.Itoa(n),
+					"MCP_FLOW_BENCH_SERVER_PID=" + strconv.Itoa(srv.cmd.Process.Pid)}, env...)...)
 				stderr := &flowtest.SyncBuffer{}
 				cl.Stderr = stderr
 				var out bytes.Buffer

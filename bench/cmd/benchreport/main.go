@@ -643,6 +643,20 @@ func goRunnable(m map[string]float64) string {
 		int(m["gomaxprocs"]), ms(m["go-runnable-max-µs"]), ms(m["go-runnable-p99-µs"]), fmtNum(m["go-runnable-ms/s"]))
 }
 
+// gomaxprocsText says what the head-of-line run with GOMAXPROCS=2 in
+// both processes (g; each still pinned to one core) measured beside the
+// default run m, whose processes run with GOMAXPROCS 1 when pinned.
+func gomaxprocsText(m, g map[string]float64) string {
+	s := fmt.Sprintf(" In the same run, with GOMAXPROCS=2 in both processes (each still on its one core: the kernel time-slices two threads running Go code, so a runnable goroutine need not wait for the one running to yield), busy p50 %s, p99 %s, max %s against an idle p99 of %s (busy/idle %s), at %s MB/s; the client's goroutines waited for a P p99 %s and max %s (%s ms per second), against p99 %s and max %s (%s ms per second) with GOMAXPROCS %d.",
+		ms(g["busy-p50-µs"]), ms(g["busy-p99-µs"]), ms(g["busy-max-µs"]), ms(g["idle-p99-µs"]), fmtNum(g["busy-p99-µs"]/g["idle-p99-µs"]), fmtNum(g["transfer-MB/s"]),
+		ms(g["go-runnable-p99-µs"]), ms(g["go-runnable-max-µs"]), fmtNum(g["go-runnable-ms/s"]),
+		ms(m["go-runnable-p99-µs"]), ms(m["go-runnable-max-µs"]), fmtNum(m["go-runnable-ms/s"]), int(m["gomaxprocs"]))
+	if g["go-runnable-p99-µs"] > 0 && g["go-runnable-p99-µs"] <= m["go-runnable-p99-µs"]/2 && g["busy-p99-µs"] >= 0.8*m["busy-p99-µs"] {
+		s += " The wait for a P fell to half or less, the busy p99 by less than 20 %: in this run, the wait for a P is not what makes the busy p99."
+	}
+	return s
+}
+
 // holQueues is holAccount's UDP queue and run delay part.
 func holQueues(m map[string]float64) string {
 	if _, ok := m["slow-thread-delay-ms"]; ok {
@@ -787,6 +801,9 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 				wm := w.metrics
 				fmt.Fprintf(md, " In the same run, the same benchmark with a 64 KiB stream receive window (at most that much of the result in flight ahead of a ping's answer) measured busy p99 %s and max %s against an idle p99 of %s, at %s MB/s.",
 					ms(wm["busy-p99-µs"]), ms(wm["busy-max-µs"]), ms(wm["idle-p99-µs"]), fmtNum(wm["transfer-MB/s"]))
+			}
+			if g, ok := rep.results[name+"-gomaxprocs-2"]; ok {
+				md.WriteString(gomaxprocsText(m, g.metrics))
 			}
 			md.WriteString(holAccount(m))
 		case name == sessions && r.num[1] == "KiB-heap/session":

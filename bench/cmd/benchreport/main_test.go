@@ -120,3 +120,16 @@ func TestFragments(t *testing.T) {
 		t.Error("a run without the spans file says something of them")
 	}
 }
+
+func TestGomaxprocsText(t *testing.T) {
+	m := map[string]float64{"busy-p99-µs": 110000, "go-runnable-p99-µs": 2000, "go-runnable-max-µs": 40000, "gomaxprocs": 1}
+	g := map[string]float64{"busy-p99-µs": 118000, "idle-p99-µs": 20000, "go-runnable-p99-µs": 500, "go-runnable-max-µs": 40000}
+	s := gomaxprocsText(m, g)
+	if !strings.Contains(s, "p99 118 ms") || !strings.Contains(s, "p99 0.5 ms") || !strings.Contains(s, "is not what makes the busy p99") {
+		t.Errorf("gomaxprocsText = %q", s)
+	}
+	g["busy-p99-µs"] = 30000
+	if s := gomaxprocsText(m, g); strings.Contains(s, "is not what makes") {
+		t.Errorf("a busy p99 that fell by 73 %%: %q", s)
+	}
+}
