@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -106,12 +107,21 @@ func BenchmarkShapedLink(b *testing.B) {
 					n = 16 << 20
 				}
 				t0, cores0, c0, rc0 := time.Now(), coreBusy(), cpuTime(0), procCPU(relayPID)
+				rd0, _ := procSched(relayPID)
+				ed0, _ := procSched(os.Getpid())
 				r, err := runHOL(ctx, t, n)
 				if err != nil {
 					b.Fatal(err)
 				}
 				rc := procCPU(relayPID) - rc0
-				b.ReportMetric(rc.Seconds()/time.Since(t0).Seconds(), "relay-cpu")
+				rd1, _ := procSched(relayPID)
+				ed1, _ := procSched(os.Getpid())
+				wall := time.Since(t0).Seconds()
+				b.ReportMetric(rc.Seconds()/wall, "relay-cpu")
+				// Run delay: the time the threads were runnable and waited
+				// for a CPU (schedstat, all threads summed).
+				b.ReportMetric((rd1-rd0).Seconds()*1e3/wall, "relay-run-delay-ms/s")
+				b.ReportMetric((ed1-ed0).Seconds()*1e3/wall, "ends-run-delay-ms/s")
 				reportMachineOthers(b, t0, cores0, cpuTime(0)-c0+rc)
 				_, d1 := relay.Stats()
 				r.report(b)

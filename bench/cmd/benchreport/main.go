@@ -664,6 +664,9 @@ func shapedCause(m map[string]float64) string {
 		if rc, ok := m["relay-cpu"]; ok {
 			fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it runs in a process of its own, which used %s CPU-seconds per second of the transfer; the benchmark's process, both ends, used %s).",
 				fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(rc), fmtNum(m["cpu-busy"]))
+			if rd, ok := m["relay-run-delay-ms/s"]; ok {
+				fmt.Fprintf(&b, " The relay's threads waited for a CPU %s ms per second of the transfer, the benchmark's %s ms (runnable, not running: schedstat run delay, all threads summed).", fmtNum(rd), fmtNum(m["ends-run-delay-ms/s"]))
+			}
 		} else {
 			fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it shares the benchmark's process, which used %s CPU-seconds per second of the transfer, with both ends).",
 				fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(m["cpu-busy"]))
