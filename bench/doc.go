@@ -13,7 +13,8 @@
 // processes with GOMAXPROCS=2 on their one core each, to tell Go's wait
 // for its one P from the kernel's scheduling), and through a shaped link
 // (BenchmarkShapedLink: internal/lossrelay's bottleneck model, UDP for
-// MCP-Flow and TCP for the go-sdk's Streamable HTTP). All three account
+// MCP-Flow and TCP for the go-sdk's Streamable HTTP, in a relay process of
+// its own, the "relay" role). All three account
 // for their slowest 1 % of pings with what the run measures: in one
 // process (flow-cbor and its window variants), the client's UDP receive
 // queue and the process's threads' run delay, sampled from within; in two

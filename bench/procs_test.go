@@ -40,6 +40,8 @@ func TestMain(m *testing.M) {
 		os.Exit(traceRole(serverRole))
 	case "holclient":
 		os.Exit(traceRole(holClientRole))
+	case "relay":
+		os.Exit(traceRole(relayRole))
 	}
 	os.Exit(m.Run())
 }

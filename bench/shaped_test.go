@@ -3,9 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -50,59 +50,53 @@ type relayStats interface {
 // counters give the packet-level account: datagrams the full queue dropped,
 // the time data waited in it (mean and max), the bytes the result's
 // direction carried beyond the result (framing, retransmissions, base64),
-// and how late the relay sent data after it was due (the relay shares this
-// process, and the machine, with both ends: lateness is CPU it did not
-// get, not the link).
+// and how late the relay sent data after it was due (lateness is CPU the
+// relay did not get, not the link). The relay runs in a process of its own
+// (relayRole: this test binary again), so that the link model does not
+// wait for the Go scheduler that both ends share in this process; it
+// still shares the machine's cores with them (relay-cpu is what it used).
 func BenchmarkShapedLink(b *testing.B) {
 	ctx := context.Background()
 	bdp := lossrelay.BDP(linkRate, linkRTT)
 	type peer struct {
 		name   string
 		window int // the client's stream receive window, 0: quic-go's autotuning
-		dial   func(b *testing.B) (mcpTarget, relayStats)
+		dial   func(b *testing.B) (mcpTarget, relayStats, int)
 	}
-	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats) {
-		return func(b *testing.B) (mcpTarget, relayStats) {
+	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats, int) {
+		return func(b *testing.B) (mcpTarget, relayStats, int) {
 			srv := flowServer(b)
-			relay, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr), Up: linkPath(0), Down: linkPath(0), Seed: 13, Record: true})
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { relay.Close() })
+			relay := udpRelayProc{startRelay(b, relaySpec{Target: srv.Addr().String(), Up: linkPath(0), Down: linkPath(0), Seed: 13, Record: true})}
 			dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
-			s, err := flow.Dial(dctx, "https://"+relay.Addr().String()+flow.DefaultPath, flow.ClientConfig{TLSConfig: pinnedTLS(),
+			s, err := flow.Dial(dctx, "https://"+relay.addr+flow.DefaultPath, flow.ClientConfig{TLSConfig: pinnedTLS(),
 				Encodings: []codec.Name{codec.CBOR}, Logger: quiet, Limits: flow.Limits{StreamReceiveWindow: window}})
 			if err != nil {
 				b.Fatal(err)
 			}
-			return &flowTarget{s}, relay
+			return &flowTarget{s}, relay, relay.pid()
 		}
 	}
 	peers := []peer{
 		{"flow-cbor", 0, flowPeer(0)},
 		{fmt.Sprintf("flow-cbor-window-%dk", bdp*2>>10), bdp * 2, flowPeer(bdp * 2)},
-		{"sdk-http", 0, func(b *testing.B) (mcpTarget, relayStats) {
+		{"sdk-http", 0, func(b *testing.B) (mcpTarget, relayStats, int) {
 			srv := sdkfixture.NewServer()
 			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 			b.Cleanup(ts.Close)
-			relay, err := lossrelay.NewTCP(ts.Listener.Addr().String(), linkPath(0), linkPath(0))
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.Cleanup(func() { relay.Close() })
+			relay := startRelay(b, relaySpec{TCP: true, Target: ts.Listener.Addr().String(), Up: linkPath(0), Down: linkPath(0)})
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-			url := strings.Replace(ts.URL, ts.Listener.Addr().String(), relay.Addr().String(), 1)
+			url := strings.Replace(ts.URL, ts.Listener.Addr().String(), relay.addr, 1)
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: sdkHTTPClient(), DisableStandaloneSSE: true}, nil)
 			if err != nil {
 				b.Fatal(err)
 			}
-			return &sdkTarget{cs: cs}, relay
+			return &sdkTarget{cs: cs}, relay, relay.pid()
 		}},
 	}
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) {
-			t, relay := p.dial(b)
+			t, relay, relayPID := p.dial(b)
 			defer t.Close()
 			for b.Loop() {
 				_, d0 := relay.Stats()
@@ -112,12 +106,23 @@ func BenchmarkShapedLink(b *testing.B) {
 					// of the link: 16 MiB in short mode.
 					n = 16 << 20
 				}
-				t0, cores0, c0 := time.Now(), coreBusy(), cpuTime(0)
+				t0, cores0, c0, rc0 := time.Now(), coreBusy(), cpuTime(0), procCPU(relayPID)
+				rd0, _ := procSched(relayPID)
+				ed0, _ := procSched(os.Getpid())
 				r, err := runHOL(ctx, t, n)
 				if err != nil {
 					b.Fatal(err)
 				}
-				reportMachineOthers(b, t0, cores0, cpuTime(0)-c0)
+				rc := procCPU(relayPID) - rc0
+				rd1, _ := procSched(relayPID)
+				ed1, _ := procSched(os.Getpid())
+				wall := time.Since(t0).Seconds()
+				b.ReportMetric(rc.Seconds()/wall, "relay-cpu")
+				// Run delay: the time the threads were runnable and waited
+				// for a CPU (schedstat, all threads summed).
+				b.ReportMetric((rd1-rd0).Seconds()*1e3/wall, "relay-run-delay-ms/s")
+				b.ReportMetric((ed1-ed0).Seconds()*1e3/wall, "ends-run-delay-ms/s")
+				reportMachineOthers(b, t0, cores0, cpuTime(0)-c0+rc)
 				_, d1 := relay.Stats()
 				r.report(b)
 				tput := float64(r.Bytes) / r.Transfer.Seconds()
@@ -220,9 +225,9 @@ func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops
 }
 
 // reportMachineOthers reports the CPU that other processes than this one
-// used, per second, on all the machine's cores together since t0 (core
-// times cores0 then; this process used self since): what the relay and
-// both ends, which share this process, competed with.
+// and the relay's used, per second, on all the machine's cores together
+// since t0 (core times cores0 then; this process and the relay's used self
+// since): what the relay and both ends competed with.
 func reportMachineOthers(b *testing.B, t0 time.Time, cores0 map[int]time.Duration, self time.Duration) {
 	cores1 := coreBusy()
 	wall := time.Since(t0).Seconds()

@@ -618,9 +618,18 @@ func slowPath(m map[string]float64) string {
 	if _, ok := m["slow-lat-ms"]; !ok {
 		return ""
 	}
-	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average: the %s ms round trip; among the datagrams the relay sent during each of them, the longest wait in the bottleneck queue (%s ms on average over those pings), the relay's largest lateness in the result's direction (%s ms: datagrams sent after their due time, because the relay, in the benchmark's process, did not run; it read datagrams up to %s ms after the kernel received them) and in the other direction (queue and lateness, %s ms); and at least %s ms at the endpoints (the rest; a stall of the relay's process that delays both directions counts twice above). The full queue dropped %s of the result's direction's datagrams during each of those pings on average, and %s %% of them saw a drop (an answer lost there waits for QUIC's loss recovery, which the rest includes).",
-		fmtNum(m["slow-lat-ms"]), fmtNum(m["rtt-ms"]), fmtNum(m["slow-down-queue-ms"]), fmtNum(m["slow-down-late-ms"]), fmtNum(m["relay-read-late-max-ms"]), fmtNum(m["slow-up-excess-ms"]), fmtNum(m["slow-endpoint-ms"]),
+	return fmt.Sprintf(" The slowest 1 %% of the busy pings took %s ms on average: the %s ms round trip; among the datagrams the relay sent during each of them, the longest wait in the bottleneck queue (%s ms on average over those pings), the relay's largest lateness in the result's direction (%s ms: datagrams sent after their due time, because the relay%s did not run; it read datagrams up to %s ms after the kernel received them) and in the other direction (queue and lateness, %s ms); and at least %s ms at the endpoints (the rest; a stall of the relay's process that delays both directions counts twice above). The full queue dropped %s of the result's direction's datagrams during each of those pings on average, and %s %% of them saw a drop (an answer lost there waits for QUIC's loss recovery, which the rest includes).",
+		fmtNum(m["slow-lat-ms"]), fmtNum(m["rtt-ms"]), fmtNum(m["slow-down-queue-ms"]), fmtNum(m["slow-down-late-ms"]), relayWhere(m), fmtNum(m["relay-read-late-max-ms"]), fmtNum(m["slow-up-excess-ms"]), fmtNum(m["slow-endpoint-ms"]),
 		fmtNum(m["slow-down-drops"]), fmtNum(m["slow-with-drops-%"]))
+}
+
+// relayWhere says where the relay ran, for slowPath: in a process of its
+// own when the run reports its CPU (relay-cpu), else in the benchmark's.
+func relayWhere(m map[string]float64) string {
+	if _, ok := m["relay-cpu"]; ok {
+		return " (a process of its own, sharing the machine's cores with the benchmark's)"
+	}
+	return ", in the benchmark's process,"
 }
 
 // holAccount says, from a head-of-line run (in two processes, or both
@@ -676,10 +685,18 @@ func holQueues(m map[string]float64) string {
 func shapedCause(m map[string]float64) string {
 	var b strings.Builder
 	if _, ok := m["relay-late-max-ms"]; ok {
-		fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it shares the benchmark's process, which used %s CPU-seconds per second of the transfer, with both ends).",
-			fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(m["cpu-busy"]))
+		if rc, ok := m["relay-cpu"]; ok {
+			fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it runs in a process of its own, which used %s CPU-seconds per second of the transfer; the benchmark's process, both ends, used %s).",
+				fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(rc), fmtNum(m["cpu-busy"]))
+			if rd, ok := m["relay-run-delay-ms/s"]; ok {
+				fmt.Fprintf(&b, " The relay's threads waited for a CPU %s ms per second of the transfer, the benchmark's %s ms (runnable, not running: schedstat run delay, all threads summed).", fmtNum(rd), fmtNum(m["ends-run-delay-ms/s"]))
+			}
+		} else {
+			fmt.Fprintf(&b, " The relay itself sent the result's data %s ms late on average and %s ms at most (it shares the benchmark's process, which used %s CPU-seconds per second of the transfer, with both ends).",
+				fmtNum(m["relay-late-mean-ms"]), fmtNum(m["relay-late-max-ms"]), fmtNum(m["cpu-busy"]))
+		}
 		if o, ok := m["others-cpu"]; ok {
-			fmt.Fprintf(&b, " Other processes used %s CPU-seconds per second of the machine's %d cores during the run (/proc/stat).", fmtNum(o), runtime.NumCPU())
+			fmt.Fprintf(&b, " Other processes (than the benchmark's and the relay's) used %s CPU-seconds per second of the machine's %d cores during the run (/proc/stat).", fmtNum(o), runtime.NumCPU())
 		}
 	}
 	if w := m["window-KiB"]; w > 0 && m["busy-p50-µs"] > 0 {
