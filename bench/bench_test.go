@@ -140,21 +140,27 @@ func BenchmarkEcho(b *testing.B) {
 	// shared machine, compares the machine's load as much as the encodings
 	// (a 300 ms sample of one encoding at c=16 ranged 7,600 to 16,700
 	// calls/s over six runs at a load average of 4-6). Here the three take
-	// turns, in rounds of b.N calls each, the order rotating each round, and
-	// each ratio is the median over the rounds of an encoding's calls/s
-	// against json's in the same round. The process's CPU time per call
-	// (both ends), median over the rounds, is reported beside: the cost that
+	// turns, in rounds of at least echoSample calls each, and each ratio is
+	// the median over the rounds of an encoding's calls/s against json's in
+	// the same round. The rounds go through every order of the three
+	// (a rotation keeps each one's predecessor: cbor then always came after
+	// json and paid for its garbage, 0.89 in a quiet run whose separate
+	// samples gave 1.10), and each sample starts after a collection, so none
+	// pays for another's garbage. The process's CPU time per call (both
+	// ends), median over the rounds, is reported beside: the cost that
 	// waiting for a core does not inflate.
 	b.Run("flow-interleaved/c=16", func(b *testing.B) {
-		const rounds = 9
-		per := max(b.N/rounds, 16)
+		orders := [][3]int{{0, 1, 2}, {1, 2, 0}, {2, 0, 1}, {0, 2, 1}, {2, 1, 0}, {1, 0, 2}}
+		rounds := 2 * len(orders)
+		per := max(b.N/rounds, echoSample)
 		rate := make(map[string][]float64)
 		cpu := make(map[string][]float64)
 		var ratios [2][]float64 // cbor/json, protobuf/json
 		for r := range rounds {
 			got := make(map[string]float64)
-			for i := range len(encodings) {
-				tg := targets[(i+r)%len(encodings)]
+			for _, i := range orders[r%len(orders)] {
+				tg := targets[i]
+				runtime.GC()
 				t0, c0 := time.Now(), cpuTime(0)
 				echoCalls(ctx, b, tg.t, 16, per)
 				got[tg.name] = float64(per) / time.Since(t0).Seconds()
@@ -176,6 +182,11 @@ func BenchmarkEcho(b *testing.B) {
 		tg.t.Close()
 	}
 }
+
+// echoSample is the fewest calls one encoding makes in a round of
+// BenchmarkEcho/flow-interleaved: about 0.1 s at c=16, several collections'
+// worth, so that a sample is not one collection more or less.
+const echoSample = 3000
 
 // echoCalls makes n echo calls on t from c goroutines and returns their
 // latencies.
