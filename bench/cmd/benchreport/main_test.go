@@ -20,12 +20,13 @@ BenchmarkEcho/flow-interleaved/c=16-2   7   1 ns/op   1.2 cbor/json   0.8 protob
 BenchmarkSessions-2   1   1 ns/op   70.5 KiB-heap/session   0 burst-refused   2000 sessions   2000 sessions-asked
 BenchmarkPing/flow-cbor-2   1000   50000 ns/op   40.0 p50-µs   300 p99-µs
 BenchmarkPing/bare-webtransport-2   1000   40000 ns/op   30.0 p50-µs   250 p99-µs
+BenchmarkPing/flow-cbor-vs-bare-webtransport-2   1   1000000000 ns/op   40.0 flow-p50-µs   30.0 bare-p50-µs   1.33 flow/bare
 BenchmarkStreamVsBare-2   1   1 ns/op   330 flow-MB/s   300 bare-best-MB/s   256 bare-best-write-KiB   300 bare-write=256k-MB/s   250 bare-write=32k-MB/s   1.1 flow/bare   3 rounds
 `
 
 func TestParseAndRatios(t *testing.T) {
 	rep := parse(strings.NewReader(sample))
-	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 11 {
+	if rep.header["cpu"] != "Test CPU" || len(rep.results) != 12 {
 		t.Fatalf("parsed %d results, header %v", len(rep.results), rep.header)
 	}
 	if v, ok := rep.get("BenchmarkLarge/flow-cbor/256MiB", "MB/s"); !ok || v != 330 {
@@ -76,8 +77,8 @@ func TestParseAndRatios(t *testing.T) {
 			}
 		}
 	}
-	if r := got["idle ping p50 vs bare webtransport-go ping-pong"]; !r.found || r.ok {
-		t.Fatalf("ping ratio %+v: 40/30 misses 1.25", r)
+	if r := got["idle ping p50 vs bare webtransport-go ping-pong (median of interleaved rounds)"]; !r.found || r.ok || r.value != 1.33 {
+		t.Fatalf("ping ratio %+v: 1.33 misses 1.25", r)
 	}
 	if r := got[goals[1].what]; r.found {
 		t.Fatalf("a ratio without its baseline was computed: %+v", r)
