@@ -25,7 +25,10 @@
 // through the shaped link, the relay's record of every datagram (queue
 // wait, the relay's own lateness, drops). BenchmarkStreamVsBare
 // compares the execution stream with the bare stream at its best write size
-// in back-to-back pairs. BenchmarkSessions takes a burst of 1,000 dials and
+// in back-to-back pairs; the goals that compare two samples (the encodings'
+// echo calls/s, the idle ping against the bare stream's) take them in
+// interleaved rounds too, and the codec goals read CPU time per operation,
+// which waiting for a core does not inflate. BenchmarkSessions takes a burst of 1,000 dials and
 // holds thousands of idle sessions in a server process, measuring its heap
 // alone. `make bench` turns one run into docs/BENCHMARKS.md
 // (cmd/benchreport).
