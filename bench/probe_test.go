@@ -40,20 +40,12 @@ type udpProbe struct {
 func newUDPProbe(client, server int) (*udpProbe, error) {
 	p := &udpProbe{server: map[uint64]bool{}}
 	for _, pid := range []int{client, server} {
-		fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+		inodes, err := socketInodes(pid)
 		if err != nil {
 			return nil, err
 		}
-		for _, fd := range fds {
-			l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
-			if err != nil {
-				continue
-			}
-			if s, ok := strings.CutPrefix(l, "socket:["); ok {
-				if ino, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
-					p.server[ino] = pid == server
-				}
-			}
+		for ino := range inodes {
+			p.server[ino] = pid == server
 		}
 	}
 	return p, nil
@@ -398,9 +390,12 @@ func reportOthers(b *testing.B, t0 time.Time, c0 map[int]time.Duration, s0 time.
 }
 
 // socketInodes returns the inodes of the sockets pid holds open now.
-func socketInodes(pid int) map[uint64]bool {
+func socketInodes(pid int) (map[uint64]bool, error) {
 	out := map[uint64]bool{}
-	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	fds, err := os.ReadDir(fmt.Sprintf("/proc/%d/fd", pid))
+	if err != nil {
+		return nil, err
+	}
 	for _, fd := range fds {
 		l, err := os.Readlink(fmt.Sprintf("/proc/%d/fd/%s", pid, fd.Name()))
 		if err != nil {
@@ -412,7 +407,7 @@ func socketInodes(pid int) map[uint64]bool {
 			}
 		}
 	}
-	return out
+	return out, nil
 }
 
 // dialProbed starts a flow server and dials it with cbor and the client
@@ -420,11 +415,11 @@ func socketInodes(pid int) map[uint64]bool {
 // of their UDP sockets: the sockets the server opened (its listener) and
 // those the dial opened (the client's).
 func dialProbed(b testing.TB, lim flow.Limits) (*flowTarget, *udpProbe) {
-	s0 := socketInodes(os.Getpid())
+	s0, _ := socketInodes(os.Getpid())
 	srv := flowServer(b)
-	s1 := socketInodes(os.Getpid())
+	s1, _ := socketInodes(os.Getpid())
 	t := dialFlowLimits(b, srv, codec.CBOR, lim)
-	s2 := socketInodes(os.Getpid())
+	s2, _ := socketInodes(os.Getpid())
 	p := &udpProbe{server: map[uint64]bool{}}
 	for ino := range s1 {
 		if !s0[ino] {
