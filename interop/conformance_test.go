@@ -6,7 +6,9 @@ package interop
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"io/fs"
 	"net"
 	"net/http/httptest"
 	"os"
@@ -155,11 +157,31 @@ func waitTCP(t *testing.T, addr string) {
 var suiteTotalRE = regexp.MustCompile(`Total: (\d+) passed, (\d+) failed, (\d+) warnings`)
 var scenarioRE = regexp.MustCompile(`(?m)^([✓✗]) (\S+): `)
 
+// resultTimeRE is the time the suite appends to a scenario's results
+// directory.
+var resultTimeRE = regexp.MustCompile(`-\d{4}-\d{2}-\d{2}T[\d-]+Z$`)
+
 // clientSuite is one run of the suite's client mode.
 type clientSuite struct {
 	passed, failed, warnings int
 	scenarios                map[string]bool // scenario → passed
-	out                      []byte
+	// strict holds the warnings other than the suite's "slightly late"
+	// reconnection (sse-retry's client-sse-retry-timing between 700 and
+	// 1,000 ms after a 500 ms retry, which the suite calls "acceptable but
+	// may indicate network delays": on a loaded machine the go-sdk client
+	// gets it directly too), read from the suite's checks.json files.
+	strict []string
+	out    []byte
+}
+
+// suiteCheck is one check of the suite's checks.json files (--output-dir).
+type suiteCheck struct {
+	ID           string `json:"id"`
+	Status       string `json:"status"`
+	ErrorMessage string `json:"errorMessage"`
+	Details      struct {
+		SlightlyLate bool `json:"slightlyLate"`
+	} `json:"details"`
 }
 
 // runClientSuite runs the conformance suite's client mode ('core' suite)
@@ -170,13 +192,14 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	script := `ip link set lo up && exec "$NODE" "$SUITE" client --suite core --command "$CLIENT"`
+	results := t.TempDir()
+	script := `ip link set lo up && exec "$NODE" "$SUITE" client --suite core --output-dir "$RESULTS" --command "$CLIENT"`
 	ns := []string{"-n"} // as root
 	if exec.Command("unshare", "-n", "true").Run() != nil {
 		ns = []string{"-r", "-n"} // elsewhere, in a user namespace of our own
 	}
 	cmd := exec.CommandContext(ctx, "unshare", append(ns, "sh", "-c", script)...)
-	cmd.Env = append(append(os.Environ(), "NODE="+node, "SUITE="+suite, "CLIENT="+command), env...)
+	cmd.Env = append(append(os.Environ(), "NODE="+node, "SUITE="+suite, "CLIENT="+command, "RESULTS="+results), env...)
 	out, err := cmd.CombinedOutput()
 	m := suiteTotalRE.FindSubmatch(out)
 	if m == nil {
@@ -188,6 +211,41 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 	r.warnings, _ = strconv.Atoi(string(m[3]))
 	for _, s := range scenarioRE.FindAllSubmatch(out, -1) {
 		r.scenarios[string(s[2])] = string(s[1]) == "✓"
+	}
+	files := 0
+	err = filepath.WalkDir(results, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.Name() != "checks.json" {
+			return err
+		}
+		files++
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		var checks []suiteCheck
+		if err := json.Unmarshal(b, &checks); err != nil {
+			return fmt.Errorf("%s: %w", path, err)
+		}
+		// <dir>/<scenario>-<time>/checks.json, the time ISO 8601 with - for : and .
+		rel, _ := filepath.Rel(results, filepath.Dir(path))
+		scenario := resultTimeRE.ReplaceAllString(filepath.ToSlash(rel), "")
+		for _, c := range checks {
+			if c.Status != "WARNING" {
+				continue
+			}
+			if c.ID == "client-sse-retry-timing" && c.Details.SlightlyLate {
+				if _, ok := r.scenarios[scenario]; !ok {
+					return fmt.Errorf("%s: no scenario %q in the suite's summary", path, scenario)
+				}
+				r.scenarios[scenario] = true // the suite's ✗ was for this warning alone
+				continue
+			}
+			r.strict = append(r.strict, scenario+": "+c.ID+": "+c.ErrorMessage)
+		}
+		return nil
+	})
+	if err != nil || files < len(r.scenarios) {
+		t.Fatalf("the suite's results in %s: %d checks.json files for %d scenarios: %v", results, files, len(r.scenarios), err)
 	}
 	return r
 }
@@ -228,7 +286,7 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 			t.Errorf("scenario %s passes directly but not through the chain", name)
 		}
 	}
-	if chained.failed != 0 || chained.warnings != 0 || len(chained.scenarios) != len(direct.scenarios) {
-		t.Errorf("chain: %d failed, %d warnings, %d scenarios:\n%s", chained.failed, chained.warnings, len(chained.scenarios), chained.out)
+	if chained.failed != 0 || len(chained.strict) != 0 || len(chained.scenarios) != len(direct.scenarios) {
+		t.Errorf("chain: %d failed, warnings %q, %d scenarios:\n%s", chained.failed, chained.strict, len(chained.scenarios), chained.out)
 	}
 }
