@@ -416,3 +416,42 @@ func TestIdleSessionKeepsNoWatcherGoroutine(t *testing.T) {
 		}
 	}
 }
+
+// TestServerSessionGoroutineEnds: a server session runs on a goroutine of
+// its own once its HTTP handler returns (TestIdleSessionKeepsNoWatcherGoroutine);
+// when the client closes, that goroutine ends and the server forgets the
+// session.
+func TestServerSessionGoroutineEnds(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if n := serveGoroutines(t); n < 1 {
+		t.Fatalf("%d goroutines run a server session, want this one's", n)
+	}
+	s.Close()
+	deadline := time.Now().Add(30 * time.Second)
+	for srv.Sessions() != 0 || serveGoroutines(t) != 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("30 s after the client closed: %d sessions, %d goroutines running a server session", srv.Sessions(), serveGoroutines(t))
+		}
+		time.Sleep(10 * time.Millisecond) // polling the two counts; nothing signals them
+	}
+}
+
+// serveGoroutines counts the goroutines with a server session's serve on
+// their stack.
+func serveGoroutines(t *testing.T) int {
+	var sb strings.Builder
+	if err := pprof.Lookup("goroutine").WriteTo(&sb, 2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, g := range strings.Split(sb.String(), "\n\n") {
+		if strings.Contains(g, "flow.(*Session).serve(") {
+			n++
+		}
+	}
+	return n
+}
