@@ -2,11 +2,14 @@ package bridge
 
 import (
 	"context"
+	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -67,6 +70,35 @@ type HTTPConfig struct {
 	// directory of the session under Stdio.StreamDir (default: the temporary directory), removed with it.
 	MaxSessionOffload int64
 	MaxOffload        int64
+	// MaxClientBodies bounds the bytes of request bodies one client has in
+	// flight (spec §11.6 says who a client is): read, decoded, or waiting
+	// for their answers; past it a POST gets 503 with Retry-After. A body
+	// counts until its requests are answered, not only while it is read
+	// (default and floor: MaxBody).
+	MaxClientBodies int
+	// PublicURL is the endpoint's URL as clients reach it (scheme, host,
+	// port and path), when that is not the listener's own address: behind a
+	// reverse proxy, or a name in DNS. Download links name it; without it
+	// they name the address of the listener the client connected to, never
+	// a request's Host header. Its host is also allowed in Host headers.
+	PublicURL string
+	// ClientKey names the client a request comes from, for the per-client
+	// budgets of the 2026-07-28 era (spec §11.6): requests with the same key
+	// share one MCP-Flow session, one offload budget, one held-bytes budget
+	// and one bodies budget. Default: the remote IP address (clients behind
+	// one NAT or proxy share them); an authenticated deployment returns the
+	// verified token's subject.
+	ClientKey func(*http.Request) string
+	// DownloadLifetime bounds how long an offloaded stream stays
+	// downloadable (and on disk) after its result was sent; a complete
+	// download (a GET without Range that received every byte) removes it at
+	// once (default 10 minutes).
+	DownloadLifetime time.Duration
+	// WriteTimeout bounds one write of an answer or an SSE event to a
+	// client that does not read: past it the response ends; a 2026-07-28
+	// request still running is cancelled ($/cancel), a 2025 stream's events
+	// stay held for resumption within MaxSessionHeld (default 30 s).
+	WriteTimeout time.Duration
 }
 
 // HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
@@ -75,23 +107,26 @@ type HTTPConfig struct {
 type HTTPFront struct {
 	cfg           HTTPConfig
 	log           *slog.Logger
-	held          *heldBudget  // all sessions' SSE events (MaxHeld)
+	held          *heldBudget  // all sessions' SSE events and unwritten answers (MaxHeld)
 	offloaded     *heldBudget  // all sessions' offloaded streams (MaxOffload)
-	bodies        atomic.Int64 // bytes of request bodies in flight (MaxBodiesInFlight)
+	bodies        *heldBudget  // request bodies in flight, until answered (MaxBodiesInFlight)
+	public        *url.URL     // PublicURL, parsed; nil: the listener's address
 	calls         atomic.Int64 // the clients' requests in flight, over all sessions
 	wakeMu        sync.Mutex
 	wake          chan struct{}  // closed (and replaced) when calls drops to 0
 	cores         sync.WaitGroup // the cores of ended sessions, finishing
 	mu            sync.Mutex
 	sessions      map[string]*httpSession
-	downloads     map[string]*download  // offloaded streams by token
-	finishing     map[*httpSession]bool // ended, their cores not yet finished
-	uninitialized int                   // legacy sessions before their initialize
-	stateless     *httpSession          // the 2026-07-28 clients' (statelessHolder), while it lives
+	downloads     map[string]*download    // offloaded streams by token
+	finishing     map[*httpSession]bool   // ended, their cores not yet finished
+	uninitialized int                     // legacy sessions before their initialize
+	stateless     map[string]*httpSession // the 2026-07-28 clients' holders by ClientKey (statelessHolder)
 	closing       bool
 }
 
-// NewHTTPFront returns the handler.
+// NewHTTPFront returns the handler. It panics when PublicURL is set but
+// fails CheckPublicURL (a programming error, as a bad pattern is to
+// http.ServeMux): check a URL from a user with CheckPublicURL first.
 func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	log := cfg.Stdio.Logger
 	if log == nil {
@@ -130,10 +165,49 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if cfg.MaxOffload <= 0 {
 		cfg.MaxOffload = 4 << 30
 	}
+	if cfg.MaxClientBodies < cfg.MaxBody {
+		cfg.MaxClientBodies = cfg.MaxBody
+	}
+	if cfg.DownloadLifetime <= 0 {
+		cfg.DownloadLifetime = DefaultDownloadLifetime
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	var public *url.URL
+	if cfg.PublicURL != "" {
+		u, err := CheckPublicURL(cfg.PublicURL)
+		if err != nil {
+			panic("bridge: HTTPConfig.PublicURL: " + err.Error())
+		}
+		public = u
+	}
 	cfg.Stdio = cfg.Stdio.withDefaults()
 	return &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
-		offloaded: &heldBudget{max: cfg.MaxOffload}, downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{}}
+		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
+		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
+		stateless: map[string]*httpSession{}}
 }
+
+// CheckPublicURL parses an endpoint URL for HTTPConfig.PublicURL: absolute,
+// http or https, with a host and without user information, query or
+// fragment.
+func CheckPublicURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, fmt.Errorf("%q: want an absolute http or https URL with a host and without user, query or fragment", s)
+	}
+	return u, nil
+}
+
+// Defaults of HTTPConfig (spec §8.3, §10).
+const (
+	DefaultDownloadLifetime = 10 * time.Minute
+	DefaultWriteTimeout     = 30 * time.Second
+)
 
 // Protocol versions of MCP this front accepts in MCP-Protocol-Version.
 var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
@@ -143,18 +217,11 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return false
 	}
-	// DNS rebinding: a loopback listener answers only loopback host names.
-	host := r.Host
-	if hp, _, err := net.SplitHostPort(r.Host); err == nil {
-		host = hp
+	if why := h.hostRefused(r); why != "" {
+		http.Error(w, "host not allowed: "+why, http.StatusForbidden)
+		return false
 	}
-	if ip := net.ParseIP(strings.Trim(host, "[]")); host != "localhost" && (ip == nil || !ip.IsLoopback()) {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(*net.TCPAddr); ok && la.IP.IsLoopback() {
-			http.Error(w, "host not allowed", http.StatusForbidden)
-			return false
-		}
-	}
-	if h.cfg.Token != "" && r.Header.Get("Authorization") != "Bearer "+h.cfg.Token {
+	if h.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.cfg.Token)) != 1 {
 		w.Header().Set("WWW-Authenticate", "Bearer")
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return false
@@ -253,7 +320,13 @@ func (h *HTTPFront) tooManySessions(w http.ResponseWriter) {
 func (h *HTTPFront) full() bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.closing || len(h.sessions)-h.uninitialized >= h.cfg.MaxSessions
+	return h.closing || h.openLocked() >= h.cfg.MaxSessions
+}
+
+// openLocked counts what MaxSessions bounds: the sessions past their
+// initialize and the 2026-07-28 clients' holders. h.mu must be held.
+func (h *HTTPFront) openLocked() int {
+	return len(h.sessions) - h.uninitialized + len(h.stateless)
 }
 
 func (h *HTTPFront) isClosing() bool {
@@ -262,27 +335,32 @@ func (h *HTTPFront) isClosing() bool {
 	return h.closing
 }
 
-// readBody reads a POST's body of at most limit bytes, within
-// MaxBodiesInFlight; it answers the client itself (413, 503, 400) when it
-// cannot. release gives the body's bytes back to MaxBodiesInFlight.
-func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) (body []byte, release func(), ok bool) {
+// readBody reads a POST's body of at most limit bytes, charged to budget
+// (a client's bodies budget under MaxBodiesInFlight, or that alone); it
+// answers the client itself (413, 503, 400) when it cannot. release gives
+// the body's bytes back: call it once the body's requests are answered
+// (spec §8.3: a decoded request counts until then).
+func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int, budget *heldBudget) (body []byte, release func(), ok bool) {
 	if r.ContentLength > int64(limit) {
 		http.Error(w, fmt.Sprintf("body over %d bytes", limit), http.StatusRequestEntityTooLarge)
 		return nil, nil, false
 	}
-	reserved := int64(0)
-	release = func() { h.bodies.Add(-reserved) }
+	reserved := 0
+	release = sync.OnceFunc(func() { budget.credit(reserved) })
 	reserve := func(n int) bool {
-		if h.bodies.Add(int64(n)) > int64(h.cfg.MaxBodiesInFlight) {
-			h.bodies.Add(-int64(n))
+		if !budget.take(n) {
 			return false
 		}
-		reserved += int64(n)
+		reserved += n
 		return true
 	}
 	busy := func() {
 		release()
-		h.tooMany(w, fmt.Sprintf("request bodies in flight over %d bytes (MaxBodiesInFlight)", h.cfg.MaxBodiesInFlight))
+		why := fmt.Sprintf("request bodies in flight over %d bytes (MaxBodiesInFlight)", h.cfg.MaxBodiesInFlight)
+		if budget != h.bodies {
+			why = fmt.Sprintf("request bodies in flight over %d bytes for this client (MaxClientBodies) or %d in all (MaxBodiesInFlight)", h.cfg.MaxClientBodies, h.cfg.MaxBodiesInFlight)
+		}
+		h.tooMany(w, why)
 	}
 	size := 32 << 10
 	if r.ContentLength >= 0 {
@@ -307,7 +385,10 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) 
 				return nil, nil, false
 			}
 			body = slices.Grow(body, grow)
-			reserve(cap(body) - int(reserved)) // what append rounded up; may pass the cap by that
+			if extra := cap(body) - reserved; extra > 0 { // what append rounded up; may pass the cap by that
+				budget.force(extra)
+				reserved += extra
+			}
 		}
 		n, err := r.Body.Read(body[len(body):cap(body)])
 		body = body[:len(body)+n]
@@ -331,8 +412,8 @@ func (h *HTTPFront) readBody(w http.ResponseWriter, r *http.Request, limit int) 
 // readMessages reads a POST's body within limit (readBody) and decodes it
 // (parse); it answers the client itself when it cannot. release gives the
 // body's bytes back to MaxBodiesInFlight.
-func (h *HTTPFront) readMessages(w http.ResponseWriter, r *http.Request, limit int) (p jsonrpc.Payload, msgs []jsonrpc.Message, release func(), ok bool) {
-	body, release, ok := h.readBody(w, r, limit)
+func (h *HTTPFront) readMessages(w http.ResponseWriter, r *http.Request, limit int, budget *heldBudget) (p jsonrpc.Payload, msgs []jsonrpc.Message, release func(), ok bool) {
+	body, release, ok := h.readBody(w, r, limit, budget)
 	if !ok {
 		return p, nil, nil, false
 	}
@@ -412,18 +493,18 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	// The session is found before the body is read: a POST for no session
 	// costs nothing; one without a session id can only be an initialize.
 	var s *httpSession
-	limit := h.cfg.MaxInitBody
+	limit, budget := h.cfg.MaxInitBody, h.bodies
 	if r.Header.Get("MCP-Session-Id") != "" {
 		if s = h.session(w, r); s == nil {
 			return
 		}
-		limit = h.cfg.MaxBody
+		limit, budget = h.cfg.MaxBody, s.bodies
 	}
 	if h.isClosing() {
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	p, msgs, release, ok := h.readMessages(w, r, limit)
+	p, msgs, release, ok := h.readMessages(w, r, limit, budget)
 	if !ok {
 		return
 	}
@@ -449,8 +530,12 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// The requests of this POST are answered on its stream, which ends
-	// once each is answered or cancelled.
-	done := s.enter() // the stream counts as activity until it is complete
+	// once each is answered or cancelled; until then the stream counts as
+	// activity and the body's bytes stay charged (the decoded requests are
+	// held until answered).
+	leave, held := s.enter(), release
+	release = func() {}
+	done := func() { leave(); held() }
 	post := &postStream{done: done}
 	s.mu.Lock()
 	if s.ended {
@@ -476,8 +561,6 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	s.mu.Unlock()
-	release() // the messages are decoded: the body's bytes are theirs now
-	release = func() {}
 	if post.sseStream == nil {
 		done()
 		s.dispatch(r, msgs)
@@ -493,7 +576,9 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	}
 	// The stream's events are kept whether or not the client stays: it
 	// may come back with Last-Event-ID.
-	_, _ = post.follow(r.Context(), w, 0)
+	if _, err := post.follow(r.Context(), w, 0, h.cfg.WriteTimeout); err != nil {
+		h.log.Debug("SSE stream cut", "err", err)
+	}
 }
 
 // initialize opens a Streamable HTTP session with the client's initialize:
@@ -560,7 +645,9 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(http.StatusOK)
-		_, _ = st.follow(r.Context(), w, seq)
+		if _, err := st.follow(r.Context(), w, seq, h.cfg.WriteTimeout); err != nil {
+			h.log.Debug("SSE stream cut", "err", err)
+		}
 		return
 	}
 	s.mu.Lock()
@@ -584,11 +671,14 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	} else if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	reached, err := s.standalone.follow(r.Context(), w, from)
-	if err != nil {
+	reached, err := s.standalone.follow(r.Context(), w, from, h.cfg.WriteTimeout)
+	switch {
+	case errors.Is(err, errEventsLost):
 		// The client fell behind the replay window: what it missed is
 		// gone, so the stream ends rather than skip events silently.
 		h.log.Warn("standalone SSE stream cut", "err", err)
+	case err != nil:
+		h.log.Debug("SSE stream cut", "err", err)
 	}
 	s.mu.Lock()
 	s.getOpen = false
@@ -675,12 +765,12 @@ func (h *HTTPFront) Close() error {
 func (h *HTTPFront) all() []*httpSession {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	ss := make([]*httpSession, 0, len(h.sessions)+1)
+	ss := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
 	for _, s := range h.sessions {
 		ss = append(ss, s)
 	}
-	if h.stateless != nil {
-		ss = append(ss, h.stateless)
+	for _, s := range h.stateless {
+		ss = append(ss, s)
 	}
 	return ss
 }

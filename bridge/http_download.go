@@ -5,21 +5,25 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 )
 
 // download is an execution stream past the inline limit that the HTTP
 // front serves from itself (spec §10): a file in its session's directory,
-// named by an unguessable token, valid while the session lives.
+// named by an unguessable token, valid until it has been downloaded in
+// full, for DownloadLifetime at most, and while the session lives.
 type download struct {
 	path, mime string
 	size       int64
 	session    *httpSession
+	expiry     *time.Timer // DownloadLifetime
 }
 
 // sessionFiles is a session's offloaded streams: its directory (made on
@@ -79,8 +83,10 @@ func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (stri
 		return "", 0, errors.New("the HTTP session ended")
 	}
 	f.tokens = append(f.tokens, token)
+	d := &download{path: path, mime: mime, size: n, session: s}
 	h.mu.Lock() // under f.mu: forgetFiles sees the token, or offload sees closed
-	h.downloads[token] = &download{path: path, mime: mime, size: n, session: s}
+	h.downloads[token] = d
+	d.expiry = time.AfterFunc(h.cfg.DownloadLifetime, func() { h.removeDownload(token, d, "its lifetime (DownloadLifetime) is over") })
 	h.mu.Unlock()
 	f.mu.Unlock()
 	return s.base + "?download=" + url.QueryEscape(token), n, nil
@@ -114,9 +120,37 @@ func (h *HTTPFront) forgetFiles(s *httpSession) {
 	f.mu.Unlock()
 	h.mu.Lock()
 	for _, t := range tokens {
+		if d := h.downloads[t]; d != nil {
+			d.expiry.Stop()
+		}
 		delete(h.downloads, t)
 	}
 	h.mu.Unlock()
+}
+
+// removeDownload forgets one offloaded stream and removes its file, giving
+// its bytes back to the offload budgets: it was downloaded in full, or its
+// lifetime is over. A GET already streaming it keeps its open file.
+func (h *HTTPFront) removeDownload(token string, d *download, why string) {
+	f := &d.session.files
+	f.mu.Lock()
+	h.mu.Lock()
+	ok := h.downloads[token] == d
+	delete(h.downloads, token)
+	h.mu.Unlock()
+	if ok {
+		f.tokens = slices.DeleteFunc(f.tokens, func(t string) bool { return t == token })
+	}
+	f.mu.Unlock()
+	if !ok { // already gone, with its session or by another GET
+		return
+	}
+	d.expiry.Stop()
+	if err := os.Remove(d.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		h.log.Warn("offloaded stream not removed", "path", d.path, "err", err)
+	}
+	f.budget.credit(int(d.size))
+	h.log.Debug("offloaded stream removed", "why", why, "bytes", d.size)
 }
 
 // removeFiles removes the session's directory, once its core has finished
@@ -156,5 +190,24 @@ func (h *HTTPFront) serveDownload(w http.ResponseWriter, r *http.Request, token 
 		w.Header().Set("Content-Type", d.mime)
 	}
 	w.Header().Set("Cache-Control", "no-store")
-	http.ServeContent(w, r, "", time.Time{}, file)
+	cw := &countingWriter{ResponseWriter: w}
+	http.ServeContent(cw, r, "", time.Time{}, file)
+	if r.Header.Get("Range") == "" && cw.n == d.size {
+		h.removeDownload(token, d, "downloaded in full")
+	}
 }
+
+// countingWriter counts the body bytes a handler wrote.
+type countingWriter struct {
+	http.ResponseWriter
+	n int64
+}
+
+func (c *countingWriter) Write(p []byte) (int, error) {
+	n, err := c.ResponseWriter.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (c *countingWriter) Unwrap() http.ResponseWriter { return c.ResponseWriter }

@@ -31,11 +31,11 @@ func TestSSEReplayWindow(t *testing.T) {
 	if st.first() != 10 || st.available(9) || !st.available(10) || !st.available(replayEvents+10) {
 		t.Fatalf("window starts at %d", st.first())
 	}
-	if _, err := st.follow(context.Background(), httptest.NewRecorder(), 5); !errors.Is(err, errEventsLost) {
+	if _, err := st.follow(context.Background(), httptest.NewRecorder(), 5, 0); !errors.Is(err, errEventsLost) {
 		t.Fatalf("follow from a lost position: %v", err)
 	}
 	w := httptest.NewRecorder()
-	reached, err := st.follow(context.Background(), w, 10)
+	reached, err := st.follow(context.Background(), w, 10, 0)
 	if err != nil || reached != replayEvents+10 {
 		t.Fatalf("follow: %d, %v", reached, err)
 	}

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 
@@ -30,8 +31,11 @@ func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
 	if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	if _, err := s.standalone.follow(r.Context(), w, 0); err != nil {
+	switch _, err := s.standalone.follow(r.Context(), w, 0, h.cfg.WriteTimeout); {
+	case errors.Is(err, errEventsLost):
 		h.log.Warn("HTTP+SSE stream cut", "err", err)
+	case err != nil:
+		h.log.Debug("SSE stream cut", "err", err)
 	}
 }
 
@@ -48,15 +52,23 @@ func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.enter()()
-	body, release, ok := h.readBody(w, r, h.cfg.MaxBody)
+	body, release, ok := h.readBody(w, r, h.cfg.MaxBody, s.bodies)
 	if !ok {
 		return
 	}
 	p, msgs, ok := parse(w, body)
-	release()
 	if !ok {
+		release()
 		return
 	}
+	// The body's bytes stay charged until the POST's requests are answered
+	// (spec §8.3); a POST of notifications only is done once dispatched.
+	hold := &bodyHold{release: release}
+	defer func() {
+		s.mu.Lock()
+		hold.unlessLocked()
+		s.mu.Unlock()
+	}()
 	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
 		writeJSON(w, http.StatusBadRequest, batchError(v))
 		return
@@ -73,7 +85,8 @@ func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
 	}
 	for _, m := range msgs {
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
-			s.registerLocked(req.ID.Raw(), &httpCall{}, req.Params) // answered on the standalone stream
+			hold.pending++
+			s.registerLocked(req.ID.Raw(), &httpCall{hold: hold}, req.Params) // answered on the standalone stream
 		}
 	}
 	s.mu.Unlock()

@@ -24,9 +24,11 @@ type httpSession struct {
 	id     string
 	front  *HTTPFront
 	core   *core
-	legacy bool   // a client of the 2024-11-05 HTTP+SSE transport
-	base   string // the endpoint's URL, for download links
-	budget *heldBudget
+	legacy bool         // a client of the 2024-11-05 HTTP+SSE transport
+	base   string       // the endpoint's URL, for download links (endpointURL: never a Host header)
+	key    string       // a 2026-07-28 holder's client (clientKey); "" for the others
+	budget *heldBudget  // SSE events and unwritten answers (MaxSessionHeld, under MaxHeld)
+	bodies *heldBudget  // request bodies until answered (MaxClientBodies, under MaxBodiesInFlight)
 	files  sessionFiles // execution streams past the inline limit
 	mu     sync.Mutex
 	// calls are the client's requests in flight, by id: where their
@@ -57,6 +59,32 @@ type httpCall struct {
 	post  *postStream            // the POST stream it is answered on (nil: the standalone stream, legacy)
 	init  chan *jsonrpc.Response // an initialize: its answer (capacity 1)
 	token string                 // its progress token, if any
+	hold  *bodyHold              // a legacy POST's body, charged until its requests are settled
+}
+
+// bodyHold keeps a POST's body charged to the bodies budgets until each of
+// its requests is settled (answered or cancelled). pending is guarded by
+// the session's mu.
+type bodyHold struct {
+	pending int
+	release func()
+}
+
+// settledLocked counts one request settled; the last one releases the
+// body. s.mu must be held (release takes only the budgets' locks).
+func (b *bodyHold) settledLocked() {
+	if b.pending--; b.pending == 0 {
+		b.release()
+	}
+}
+
+// unlessLocked releases the body when no request of it is pending (none
+// was registered, or all are settled: release runs once). s.mu must be
+// held.
+func (b *bodyHold) unlessLocked() {
+	if b.pending == 0 {
+		b.release()
+	}
 }
 
 // postStream is the SSE stream of one POST: it ends once each of its
@@ -77,13 +105,10 @@ func newSessionID() string {
 func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 	budget := &heldBudget{max: int64(h.cfg.MaxSessionHeld), parent: h.held}
 	st0 := newSSEStream(0, budget)
-	scheme := "http"
-	if r.TLS != nil {
-		scheme = "https"
-	}
-	s := &httpSession{id: newSessionID(), front: h, legacy: legacy, budget: budget, base: scheme + "://" + r.Host + r.URL.Path,
-		files: sessionFiles{budget: &heldBudget{max: int64(h.cfg.MaxSessionOffload), parent: h.offloaded}},
-		calls: map[string]*httpCall{}, byToken: map[string]*httpCall{},
+	s := &httpSession{id: newSessionID(), front: h, legacy: legacy, budget: budget, base: h.endpointURL(r),
+		bodies: &heldBudget{max: int64(h.cfg.MaxClientBodies), parent: h.bodies},
+		files:  sessionFiles{budget: &heldBudget{max: int64(h.cfg.MaxSessionOffload), parent: h.offloaded}},
+		calls:  map[string]*httpCall{}, byToken: map[string]*httpCall{},
 		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now()}
 	// A session whose MCP-Flow session ended is over: its id gets 404 and
 	// the client starts over with a new initialize (spec §10).
@@ -201,6 +226,9 @@ func (s *httpSession) settleLocked(id string) *httpCall {
 	delete(s.calls, id)
 	if c.token != "" && s.byToken[c.token] == c {
 		delete(s.byToken, c.token)
+	}
+	if c.hold != nil {
+		c.hold.settledLocked()
 	}
 	return c
 }
@@ -351,8 +379,9 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 	h.mu.Lock()
 	_, ok := h.sessions[s.id]
 	delete(h.sessions, s.id)
-	if h.stateless == s { // the next 2026-07-28 request makes a new one
-		h.stateless, ok = nil, true
+	if s.key != "" && h.stateless[s.key] == s { // the client's next request makes a new one
+		delete(h.stateless, s.key)
+		ok = true
 	}
 	if ok {
 		h.finishing[s] = true
@@ -392,6 +421,7 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 		// Nothing is resumed once the session is over: its events are
 		// no longer counted, and go once their followers are done.
 		s.budget.detach()
+		s.bodies.detach()
 		s.mu.Lock()
 		s.streams, s.finished = map[int]*sseStream{}, nil
 		s.mu.Unlock()
@@ -411,7 +441,7 @@ func (h *HTTPFront) register(s *httpSession) bool {
 			return false
 		}
 		h.uninitialized++
-	} else if len(h.sessions)-h.uninitialized >= h.cfg.MaxSessions {
+	} else if h.openLocked() >= h.cfg.MaxSessions {
 		return false
 	}
 	h.sessions[s.id] = s
@@ -465,7 +495,7 @@ func (h *HTTPFront) promote(s *httpSession) bool {
 	if already {
 		return true
 	}
-	if len(h.sessions)-h.uninitialized >= h.cfg.MaxSessions {
+	if h.openLocked() >= h.cfg.MaxSessions {
 		return false
 	}
 	h.uninitialized--

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -19,10 +20,13 @@ import (
 // MCP-Session-Id, no GET stream; each POST carries one request with its own
 // _meta, and its answer comes on that POST, as JSON when nothing precedes
 // the response, else as an SSE stream of its own (progress, then the
-// response). Closing that stream cancels the request ($/cancel). All 2026
-// clients of the front share one MCP-Flow session of that revision (the
-// stateless holder: an httpSession that is never registered under an id,
-// so no client can name it), which also keeps their offloaded streams.
+// response). Closing that stream cancels the request ($/cancel). Each 2026
+// client of the front (clientKey: the remote address, or
+// HTTPConfig.ClientKey's answer) has a holder of its own: an httpSession
+// never registered under an id, so no client can name it, with its own
+// MCP-Flow session of that revision (so its own requests-in-flight limit
+// on the server), its own offloaded streams and its own held-bytes and
+// bodies budgets, under the front-wide ones (spec §11.6).
 
 // statelessVersion reports whether v is an MCP revision of the stateless
 // era.
@@ -42,27 +46,32 @@ func (f statelessFront) emit(m jsonrpc.Message) {
 
 func (f statelessFront) emitBatch([]*jsonrpc.Response) {}
 
-// statelessHolder returns the front's stateless holder, making it on first
-// use, with activity marked on it (leave ends it) before its idle timer
-// can see it idle; nil when the front is closing. r's host names its
-// download links.
-func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func()) {
+// statelessHolder returns the holder of r's client (clientKey), making it
+// on the client's first request, with activity marked on it (leave ends
+// it) before its idle timer can see it idle. A new holder counts against
+// MaxSessions: past it, nil and full; nil when the front is closing.
+func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func(), full bool) {
+	key := h.clientKey(r)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closing {
-		return nil, nil
+		return nil, nil, false
 	}
-	if s := h.stateless; s != nil {
-		return s, s.enter()
+	if s := h.stateless[key]; s != nil {
+		return s, s.enter(), false
+	}
+	if h.openLocked() >= h.cfg.MaxSessions {
+		return nil, nil, true
 	}
 	s = h.newSession(false, r)
+	s.key = key
 	s.core = newCore(h.cfg.Stdio, statelessFront{s}, nil)
 	s.core.stateless, s.core.proto = true, protocol.MCP20260728
-	h.stateless = s
+	h.stateless[key] = s
 	s.mu.Lock()
 	h.watchIdleLocked(s)
 	s.mu.Unlock()
-	return s, s.enter()
+	return s, s.enter(), false
 }
 
 // mcpNameSource is the params member that Mcp-Name mirrors, by method
@@ -144,22 +153,41 @@ func statusOf(r *jsonrpc.Response) int {
 	return http.StatusOK
 }
 
+// payloadMethods are the 2026-07-28 methods whose body may need more than
+// MaxInitBody (a tool's arguments): their POSTs are read within MaxBody,
+// every other method's within MaxInitBody, as a 2025 POST without a session
+// is. The choice is made from the Mcp-Method header before the body is
+// read; headerMismatch then holds the body to it.
+var payloadMethods = map[string]bool{"tools/call": true}
+
 // statelessPost serves one POST of a 2026-07-28 client (its
-// MCP-Protocol-Version names that era; an MCP-Session-Id is ignored).
+// MCP-Protocol-Version names that era; an MCP-Session-Id is ignored). What
+// it holds is its client's (statelessHolder): the body, charged until the
+// answer is written, and the answer, charged to MaxSessionHeld until then.
 func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	if !acceptsBoth(r) {
 		http.Error(w, "Accept must list application/json and text/event-stream", http.StatusNotAcceptable)
 		return
 	}
-	if h.isClosing() {
+	s, leave, full := h.statelessHolder(r)
+	switch {
+	case full:
+		h.tooManySessions(w)
+		return
+	case s == nil:
 		h.tooMany(w, "the bridge is shutting down")
 		return
 	}
-	p, msgs, release, ok := h.readMessages(w, r, h.cfg.MaxBody)
+	defer leave()
+	limit := h.cfg.MaxInitBody
+	if payloadMethods[r.Header.Get("Mcp-Method")] {
+		limit = h.cfg.MaxBody
+	}
+	p, msgs, release, ok := h.readMessages(w, r, limit, s.bodies)
 	if !ok {
 		return
 	}
-	defer func() { release() }()
+	defer release() // the decoded request is held until its answer is written
 	if p.Batch {
 		writeJSON(w, http.StatusBadRequest, batchError(protocol.MCP20260728))
 		return
@@ -184,14 +212,6 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, statusOf(resp), resp)
 		return
 	}
-	release() // the request is decoded: the body's bytes are its own now
-	release = func() {}
-	s, leave := h.statelessHolder(r)
-	if s == nil {
-		h.tooMany(w, "the bridge is shutting down")
-		return
-	}
-	defer leave()
 	h.calls.Add(1)
 	defer h.callsDone()
 
@@ -231,14 +251,18 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			}
 		}))
 	}
-	// A client that closes the stream (or its connection) cancels the
-	// request: the call sends $/cancel and answers nothing.
+	// A client that closes the stream (or its connection), or stops
+	// reading it for WriteTimeout, cancels the request: the call sends
+	// $/cancel and answers nothing.
+	cctx, cancel := context.WithCancel(r.Context())
+	defer cancel()
 	done := make(chan *jsonrpc.Response, 1)
 	go func() {
-		done <- s.core.call(context.WithoutCancel(r.Context()), r.Context(), m, opts...)
+		done <- s.core.call(context.WithoutCancel(r.Context()), cctx, m, opts...)
 	}()
+	out := answerWriter{w: w, rc: http.NewResponseController(w), s: s}
 	sse := false
-	send := func(msg jsonrpc.Message) {
+	send := func(msg jsonrpc.Message) error {
 		if !sse {
 			sse = true
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -246,32 +270,100 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("X-Accel-Buffering", "no")
 			w.WriteHeader(http.StatusOK)
 		}
-		_, _ = w.Write(appendSSEData(nil, jsonrpc.AppendJSON(nil, msg)))
-		if fl, ok := w.(http.Flusher); ok {
-			fl.Flush()
-		}
+		_, resp := msg.(*jsonrpc.Response)
+		return out.write(appendSSEData(nil, jsonrpc.AppendJSON(nil, msg)), resp, msg)
 	}
 	for {
 		select {
 		case <-wake:
-			if n := next(); n != nil {
-				send(n)
+			if n := next(); n != nil && send(n) != nil {
+				cancel() // the client stopped reading: the request ends
+				<-done
+				return
 			}
 		case resp := <-done:
 			if resp == nil { // cancelled: MCP sends no response
 				return
 			}
 			if n := next(); n != nil { // what came before the response goes first
-				send(n)
+				if send(n) != nil {
+					return
+				}
 			}
 			if sse {
-				send(resp)
+				_ = send(resp)
 				return
 			}
-			writeJSON(w, statusOf(resp), resp)
+			w.Header().Set("Content-Type", "application/json")
+			e := jsonrpc.AppendJSON(nil, resp)
+			status := statusOf(resp)
+			if !s.budget.take(len(e)) { // told before the status is written
+				e = heldRefusal(s, resp, len(e))
+				status = http.StatusOK
+				s.budget.force(len(e))
+			} else {
+				defer s.budget.credit(len(e))
+			}
+			resp = nil
+			w.WriteHeader(status)
+			_ = out.writeCharged(e)
 			return
 		}
 	}
+}
+
+// answerWriter writes a 2026-07-28 POST's answer within the client's
+// held-bytes budget (MaxSessionHeld of its holder, under MaxHeld) and
+// WriteTimeout: the bytes are charged from when they are made until the
+// client has taken them, and a client that takes nothing for WriteTimeout
+// ends the response (spec §8.3).
+type answerWriter struct {
+	w  http.ResponseWriter
+	rc *http.ResponseController
+	s  *httpSession
+}
+
+// write charges e, writes it and credits it. Past the budget, a response
+// (resp) is replaced by a -32603 error naming the cap, and a notification
+// is dropped (nil error).
+func (a answerWriter) write(e []byte, resp bool, m jsonrpc.Message) error {
+	if !a.s.budget.take(len(e)) {
+		if !resp {
+			a.s.front.log.Warn("progress for a client that is not reading was dropped", "bytes", len(e))
+			return nil
+		}
+		e = appendSSEData(nil, heldRefusal(a.s, m.(*jsonrpc.Response), len(e)))
+		a.s.budget.force(len(e))
+	}
+	defer a.s.budget.credit(len(e))
+	return a.writeCharged(e)
+}
+
+// writeCharged writes bytes already charged, within WriteTimeout, and
+// flushes them.
+func (a answerWriter) writeCharged(e []byte) error {
+	_ = a.rc.SetWriteDeadline(time.Now().Add(a.s.front.cfg.WriteTimeout))
+	_, err := a.w.Write(e)
+	if err == nil {
+		err = a.rc.Flush()
+	}
+	if err != nil {
+		a.s.front.log.Debug("a 2026-07-28 answer was not taken", "err", err)
+		return err
+	}
+	// No deadline left behind for the connection's next request.
+	_ = a.rc.SetWriteDeadline(time.Time{})
+	return nil
+}
+
+// heldRefusal is the -32603 error that stands for a response of n bytes
+// refused by the held-bytes caps, encoded.
+func heldRefusal(s *httpSession, r *jsonrpc.Response, n int) []byte {
+	h := s.front
+	why := fmt.Sprintf("the HTTP front holds %d bytes of answers for this client (cap %d, MaxSessionHeld) and %d for all (cap %d, MaxHeld): "+
+		"a %d-byte response was refused; read the answers faster", s.budget.held(), h.cfg.MaxSessionHeld, h.held.held(), h.cfg.MaxHeld, n)
+	h.log.Warn("answer refused", "why", why)
+	return jsonrpc.AppendJSON(nil, jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, why)))
 }
 
 // appendSSEData appends one SSE event whose data is msg (one line: JSON

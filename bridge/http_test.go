@@ -375,6 +375,10 @@ func send(t *testing.T, url, method, body string, hdr map[string]string) (*http.
 	req.Header.Set("Accept", "application/json, text/event-stream")
 	req.Header.Set("Content-Type", "application/json")
 	for k, v := range hdr {
+		if k == "Host" {
+			req.Host = v // net/http sends req.Host, never Header["Host"]
+			continue
+		}
 		req.Header.Set(k, v)
 	}
 	resp, err := http.DefaultClient.Do(req)

@@ -49,6 +49,11 @@ const (
 // errEventsLost: a follower asked for events that left the replay window.
 var errEventsLost = errors.New("events no longer available for replay")
 
+// errNotTaken: the client took no event within WriteTimeout, or its
+// connection failed; the stream ends and the events stay held for a
+// resumption.
+var errNotTaken = errors.New("the client did not take the stream's events")
+
 func newSSEStream(id int, budget *heldBudget) *sseStream {
 	return &sseStream{id: id, budget: budget, wake: make(chan struct{})}
 }
@@ -146,9 +151,13 @@ func (st *sseStream) prime(w http.ResponseWriter, from int) {
 
 // follow writes the events after position from (0: all) until the stream is
 // done or ctx ends, and returns the position reached; errEventsLost when the
-// next event has left the replay window.
-func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int) (int, error) {
-	fl, _ := w.(http.Flusher)
+// next event has left the replay window, errNotTaken when the client did
+// not take what was written. A client that takes no event for
+// timeout (HTTPConfig.WriteTimeout; 0: no limit) is cut off like one that
+// left: the events stay held, within the session's budget, for a
+// resumption with Last-Event-ID (a 2025 disconnect is not a cancellation).
+func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int, timeout time.Duration) (int, error) {
+	rc := http.NewResponseController(w)
 	for {
 		st.mu.Lock()
 		if from < st.base {
@@ -157,14 +166,23 @@ func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int
 		}
 		evs, done, wake := st.events[min(from-st.base, len(st.events)):], st.done, st.wake
 		st.mu.Unlock()
+		if timeout > 0 && len(evs) > 0 {
+			_ = rc.SetWriteDeadline(time.Now().Add(timeout))
+		}
 		for _, e := range evs {
 			from++
 			if _, err := fmt.Fprintf(w, "id: %d.%d\ndata: %s\n\n", st.id, from, e); err != nil {
-				return from - 1, nil // the client is gone; it may resume
+				return from - 1, fmt.Errorf("%w: %v", errNotTaken, err) // the client is gone; it may resume
 			}
 		}
-		if fl != nil && len(evs) > 0 {
-			fl.Flush()
+		if len(evs) > 0 {
+			if err := rc.Flush(); err != nil && !errors.Is(err, http.ErrNotSupported) {
+				// Not taken: the client resumes from its own Last-Event-ID.
+				return from - len(evs), fmt.Errorf("%w: %v", errNotTaken, err)
+			}
+			if timeout > 0 {
+				_ = rc.SetWriteDeadline(time.Time{})
+			}
 		}
 		st.mu.Lock()
 		st.sent = max(st.sent, from)

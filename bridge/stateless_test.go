@@ -27,8 +27,10 @@ import (
 const mrtrResult = `{"resultType":"input_required","inputRequests":{"ask":{"method":"elicitation/create","params":{"mode":"form","message":"Name?","requestedSchema":{"type":"object","properties":{"name":{"type":"string"}}}}}},"requestState":"s1"}`
 
 // statelessServer is an MCP-Flow server with the test tools, "hold" (see
-// holdTool) and "meta" (answers with the _meta its request reached the
-// server with); sessions receives each session the server opens.
+// holdTool), "chatter" (64 KiB progress messages every millisecond until
+// cancelled, then a value on h.cancelled) and "meta" (answers with the
+// _meta its request reached the server with); sessions receives each
+// session the server opens.
 func statelessServer(t *testing.T) (srv *flow.Server, h *holdTool, sessions chan *flow.Session) {
 	t.Helper()
 	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
@@ -43,6 +45,20 @@ func statelessServer(t *testing.T) (srv *flow.Server, h *holdTool, sessions chan
 		switch p.Name {
 		case "mrtr": // a multi round-trip request's first answer
 			return json.RawMessage(mrtrResult), nil
+		case "chatter": // 64 KiB progress messages until cancelled
+			msg := strings.Repeat("c", 64<<10)
+			for i := 1; ; i++ {
+				if err := req.Progress(float64(i), 0, msg); err != nil || ctx.Err() != nil {
+					h.cancelled <- struct{}{}
+					return nil, ctx.Err()
+				}
+				select {
+				case <-ctx.Done():
+					h.cancelled <- struct{}{}
+					return nil, ctx.Err()
+				case <-time.After(time.Millisecond):
+				}
+			}
 		case "meta":
 			return map[string]any{"content": []any{map[string]any{"type": "text", "text": string(p.Meta)}}}, nil
 		case "hold":

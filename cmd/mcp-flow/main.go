@@ -103,6 +103,10 @@ type options struct {
 	drain, readHeaderTimeout             time.Duration
 	maxBodiesInFlight                    int
 	maxSessionHeld, maxHeld              int
+	maxClientBodies                      int
+	maxSessionOffload, maxOffload        int64
+	publicURL                            string
+	downloadLifetime, writeTimeout       time.Duration
 	streamDir                            string
 }
 
@@ -133,6 +137,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&o.maxBodiesInFlight, "max-bodies-in-flight", 256<<20, "bridge http: bytes of request bodies read at once over all sessions; past it, 503")
 	fs.IntVar(&o.maxSessionHeld, "max-session-held", 64<<20, "bridge http: bytes of SSE events one session may hold for slow or absent readers")
 	fs.IntVar(&o.maxHeld, "max-held", 1<<30, "bridge http: bytes of SSE events all sessions may hold")
+	fs.IntVar(&o.maxClientBodies, "max-client-bodies", 64<<20, "bridge http: bytes of request bodies one client (a 2025 session; a 2026-07-28 client: its address) may have in flight until answered; past it, 503")
+	fs.Int64Var(&o.maxSessionOffload, "max-session-offload", 1<<30, "bridge http: bytes of streams past -inline-limit one client may keep for download; past it the call fails")
+	fs.Int64Var(&o.maxOffload, "max-offload", 4<<30, "bridge http: bytes of streams past -inline-limit all clients may keep for download")
+	fs.StringVar(&o.publicURL, "public-url", "", "bridge http: the endpoint's URL as clients reach it (behind a proxy or a DNS name); download links name it, and its host is allowed in Host headers (default: the listener's address)")
+	fs.DurationVar(&o.downloadLifetime, "download-lifetime", bridge.DefaultDownloadLifetime, "bridge http: how long a download link stays valid (a complete download removes it at once)")
+	fs.DurationVar(&o.writeTimeout, "write-timeout", bridge.DefaultWriteTimeout, "bridge http: how long one write to a client that does not read may block before its response ends")
 	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers)")
@@ -338,9 +348,17 @@ func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Wr
 	if o.origins != "" {
 		origins = strings.Split(o.origins, ",")
 	}
+	if o.publicURL != "" {
+		if _, err := bridge.CheckPublicURL(o.publicURL); err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: -public-url: %v\n", err)
+			return exitUsage
+		}
+	}
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
 		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
-		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld})
+		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld, MaxClientBodies: o.maxClientBodies,
+		MaxSessionOffload: o.maxSessionOffload, MaxOffload: o.maxOffload, PublicURL: o.publicURL,
+		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	// No ReadTimeout or WriteTimeout: SSE streams last as long as their

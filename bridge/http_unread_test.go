@@ -1,0 +1,221 @@
+package bridge_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+)
+
+// The HTTP front's bounds on what clients leave unread and on bodies in
+// flight (issue 22, spec §8.3): WriteTimeout, MaxSessionHeld for 2026-07-28
+// answers, and bodies charged until their requests are answered.
+
+// frontWith serves an HTTP front for srv with cfg; records receives the
+// front's log records whose message is only ("" for all).
+func frontWith(t *testing.T, srv *flow.Server, cfg bridge.HTTPConfig, only string) (ts *httptest.Server, records chan map[string]string) {
+	t.Helper()
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	records = make(chan map[string]string, 64)
+	cfg.Stdio.URL = srv.URL()
+	cfg.Stdio.Client = flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}
+	cfg.Stdio.Logger = slog.New(recordHandler{ch: records, only: only})
+	front := bridge.NewHTTPFront(cfg)
+	ts = httptest.NewServer(front)
+	t.Cleanup(func() {
+		ts.CloseClientConnections()
+		front.Close()
+		ts.Close()
+	})
+	return ts, records
+}
+
+// rawPOST writes one POST on a connection of its own and returns the
+// connection unread (closed with the test).
+func rawPOST(t *testing.T, url string, hdr map[string]string, body string) net.Conn {
+	t.Helper()
+	addr := strings.TrimPrefix(url, "http://")
+	c, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	var req bytes.Buffer
+	fmt.Fprintf(&req, "POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: %d\r\n", addr, len(body))
+	for k, v := range hdr {
+		fmt.Fprintf(&req, "%s: %s\r\n", k, v)
+	}
+	req.WriteString("\r\n")
+	req.WriteString(body)
+	go c.Write(req.Bytes()) // the front reads the whole body before it answers
+	return c
+}
+
+// TestHTTPFrontStatelessUnreadProgressCancels: a 2026-07-28 client that
+// stops reading its POST's SSE stream while progress keeps coming has its
+// request cancelled upstream once a write has waited WriteTimeout (before:
+// the write waited forever and the tool ran on).
+func TestHTTPFrontStatelessUnreadProgressCancels(t *testing.T) {
+	srv, h, _ := statelessServer(t)
+	ts, _ := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 300 * time.Millisecond}, "")
+	hdr := modern("tools/call", "chatter")
+	rawPOST(t, ts.URL, hdr, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"chatter","arguments":{},`+
+		`"_meta":{"progressToken":"p","io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}`)
+	select {
+	case <-h.cancelled:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the tool of a client that reads nothing was not cancelled within 20 s (WriteTimeout 300 ms)")
+	}
+}
+
+// TestHTTPFrontStatelessHeldAnswers: a 2026-07-28 answer counts against
+// its client's MaxSessionHeld until written: past it, the response becomes
+// a -32603 error naming the cap; a small answer after it goes through.
+func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
+	srv, _, _ := statelessServer(t)
+	ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxSessionHeld: 1 << 20}, "")
+	text := strings.Repeat("x", 2<<20)
+	r, body := send(t, ts.URL, "POST", modernBody(1, "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"}}`), modern("tools/call", "echo"))
+	if r.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32603`) || !strings.Contains(body, "MaxSessionHeld") || len(body) > 4096 {
+		t.Fatalf("a 2 MiB answer past a 1 MiB MaxSessionHeld: %d %.300s (%d bytes)", r.StatusCode, body, len(body))
+	}
+	r, body = send(t, ts.URL, "POST", modernBody(2, "tools/call", `{"name":"echo","arguments":{"text":"small"}}`), modern("tools/call", "echo"))
+	if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+		t.Fatalf("a small answer after the refused one: %d %.300s", r.StatusCode, body)
+	}
+}
+
+// TestHTTPFrontUnreadStreamCut: a 2025 client that reads nothing of its
+// POST's SSE stream is cut off after WriteTimeout (the front's goroutine
+// and connection are freed), and its answer stays held for resumption: a
+// GET with Last-Event-ID gets it whole.
+func TestHTTPFrontUnreadStreamCut(t *testing.T) {
+	srv, _ := holdServer(t)
+	ts, records := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 300 * time.Millisecond}, "SSE stream cut")
+	sid := openSession(t, ts.URL, "2025-11-25")
+	// More than loopback's socket buffers take from a reader that reads
+	// nothing (a 128 KiB receive buffer, a send buffer of up to 4 MiB),
+	// within the 16 MiB frame limit.
+	text := strings.Repeat("y", 10<<20)
+	rawPOST(t, ts.URL, map[string]string{"MCP-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"},
+		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+text+`"}}}`)
+	select {
+	case rec := <-records:
+		if !strings.Contains(rec["err"], "did not take") {
+			t.Fatalf("cut with %v", rec)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the unread stream was not cut within 20 s (WriteTimeout 300 ms)")
+	}
+	req, _ := http.NewRequest("GET", ts.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("MCP-Session-Id", sid)
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Last-Event-ID", "1.0")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReaderSize(resp.Body, 64<<10)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatalf("resumption: %d, no answer before %v", resp.StatusCode, err)
+		}
+		if strings.HasPrefix(line, "data: {") {
+			if !strings.Contains(line, `"id":7,"result"`) || !strings.Contains(line, text) {
+				t.Fatalf("resumed answer: %.200s (%d bytes)", line, len(line))
+			}
+			return
+		}
+	}
+}
+
+// TestHTTPFrontBodiesHeldUntilAnswered: a request's body counts against
+// its client's MaxClientBodies until the request is answered, not only
+// while it is read: for a 2026-07-28 client (clients told apart by
+// ClientKey) and for a 2025 session. Another client is not affected.
+func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
+	pad := strings.Repeat("p", 700_000)
+	// setup serves a front whose clients have 1 MiB of bodies each; hold
+	// starts a call of the "hold" tool and returns once it reached the
+	// tool, with the channel its answer comes on.
+	setup := func(t *testing.T) (string, *holdTool, func(map[string]string, string) <-chan string) {
+		srv, h, _ := statelessServer(t)
+		ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxBody: 1 << 20, MaxClientBodies: 1 << 20,
+			ClientKey: func(r *http.Request) string { return r.Header.Get("X-Client") }}, "")
+		return ts.URL, h, func(hdr map[string]string, body string) <-chan string {
+			done := make(chan string, 1)
+			go func() {
+				r, b := send(t, ts.URL, "POST", body, hdr)
+				done <- fmt.Sprint(r.StatusCode, " ", b)
+			}()
+			select {
+			case <-h.holding:
+			case a := <-done:
+				t.Fatalf("the held call was answered: %.300s", a)
+			case <-time.After(10 * time.Second):
+				t.Fatal("the held call did not reach the tool")
+			}
+			return done
+		}
+	}
+	with := func(m map[string]string, k, v string) map[string]string {
+		out := map[string]string{k: v}
+		for a, b := range m {
+			out[a] = b
+		}
+		return out
+	}
+	t.Run("2026-07-28", func(t *testing.T) {
+		url, h, hold := setup(t)
+		done := hold(with(modern("tools/call", "hold"), "X-Client", "a"), modernBody(1, "tools/call", `{"name":"hold","arguments":{"pad":"`+pad+`"}}`))
+		echo := modernBody(2, "tools/call", `{"name":"echo","arguments":{"text":"`+pad+`"}}`)
+		r, body := send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "a"))
+		if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "MaxClientBodies") {
+			t.Fatalf("client a's second 700 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
+		}
+		r, body = send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "b"))
+		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Fatalf("client b's 700 kB body meanwhile: %d %.200s", r.StatusCode, body)
+		}
+		h.releaseAll()
+		if a := <-done; !strings.HasPrefix(a, "200 ") || !strings.Contains(a, "released") {
+			t.Fatalf("the held call: %.300s", a)
+		}
+		r, body = send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "a"))
+		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
+			t.Fatalf("client a's 700 kB body once the first is answered: %d %.200s", r.StatusCode, body)
+		}
+	})
+	t.Run("2025-11-25", func(t *testing.T) {
+		url, h, hold := setup(t)
+		sid := openSession(t, url, "2025-11-25")
+		done := hold(withSession(sid), `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"hold","arguments":{"pad":"`+pad+`"}}}`)
+		echo := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + pad + `"}}}`
+		r, body := send(t, url, "POST", echo, withSession(sid))
+		if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "MaxClientBodies") {
+			t.Fatalf("the session's second 700 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
+		}
+		h.releaseAll()
+		if a := <-done; !strings.HasPrefix(a, "200 ") || !strings.Contains(a, "released") {
+			t.Fatalf("the held call: %.300s", a)
+		}
+		r, body = send(t, url, "POST", echo, withSession(sid))
+		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"id":2,"result"`) {
+			t.Fatalf("the session's 700 kB body once the first is answered: %d %.200s", r.StatusCode, body)
+		}
+	})
+}
