@@ -31,7 +31,9 @@ type HTTPUpstreamConfig struct {
 	// HTTPClient sends the requests. Default: a client without an overall
 	// timeout (SSE streams live as long as their request).
 	HTTPClient *http.Client
-	// Header is sent with every request (a static Authorization, say).
+	// Header is sent with every request (a static Authorization, say). Its
+	// fields are credentials: a redirect to another origin drops them
+	// (redirectPolicy).
 	Header http.Header
 	// OAuth, when set, authorizes the bridge itself against the upstream
 	// (the go-sdk's auth package: authorization code flow, dynamic or
@@ -63,6 +65,9 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = &http.Client{}
 	}
+	client := *cfg.HTTPClient // the caller's client stays as it was
+	client.CheckRedirect = redirectPolicy(cfg.Header, cfg.HTTPClient.CheckRedirect)
+	cfg.HTTPClient = &client
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = 5
 	}
@@ -80,6 +85,58 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 		panic(err)
 	}
 	return u
+}
+
+// maxRedirects is how many redirects one upstream request may follow, as
+// net/http's default policy allows.
+const maxRedirects = 10
+
+// redirectPolicy is the upstream client's CheckRedirect. net/http keeps
+// Authorization on a redirect to the same host name whatever its scheme or
+// port (an https endpoint redirecting to http:// on the same host, or to
+// another port of it, would get the bearer token in clear or at another
+// service). A redirect whose scheme, host or port differs from the original
+// request's therefore loses every credential the bridge sets: Authorization
+// (the configured token or the OAuth one), Cookie, Proxy-Authorization and
+// the fields of the configured header. A same-origin redirect keeps them.
+// The caller's own policy (then), when set, is asked afterwards; without
+// one, at most maxRedirects are followed.
+func redirectPolicy(configured http.Header, then func(*http.Request, []*http.Request) error) func(*http.Request, []*http.Request) error {
+	return func(req *http.Request, via []*http.Request) error {
+		if len(via) > 0 && !sameOrigin(via[0].URL, req.URL) {
+			for _, k := range []string{"Authorization", "Cookie", "Proxy-Authorization"} {
+				req.Header.Del(k)
+			}
+			for k := range configured {
+				req.Header.Del(k)
+			}
+		}
+		if then != nil {
+			return then(req, via)
+		}
+		if len(via) >= maxRedirects {
+			return fmt.Errorf("stopped after %d redirects", maxRedirects)
+		}
+		return nil
+	}
+}
+
+// sameOrigin reports whether a and b have the same scheme, host and port
+// (a missing port is the scheme's default).
+func sameOrigin(a, b *url.URL) bool {
+	port := func(u *url.URL) string {
+		if p := u.Port(); p != "" {
+			return p
+		}
+		switch strings.ToLower(u.Scheme) {
+		case "https":
+			return "443"
+		case "http":
+			return "80"
+		}
+		return ""
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Hostname(), b.Hostname()) && port(a) == port(b)
 }
 
 // httpConn is one Streamable HTTP client session: the upstream link of one
