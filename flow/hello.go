@@ -28,8 +28,18 @@ type HelloResult struct {
 // directions to the chosen encoding before the next frame is read. The
 // session stays CONTROL_OPENED: a 2025 initialize or 2026-07-28 requests
 // follow (§11.4).
+//
+// A $/hello after a refused one (or after a refused initialize: refusedInit
+// records both) is -32600, as any second $/hello is (§11.4): the first
+// frame was that refused request. The session survives: the client may
+// still fall back to initialize, as it would with a guide-only server.
 func (s *Session) handleHello(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
 	cfg := s.srv.cfg
+	if s.refusedInit.Load() {
+		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
+			"a $/hello or initialize was already refused on this session: a second $/hello is refused (spec §11.4)")))
+		return
+	}
 	fail := func(code jsonrpc.Code, msg string) {
 		s.refusedInit.Store(true)
 		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(code, msg)))
