@@ -37,6 +37,14 @@ const DefaultProbeTimeout = 5 * time.Second
 // metaClientInfo is the _meta key of a 2026-07-28 request's client identity.
 const metaClientInfo = "io.modelcontextprotocol/clientInfo"
 
+// bridgeClientInfo is the bridge's own identity (clientInfo), which it
+// gives a 2025 upstream it initializes for a 2026-07-28 session, and the
+// server/discover probe of that session (spec §10, "Eras"). That upstream
+// session serves every 2026 client of the MCP-Flow session (all the
+// clients of a front's stateless path, say): no client's own identity or
+// capabilities speak for the others.
+var bridgeClientInfo = json.RawMessage(`{"name":"mcp-flow-server","version":"` + protocol.VersionHello + `"}`)
+
 // normProtocol checks an upstream era setting.
 func normProtocol(p string) (string, error) {
 	switch {
@@ -137,19 +145,16 @@ func (c *upConn) probe(ctx context.Context, caps, info json.RawMessage) (json.Ra
 }
 
 // initializeLegacy runs the 2025 handshake with the upstream for a
-// 2026-07-28 session: the capabilities and identity of the client's first
-// request's _meta go into initialize (spec §10, "Eras").
-func (c *upConn) initializeLegacy(ctx context.Context, caps, info json.RawMessage) error {
-	if len(caps) == 0 {
-		caps = json.RawMessage("{}")
-	}
-	if len(info) == 0 {
-		info = json.RawMessage(`{"name":"mcp-flow-server","version":"` + protocol.VersionHello + `"}`)
-	}
+// 2026-07-28 session (spec §10, "Eras"): in the bridge's own name
+// (bridgeClientInfo) with empty capabilities, never those of a client. A
+// 2026 client takes no server requests through it anyway: the 2025
+// server's sampling or elicitation toward it is answered -32601
+// (errNoServerRequests).
+func (c *upConn) initializeLegacy(ctx context.Context) error {
 	params, _ := json.Marshal(map[string]json.RawMessage{
 		"protocolVersion": json.RawMessage(`"` + protocol.MCPLatest + `"`),
-		"capabilities":    caps,
-		"clientInfo":      info,
+		"capabilities":    json.RawMessage("{}"),
+		"clientInfo":      bridgeClientInfo,
 	})
 	res, err := c.call(ctx, protocol.MethodInitialize, params)
 	if err != nil {

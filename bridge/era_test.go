@@ -3,6 +3,7 @@
 package bridge_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -16,11 +17,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 func dialEra(t *testing.T, srv *flow.Server, version string) (context.Context, *flow.Session) {
@@ -39,7 +42,7 @@ func dialEra(t *testing.T, srv *flow.Server, version string) (context.Context, *
 // TestUpstreamProbeTimeout: a 2025 upstream that never answers requests
 // before initialize (the child ignores server/discover) holds a 2026-07-28
 // session's first request for the probe timeout only, then is initialized
-// from the request's _meta; the client's server/discover is answered from
+// (in the bridge's own name); the client's server/discover is answered from
 // its initialize result (spec §10, "Eras"; §8).
 func TestUpstreamProbeTimeout(t *testing.T) {
 	const probe = 300 * time.Millisecond
@@ -220,4 +223,69 @@ func TestHTTPUpstreamModern(t *testing.T) {
 		}
 	}
 	t.Logf("the upstream saw: %q", methods)
+}
+
+// TestUpstream2025InitializeInBridgesName: a 2025-only upstream (the
+// go-sdk's Streamable HTTP server) reached by a 2026-07-28 session whose
+// requests come from two clients (as a front's stateless path sends them)
+// is initialized, once, in the bridge's own name with empty capabilities:
+// neither client's clientInfo or clientCapabilities (the first's sampling
+// included) goes upstream, in initialize, the server/discover probe or the
+// requests (spec §10, "Eras"; §11.6).
+func TestUpstream2025InitializeInBridgesName(t *testing.T) {
+	sdk := sdkfixture.NewServer()
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, nil)
+	var mu sync.Mutex
+	var bodies []string
+	var inits []json.RawMessage
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		var m struct {
+			Method string
+			Params json.RawMessage
+		}
+		_ = json.Unmarshal(b, &m)
+		mu.Lock()
+		bodies = append(bodies, string(b))
+		if m.Method == protocol.MethodInitialize {
+			inits = append(inits, m.Params)
+		}
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet}).Configure(&scfg)
+	srv := flowtest.Serve(t, scfg)
+	ctx, s := dialEra(t, srv, protocol.MCP20260728)
+	clients := []struct{ name, caps string }{{"first-client", `{"sampling":{},"roots":{}}`}, {"second-client", `{"elicitation":{}}`}}
+	for _, c := range clients {
+		meta := map[string]json.RawMessage{
+			"io.modelcontextprotocol/clientInfo": json.RawMessage(`{"name":"` + c.name + `","version":"9"}`),
+			protocol.MetaClientCapabilities:      json.RawMessage(c.caps),
+		}
+		r, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "hi"}, "_meta": meta})
+		var res struct{ Content []struct{ Text string } }
+		if err != nil || json.Unmarshal(r.Result, &res) != nil || len(res.Content) != 1 || res.Content[0].Text != "hi" {
+			t.Fatalf("echo for %s: %v", c.name, err)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(inits) != 1 {
+		t.Fatalf("the upstream got %d initialize requests, want 1 for the session", len(inits))
+	}
+	var p struct {
+		Capabilities json.RawMessage
+		ClientInfo   struct{ Name, Version string }
+	}
+	if err := json.Unmarshal(inits[0], &p); err != nil || p.ClientInfo.Name != "mcp-flow-server" || p.ClientInfo.Version != protocol.VersionHello || string(p.Capabilities) != "{}" {
+		t.Errorf("initialize params %s: want clientInfo mcp-flow-server %s and capabilities {}", inits[0], protocol.VersionHello)
+	}
+	for _, b := range bodies {
+		if strings.Contains(b, clients[0].name) || strings.Contains(b, clients[1].name) || strings.Contains(b, `"sampling"`) || strings.Contains(b, `"elicitation"`) {
+			t.Errorf("the upstream got a client's identity or capabilities: %s", b)
+		}
+	}
 }

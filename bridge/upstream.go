@@ -559,9 +559,9 @@ func (u *Upstream) forget(c *upConn) {
 }
 
 // statelessConn returns the connection of a 2026-07-28 session, opening it
-// on the session's first request (whose _meta gives the client's
-// capabilities and identity) and finding the upstream's era (spec §10,
-// "Eras"). Concurrent first requests wait for the one that opens it. A
+// on the session's first request (in the bridge's own name, never that
+// request's client's: openStateless) and finding the upstream's era (spec
+// §10, "Eras"). Concurrent first requests wait for the one that opens it. A
 // failed dial is forgotten, so the next request tries again; a handshake
 // that failed after it (the upstream's initialize refused) stays the answer
 // of every request of the session, whose upstream connection ends with it.
@@ -574,7 +574,7 @@ func (u *Upstream) statelessConn(ctx context.Context, req *flow.Request) (*upCon
 		c.ready = make(chan struct{})
 		u.conns[req.Session] = c
 		u.mu.Unlock()
-		c.openErr = c.openStateless(req.Session.Context(), metaOf(req.Params))
+		c.openErr = c.openStateless(req.Session.Context())
 		if c.openErr != nil && c.link == nil {
 			u.forget(c) // not dialled (the process cap, say): the next request tries again
 		}
@@ -594,22 +594,24 @@ func (u *Upstream) statelessConn(ctx context.Context, req *flow.Request) (*upCon
 }
 
 // openStateless opens a 2026-07-28 session's upstream and settles its era.
-func (c *upConn) openStateless(ctx context.Context, meta map[string]json.RawMessage) error {
+// The probe and a 2025 upstream's initialize go in the bridge's own name
+// (bridgeClientInfo, no capabilities): the upstream connection serves every
+// request of the session, whichever client's _meta each carries.
+func (c *upConn) openStateless(ctx context.Context) error {
 	if err := c.open(ctx); err != nil {
 		return err
 	}
-	caps, info := meta[protocol.MetaClientCapabilities], meta[metaClientInfo]
 	switch c.u.protocol {
 	case UpstreamModern:
 		c.setModern(true)
 		return nil
 	case UpstreamAuto:
-		if _, ok := c.probe(ctx, caps, info); ok {
+		if _, ok := c.probe(ctx, nil, bridgeClientInfo); ok {
 			return nil
 		}
 	}
-	c.u.log.Debug("2026-07-28 session: initializing a 2025 upstream from the first request's _meta")
-	return c.initializeLegacy(ctx, caps, info)
+	c.u.log.Debug("2026-07-28 session: initializing a 2025 upstream in the bridge's own name")
+	return c.initializeLegacy(ctx)
 }
 
 // call sends a request upstream and waits for its result. A request

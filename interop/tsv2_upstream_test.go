@@ -303,8 +303,8 @@ func eraErrors(t *testing.T, s *flow.Session, transport, version, era string) in
 }
 
 // TestOfficialConformanceTSv2UpstreamGoSDK: a 2026-07-28 MCP-Flow client to
-// the go-sdk fixture held to 2025 (-upstream-protocol 2025: initialize from
-// the first request's _meta, server/discover answered from its result);
+// the go-sdk fixture held to 2025 (-upstream-protocol 2025: initialize in
+// the bridge's own name, server/discover answered from its result);
 // and the go-sdk v1.8 client, which probes server/discover first, through
 // the stdio front and the upstream to the 2026-only TypeScript server.
 func TestOfficialConformanceTSv2UpstreamGoSDK(t *testing.T) {
