@@ -289,7 +289,17 @@ func TestHugeNumbers(t *testing.T) {
 // returns freed memory lazily, and it ended 79-128 MiB up either way. The
 // issue: 40 sessions held 692 MB; before the fix, 16 sessions here: RSS
 // +462 MiB.
+//
+// The server's peak RSS during the attack (VmHWM) is bounded too, at
+// peakRSSBound (256 MiB): the frames come one at a time, so the peak is a
+// few frames' buffers and garbage the runtime has not yet returned, not 12
+// frames. Measured on the shared 2-core machine (issue 22, 21 runs, some
+// with two or three attacks at once): 96-150 MiB; with the buffers retained
+// (the bug this test guards) 401-443 MiB, and the issue saw a 334 MiB peak.
+// The bound leaves 1.7x the largest measured peak for a noisy machine and
+// still fails a server that keeps the buffers.
 func TestLargeFrameThenIdle(t *testing.T) {
+	const peakRSSBound = 256 << 20
 	e := setupEnv(t, []string{"GODEBUG=gctrace=1"})
 	const sessions = 12
 	pad := strings.Repeat("x", wire.DefaultMaxFrameSize-100)
@@ -307,11 +317,16 @@ func TestLargeFrameThenIdle(t *testing.T) {
 			}
 		}
 	})
+	peak := e.mem().HWM // read before liveHeap's pings add to it
 	after := e.liveHeap(gcPeer)
 	e.report()
 	t.Logf("measured: live heap (gctrace) before %s, with %d idle sessions that each sent 16 MiB %s", mib(base.Live), sessions, mib(after.Live))
+	t.Logf("measured: peak RSS (VmHWM) %s before the attack, %s at its end; bound %s", mib(e.base.HWM), mib(peak), mib(peakRSSBound))
 	if d := after.Live - base.Live; d > 32<<20 {
 		t.Errorf("%d idle sessions that each sent one 16 MiB frame hold %s of live heap", sessions, mib(d))
+	}
+	if peak > peakRSSBound {
+		t.Errorf("the server's peak RSS reached %s while %d sessions each sent one 16 MiB frame, over %s", mib(peak), sessions, mib(peakRSSBound))
 	}
 	e.alive()
 }

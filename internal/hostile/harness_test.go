@@ -14,8 +14,9 @@ import (
 // one from before a fix).
 var serverBin = os.Getenv("MCP_FLOW_HOSTILE_SERVER")
 
-// cliBin is mcp-flow (its stdio front), built once for the test binary.
-var cliBin string
+// cliBin is mcp-flow (its stdio and HTTP fronts), built once for the test
+// binary; or the one that $MCP_FLOW_HOSTILE_CLI names.
+var cliBin = os.Getenv("MCP_FLOW_HOSTILE_CLI")
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "hostile-")
@@ -23,13 +24,24 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	var bins []string
+	var want []string
 	if serverBin == "" {
-		if bins, err = Build(dir, "mcp-flow-server", "mcp-flow"); err == nil {
-			serverBin, cliBin = bins[0], bins[1]
+		want = append(want, "mcp-flow-server")
+	}
+	if cliBin == "" {
+		want = append(want, "mcp-flow")
+	}
+	if len(want) > 0 {
+		var bins []string
+		if bins, err = Build(dir, want...); err == nil {
+			for i, name := range want {
+				if name == "mcp-flow-server" {
+					serverBin = bins[i]
+				} else {
+					cliBin = bins[i]
+				}
+			}
 		}
-	} else if bins, err = Build(dir, "mcp-flow"); err == nil {
-		cliBin = bins[0]
 	}
 	code := 1
 	if err != nil {

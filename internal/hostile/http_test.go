@@ -12,10 +12,11 @@ import (
 )
 
 // startHTTPFront starts `mcp-flow bridge http` towards e's server on a free
-// port and waits until it listens (it prints its endpoint before it
-// listens: the port is polled, bounded by e.ctx, failing at once if the
-// process exits). It returns the endpoint URL and the process.
-func (e *env) startHTTPFront() (string, *Stdio) {
+// port, with the bridge's flags args, and waits until it listens (it
+// prints its endpoint before it listens: the port is polled, bounded by
+// e.ctx, failing at once if the process exits). It returns the endpoint
+// URL and the process.
+func (e *env) startHTTPFront(args ...string) (string, *Stdio) {
 	e.t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -23,7 +24,7 @@ func (e *env) startHTTPFront() (string, *Stdio) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	front := StartStdio(e.t, cliBin, "-cert-hash", e.srv.Hash, "bridge", "http", "-listen", addr, e.srv.URL)
+	front := StartStdio(e.t, cliBin, append(append([]string{"-cert-hash", e.srv.Hash, "-listen", addr}, args...), "bridge", "http", e.srv.URL)...)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
