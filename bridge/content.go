@@ -7,7 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path"
+	"mime"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -164,7 +164,7 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlo
 		if err != nil {
 			return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
 		}
-		return linkBlock(uri, mime, n), nil
+		return linkBlock(uri, linkName(ref.StreamTag, mime), mime, n), nil
 	}
 	if err := drain(sr); err != nil { // nothing left: see it end cleanly
 		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
@@ -187,14 +187,36 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlo
 }
 
 // linkBlock is a resource_link content block naming an offloaded stream.
-func linkBlock(uri, mime string, size int64) []byte {
+func linkBlock(uri, name, mime string, size int64) []byte {
 	out := append([]byte(`{"type":"resource_link","uri":`), quote(uri)...)
-	out = append(append(out, `,"name":`...), quote(path.Base(uri))...)
+	out = append(append(out, `,"name":`...), quote(name)...)
 	if mime != "" {
 		out = append(append(out, `,"mimeType":`...), quote(mime)...)
 	}
 	out = strconv.AppendInt(append(out, `,"size":`...), size, 10)
 	return append(out, '}')
+}
+
+// linkName is a resource_link's name for the stream of tag with MIME type
+// mt, as a file would be named: "stream-<tag>" and an extension for its
+// type (".bin" when none is known), e.g. stream-1.bin. A client that saves
+// the link under its name gets a sensible file name, never the URL's
+// query.
+func linkName(tag uint32, mt string) string {
+	ext := ".bin"
+	base, _, _ := strings.Cut(mt, ";")
+	switch base = strings.TrimSpace(strings.ToLower(base)); base {
+	case "", "application/octet-stream":
+	case "text/plain":
+		ext = ".txt"
+	case "application/json":
+		ext = ".json"
+	default:
+		if exts, _ := mime.ExtensionsByType(base); len(exts) > 0 {
+			ext = exts[0]
+		}
+	}
+	return "stream-" + strconv.FormatUint(uint64(tag), 10) + ext
 }
 
 // quote returns s as a JSON string (invalid UTF-8 replaced by U+FFFD; no

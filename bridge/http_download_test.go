@@ -34,7 +34,7 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 	body := call(1)
 	var link struct {
 		Result struct {
-			Content []struct{ Type, URI, MimeType string }
+			Content []struct{ Type, URI, Name, MimeType string }
 		}
 	}
 	data, _, _ := strings.Cut(body[strings.Index(body, "data: {")+len("data: "):], "\n")
@@ -42,6 +42,9 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 		t.Fatalf("a %d-byte stream over a 1 MiB inline limit: %v %.300s", n, err, body)
 	}
 	uri := link.Result.Content[0].URI
+	if name := link.Result.Content[0].Name; name != "stream-1.bin" {
+		t.Errorf("the link's name %q, want stream-1.bin (from the stream, not the URL)", name)
+	}
 	if !strings.HasPrefix(uri, ts.URL+"/?download=") || len(uri) < len(ts.URL)+len("/?download=")+32 {
 		t.Fatalf("link %q: want an http URL on the front with a long token", uri)
 	}
