@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge"
@@ -144,24 +145,62 @@ func TestHTTPUpstreamRedirectToPlainHTTP(t *testing.T) {
 }
 
 // sniffListener hands out TLS server connections for connections whose
-// first byte is a TLS handshake record (0x16), plain ones otherwise.
+// first byte is a TLS handshake record (0x16), plain ones otherwise. The
+// first byte is awaited on a goroutine per connection (bounded by
+// sniffWait), never in Accept: a client's idle connection that sends
+// nothing must not stop the server from accepting, or from closing.
 type sniffListener struct {
 	net.Listener
-	tls *tls.Config
+	tls   *tls.Config
+	once  sync.Once
+	conns chan net.Conn
+	gone  chan struct{} // closed when the listener fails (it was closed)
+	err   error
 }
 
+const sniffWait = 10 * time.Second
+
 func (l *sniffListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
-	if err != nil {
-		return nil, err
+	l.once.Do(func() {
+		l.conns, l.gone = make(chan net.Conn), make(chan struct{})
+		go l.loop()
+	})
+	select {
+	case c := <-l.conns:
+		return c, nil
+	case <-l.gone:
+		return nil, l.err
 	}
-	br := bufio.NewReader(c)
-	b, err := br.Peek(1)
-	pc := &peekedConn{Conn: c, r: br}
-	if err == nil && b[0] == 0x16 {
-		return tls.Server(pc, l.tls), nil
+}
+
+func (l *sniffListener) loop() {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			l.err = err
+			close(l.gone)
+			return
+		}
+		go func() {
+			c.SetReadDeadline(time.Now().Add(sniffWait))
+			br := bufio.NewReader(c)
+			b, err := br.Peek(1)
+			c.SetReadDeadline(time.Time{})
+			if err != nil {
+				c.Close()
+				return
+			}
+			var out net.Conn = &peekedConn{Conn: c, r: br}
+			if b[0] == 0x16 {
+				out = tls.Server(out, l.tls)
+			}
+			select {
+			case l.conns <- out:
+			case <-l.gone:
+				c.Close()
+			}
+		}()
 	}
-	return pc, nil
 }
 
 // peekedConn is a connection whose first bytes were read into r.
