@@ -135,7 +135,9 @@ func (c *client2026) download(ctx context.Context, id, n int, front string) {
 // bodies, 1.5 GB for the unread echoes), and the server's other sessions do
 // not notice.
 func TestHTTPFrontClientsIsolated(t *testing.T) {
-	e := setup(t)
+	// Six attacks in a row, 11-20 s on a quiet machine: twice that beside
+	// another test run, and room to spare.
+	e := setupFor(t, 90*time.Second, nil)
 	const (
 		offloadCap = 8 << 20
 		heldCap    = 16 << 20

@@ -78,7 +78,14 @@ func setup(t *testing.T, args ...string) *env {
 // setupEnv is setup with env added to the server's environment.
 func setupEnv(t *testing.T, environ []string, args ...string) *env {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), attackTimeout)
+	return setupFor(t, attackTimeout, environ, args...)
+}
+
+// setupFor is setupEnv for an attack bounded by bound instead of
+// attackTimeout.
+func setupFor(t *testing.T, bound time.Duration, environ []string, args ...string) *env {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
 	t.Cleanup(cancel)
 	e := &env{t: t, ctx: ctx, srv: StartServerEnv(t, serverBin, environ, args...)}
 	var err error
