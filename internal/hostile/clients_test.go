@@ -52,14 +52,29 @@ func request2026(id int, method, name string, params string) ([]byte, http.Heade
 	return fmt.Appendf(nil, `{"jsonrpc":"2.0","id":%d,"method":%q,"params":%s}`, id, method, params), hdr
 }
 
+// bigCall is a tools/call of tool with the arguments args (JSON members)
+// and key holding big, as the parts of its body around big (so that many
+// calls share one big buffer).
+func bigCall(id int, tool, args, key string, big []byte) (prefix, suffix []byte, hdr http.Header) {
+	body, hdr := request2026(id, "tools/call", tool, fmt.Sprintf(`{"name":%q,"arguments":{%s%q:"@"}}`, tool, args, key))
+	prefix, suffix, _ = bytes.Cut(body, []byte("@"))
+	return prefix, suffix, hdr
+}
+
 // call posts one request and returns the status and the last JSON-RPC
 // message of the answer (the response, after any progress).
 func (c *client2026) call(ctx context.Context, id int, method, name, params string, extra http.Header) (int, string, error) {
 	body, hdr := request2026(id, method, name, params)
-	req, err := http.NewRequestWithContext(ctx, "POST", c.url, bytes.NewReader(body))
+	return c.post(ctx, bytes.NewReader(body), int64(len(body)), hdr, extra)
+}
+
+// post posts a body of n bytes with hdr and extra.
+func (c *client2026) post(ctx context.Context, body io.Reader, n int64, hdr, extra http.Header) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, "POST", c.url, body)
 	if err != nil {
 		return 0, "", err
 	}
+	req.ContentLength = n
 	req.Header = hdr
 	for k, v := range extra {
 		req.Header[k] = v
@@ -199,12 +214,13 @@ func TestHTTPFrontClientsIsolated(t *testing.T) {
 		// 40 slow calls with 12 MB bodies: the front holds at most
 		// bodiesCap of them until they are answered; the rest get 503.
 		big := bytes.Repeat([]byte("b"), 12_000_000)
-		pad := `{"name":"slow","arguments":{"steps":1,"delayMs":3000,"pad":"` + string(big) + `"}}`
 		hold, release = context.WithCancel(ctx)
 		var busy atomic.Int64
 		for i := range 40 {
 			wg.Go(func() {
-				code, _, _ := attacker.call(hold, 2000+i, "tools/call", "slow", pad, nil)
+				pre, suf, hdr := bigCall(2000+i, "slow", `"steps":1,"delayMs":3000,`, "pad", big)
+				code, _, _ := attacker.post(hold, io.MultiReader(bytes.NewReader(pre), bytes.NewReader(big), bytes.NewReader(suf)),
+					int64(len(pre)+len(big)+len(suf)), hdr, nil)
 				if code == http.StatusServiceUnavailable {
 					busy.Add(1)
 				}
@@ -221,7 +237,7 @@ func TestHTTPFrontClientsIsolated(t *testing.T) {
 
 		// 100 echoes of 4 MB whose answers the attacker never reads, each
 		// on a connection of its own.
-		text := strings.Repeat("e", 4_000_000)
+		text := bytes.Repeat([]byte("e"), 4_000_000)
 		var conns []net.Conn
 		var cmu sync.Mutex
 		for i := range 100 {
@@ -235,14 +251,15 @@ func TestHTTPFrontClientsIsolated(t *testing.T) {
 				cmu.Lock()
 				conns = append(conns, c)
 				cmu.Unlock()
-				body, hdr := request2026(3000+i, "tools/call", "echo", `{"name":"echo","arguments":{"text":"`+text+`"}}`)
+				pre, suf, hdr := bigCall(3000+i, "echo", "", "text", text)
 				var req bytes.Buffer
-				fmt.Fprintf(&req, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: %d\r\n", port, len(body))
+				fmt.Fprintf(&req, "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:%s\r\nContent-Length: %d\r\n", port, len(pre)+len(text)+len(suf))
 				hdr.Write(&req)
 				req.WriteString("\r\n")
-				req.Write(body)
+				req.Write(pre)
 				c.SetWriteDeadline(time.Now().Add(10 * time.Second))
-				c.Write(req.Bytes()) // never read
+				bufs := net.Buffers{req.Bytes(), text, suf}
+				bufs.WriteTo(c) // never read
 			})
 		}
 		wg.Wait()
