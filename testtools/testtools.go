@@ -1,9 +1,9 @@
 // Package testtools holds the tools of mcp-flow-server, which exercise every
 // feature of MCP-Flow: echo, a file reader that serves files as execution
 // streams, a generator of deterministic bytes, a slow task with progress
-// and cancellation, a stream that fails midway, and a tool that asks the
-// client for sampling. Tests, the conformance runner and the benchmarks run
-// the same tools in process.
+// and cancellation, a stream that fails midway, a tool that asks the
+// client for sampling, and audio and log datagrams (tone, log). Tests, the
+// conformance runner and the benchmarks run the same tools in process.
 package testtools
 
 import (
@@ -70,6 +70,18 @@ func New(cfg Config) []tools.Tool {
 			Description: "Streams N bytes, then fails the stream: the client must see a stream error, never a complete payload.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0}}}`),
 			Func:        failMidstream,
+		},
+		{
+			Name:        "tone",
+			Description: "Sends ms of a sine wave of hz as audio datagrams, paced in real time: PCM s16le mono at sampleRate, 20 ms (at most 640 bytes) per datagram, payload {seq, data}; returns the format {format, channels, sampleRate, chunks, bytes, ms}. Needs datagrams.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"ms":{"type":"integer","minimum":1,"maximum":10000},"hz":{"type":"number","exclusiveMinimum":0},"sampleRate":{"type":"integer","minimum":8000,"maximum":48000}}}`),
+			Func:        tone,
+		},
+		{
+			Name:        "log",
+			Description: "Sends count MCP log messages (notifications/message, logger mcp-flow-server) at level: log datagrams when the session has them, else on the control stream.",
+			InputSchema: json.RawMessage(`{"type":"object","properties":{"level":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"message":{"type":"string"},"count":{"type":"integer","minimum":1,"maximum":1000}}}`),
+			Func:        logTool,
 		},
 		{
 			Name:        "ask_sampling",

@@ -1,6 +1,7 @@
 // Command mcp-flow-server serves MCP over MCP-Flow (WebTransport) with test
 // tools that exercise every feature of the protocol: echo, read_file,
-// generate, slow, fail_midstream and ask_sampling. They are test tools, not
+// generate, slow, progress_burst, fail_midstream, ask_sampling, tone (audio
+// datagrams) and log (log messages). They are test tools, not
 // a file server: read_file serves regular files under -root, of at most
 // -read-file-max bytes (default 1 GiB), to whoever can connect.
 //
