@@ -193,7 +193,9 @@ type StreamReader struct {
 // Stream waits for the execution stream that the result's ref/stream with
 // this tag names and returns its reader. A tag the result does not name, or
 // a stream that has not arrived within Limits.StreamWait, is -32001 (spec
-// §5.3).
+// §5.3). A $/streamError for the stream ends the wait at once with a
+// *StreamError (spec §5.4): a stream reset before its header arrived names
+// no request, and only its $/streamError tells the client that it failed.
 func (r *Response) Stream(ctx context.Context, tag uint32) (*StreamReader, error) {
 	var ref *StreamRef
 	for i := range r.Refs {
@@ -210,6 +212,17 @@ func (r *Response) Stream(ctx context.Context, tag uint32) (*StreamReader, error
 	select {
 	case <-st.arrived:
 		return &StreamReader{st: st, ref: *ref}, nil
+	case <-st.noted:
+		select {
+		case <-st.arrived: // its reader gets the bytes before the failure
+			return &StreamReader{st: st, ref: *ref}, nil
+		default:
+		}
+		st.refuse(StreamCode(jsonrpc.CodeRequestCancelled))
+		r.s.mu.Lock()
+		reason := st.reason
+		r.s.mu.Unlock()
+		return nil, &StreamError{RequestID: r.c.num, StreamTag: tag, Code: jsonrpc.CodeInternalError, Reason: reason, Err: errFailedBeforeHeader}
 	case <-t.C:
 		st.refuse(StreamCode(jsonrpc.CodeInvalidStreamRef))
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidStreamRef, "no execution stream arrived for ref/stream tag "+itoa(tag)+" of request "+r.ID.String()+" (spec §5.3)")
@@ -219,6 +232,10 @@ func (r *Response) Stream(ctx context.Context, tag uint32) (*StreamReader, error
 		return nil, r.s.Err()
 	}
 }
+
+// errFailedBeforeHeader is the cause of a *StreamError for a stream whose
+// $/streamError came and whose header did not.
+var errFailedBeforeHeader = errors.New("flow: the server reported the stream failed ($/streamError) before its header arrived")
 
 // Ref returns the content block that named the stream.
 func (sr *StreamReader) Ref() StreamRef { return sr.ref }
