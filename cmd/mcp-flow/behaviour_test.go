@@ -57,10 +57,42 @@ func cli(t *testing.T) string {
 	return cliBin.path
 }
 
+var serverBin struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// server builds mcp-flow-server once for these tests.
+func server(t *testing.T) string {
+	t.Helper()
+	serverBin.once.Do(func() {
+		dir, err := os.MkdirTemp("", "mcp-flow-server")
+		if err != nil {
+			serverBin.err = err
+			return
+		}
+		serverBin.path = filepath.Join(dir, "mcp-flow-server")
+		if b, err := exec.Command("go", "build", "-o", serverBin.path, "../mcp-flow-server").CombinedOutput(); err != nil {
+			serverBin.err = fmt.Errorf("go build: %v\n%s", err, b)
+		}
+	})
+	if serverBin.err != nil {
+		t.Fatal(serverBin.err)
+	}
+	return serverBin.path
+}
+
 func TestMain(m *testing.M) {
+	if d := os.Getenv(slowUpstreamEnv); d != "" {
+		slowUpstream(d) // this binary is a test's stdio upstream
+		return
+	}
 	code := m.Run()
-	if cliBin.path != "" {
-		os.RemoveAll(filepath.Dir(cliBin.path))
+	for _, p := range []string{cliBin.path, serverBin.path} {
+		if p != "" {
+			os.RemoveAll(filepath.Dir(p))
+		}
 	}
 	os.Exit(code)
 }

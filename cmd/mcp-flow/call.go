@@ -8,13 +8,16 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync/atomic"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -111,12 +114,29 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 	}
 	defer r.Close()
 	var res struct {
-		Content []json.RawMessage `json:"content"`
-		IsError bool              `json:"isError"`
+		Content           []json.RawMessage `json:"content"`
+		IsError           bool              `json:"isError"`
+		StructuredContent struct {
+			Chunks int `json:"chunks"`
+		} `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(r.Result, &res); err != nil {
 		t.say("mcp-flow: tools/call result: %v", err)
 		return exitRemote
+	}
+	if o.audio != nil && res.StructuredContent.Chunks > 0 {
+		// The result tells how many audio chunks were sent (tone does:
+		// spec §6.4); those that trail it get a moment to come.
+		o.audio.await(res.StructuredContent.Chunks)
+	}
+	if len(r.Refs) > 0 && o.out == "" && !o.raw && isTerminal(stdout) {
+		// Binary bytes would garble the terminal; text may go there.
+		for _, ref := range r.Refs {
+			if !isText(ref.MimeType) {
+				t.say("mcp-flow: execution stream %d is %s, not text: not writing it to a terminal; pipe stdout (| sha256sum, > FILE) or use -out DIR", ref.StreamTag, mimeName(ref.MimeType))
+				return exitUsage
+			}
+		}
 	}
 	// Once the result is in, the request lives on in its streams: an
 	// interrupt or -timeout cancels it with $/cancel (spec §7.1), which
@@ -175,6 +195,12 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o options, t *term, stdout io.Writer) int {
 	what := fmt.Sprintf("reading execution stream %d", tag)
 	sr, err := r.Stream(ctx, tag)
+	var je *jsonrpc.Error
+	if err != nil && ctx.Err() == nil && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidStreamRef {
+		// No stream within the wait (spec §5.3): a failed stream.
+		t.say("mcp-flow: %s", je.Message)
+		return exitStream
+	}
 	if err != nil {
 		return failure(ctx, t, o, err, "waiting for execution stream "+fmt.Sprint(tag))
 	}
@@ -222,6 +248,21 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o o
 	f = nil
 	t.say("mcp-flow: wrote %d bytes (%s) to %s", n, sr.Ref().MimeType, name)
 	return exitOK
+}
+
+// isText reports whether a stream of this MIME type is text (text/*), which
+// the CLI writes to a terminal.
+func isText(mimeType string) bool {
+	mt, _, err := mime.ParseMediaType(mimeType)
+	return err == nil && strings.HasPrefix(mt, "text/")
+}
+
+// mimeName names a stream's MIME type in a message.
+func mimeName(mimeType string) string {
+	if mimeType == "" {
+		return "of no MIME type"
+	}
+	return strconv.Quote(mimeType)
 }
 
 // publish gives the finished file tmp the name base, or base.1, base.2 …

@@ -1,12 +1,15 @@
 // Command mcp-flow is the MCP-Flow client: it lists and calls tools and
 // pings a server over WebTransport.
 //
-//	mcp-flow [flags] tools
-//	mcp-flow [flags] call TOOL [JSON-ARGS | key=value ...]
-//	mcp-flow [flags] ping
-//	mcp-flow [flags] bridge stdio
+//	mcp-flow [flags] tools [flags]
+//	mcp-flow [flags] call [flags] TOOL [JSON-ARGS | key=value ...]
+//	mcp-flow [flags] ping [flags]
+//	mcp-flow [flags] bridge stdio [flags] [URL]
 //	mcp-flow [flags] bridge http [-listen ADDR] [URL]
 //	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
+//
+// Flags may come before or after the command (and, for call, after the
+// tool's name; "--" ends them).
 //
 // ui serves the inspector page on loopback (127.0.0.1:7433 unless -listen
 // says otherwise): a browser page that connects to the MCP-Flow server at
@@ -24,9 +27,13 @@
 // Results go to stdout and nothing else does: with execution streams, their
 // raw bytes alone (the rest of the content then goes to stderr), or with
 // -out each stream into a new file; without, the text content; with -json,
-// the JSON result alone. Progress, transfer meters (bytes, rate, and an ETA
-// when the server told the streams' size: spec §6.3) and logs go
-// to stderr; status lines are drawn only when stderr is a terminal.
+// the JSON result alone. Binary stream bytes never go to a terminal: the CLI
+// refuses (exit 2) and says to pipe stdout or use -out; text/* streams may.
+// Progress, transfer meters (bytes, rate, and an ETA when the server told
+// the streams' size: spec §6.3), the server's log messages (one line each,
+// "log LEVEL LOGGER: DATA") and the CLI's own logs go to stderr; status
+// lines are drawn only when stderr is a terminal. -audio-out FILE writes the
+// PCM of the call's audio datagrams to FILE.
 //
 // Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends
 // the session and exits 130; a second Ctrl-C exits at once.
@@ -76,7 +83,22 @@ const (
 	// exitInterrupted is the shell's 128+SIGINT.
 	exitInterrupted = 130
 	defaultURL      = "https://127.0.0.1:4433" + flow.DefaultPath
-	usageSummary    = `usage: mcp-flow [flags] tools | call TOOL [JSON-ARGS | key=value ...] | ping | bridge stdio|http [flags] [URL]`
+	// defaultBridgeListen is where bridge http listens unless -listen says
+	// otherwise (ui's default is defaultUIListen).
+	defaultBridgeListen = "127.0.0.1:8080"
+	// defaultHandshake is how long the CLI waits for the server's
+	// initialize answer: longer than mcp-flow-server's own wait with a
+	// stdio -upstream (60 s, for a first `npx -y …` that downloads its
+	// package), so that the server gives up first and says why.
+	defaultHandshake = 65 * time.Second
+	usageSummary     = `usage: mcp-flow [flags] COMMAND [flags] [ARGS]
+commands:
+  tools                                  list the server's tools and their arguments
+  call TOOL [JSON-ARGS | key=value ...]  call a tool
+  ping                                   ping the server
+  bridge stdio|http [URL]                serve a stdio or Streamable HTTP MCP endpoint in front of the server
+  ui [URL]                               serve the inspector page (on 127.0.0.1:7433; -listen)
+flags may come before or after the command ("--" ends them)`
 )
 
 func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
@@ -88,6 +110,7 @@ func (o options) limits() flow.Limits {
 
 type options struct {
 	url, encoding, certHash, caFile, out string
+	audioOut                             string
 	webtransport                         string
 	mcpVersion                           string
 	insecure, raw, debug                 bool
@@ -108,6 +131,8 @@ type options struct {
 	publicURL                            string
 	downloadLifetime, writeTimeout       time.Duration
 	streamDir                            string
+	// audio receives the call's audio datagrams (-audio-out).
+	audio *audioSink
 }
 
 func run(args []string, stdout, stderr io.Writer) int {
@@ -122,13 +147,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.mcpVersion, "mcp-version", protocol.MCPLatest, "the MCP revision the client commands speak: "+strings.Join(protocol.MCPVersions(), ", ")+" (initialize), or "+protocol.MCP20260728+" (stateless: $/hello, per-request _meta, no initialize; spec §11); the bridges speak each client's own")
 	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
+	fs.StringVar(&o.audioOut, "audio-out", "", "call: write the PCM bytes of the call's audio datagrams ({seq, data}, as tone sends them) to this file, in order of arrival; late ones are dropped, lost ones missing (stderr counts both)")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
 	fs.DurationVar(&o.timeout, "timeout", 0, "give up after this long, with exit status 5 (0: no limit)")
-	fs.DurationVar(&o.handshake, "handshake-timeout", 10*time.Second, "how long the server may take to answer initialize (a server with a stdio -upstream may first be starting it)")
+	fs.DurationVar(&o.handshake, "handshake-timeout", defaultHandshake, "how long the server may take to answer initialize (a server with a stdio -upstream may first be starting it: mcp-flow-server waits up to 60 s for that)")
 	fs.BoolVar(&o.debug, "debug", os.Getenv("MCP_FLOW_DEBUG") == "1", "debug logs on stderr (also MCP_FLOW_DEBUG=1; the flag wins)")
 	fs.Int64Var(&o.inlineLimit, "inline-limit", 8<<20, "bridge: largest execution stream inlined for the host; larger ones become resource_link files")
 	fs.StringVar(&o.streamDir, "stream-dir", "", "bridge: directory for the files of streams past -inline-limit (default: a temporary directory per session); they are deleted when the session ends")
-	fs.StringVar(&o.listen, "listen", "127.0.0.1:8080", "bridge http: address of the Streamable HTTP endpoint (/mcp); $MCP_FLOW_BRIDGE_TOKEN sets a bearer token")
+	fs.StringVar(&o.listen, "listen", "", "address to listen on: for bridge http, of the Streamable HTTP endpoint (/mcp; default "+defaultBridgeListen+"; $MCP_FLOW_BRIDGE_TOKEN sets a bearer token); for ui, of the inspector page (default "+defaultUIListen+")")
 	fs.StringVar(&o.origins, "allow-origin", "", "bridge http: comma-separated Origins allowed besides the default (pages on this machine, when -listen is a loopback address; spec §9); * allows any")
 	fs.IntVar(&o.maxSessions, "max-sessions", 256, "bridge http: sessions open at once; more get 503")
 	fs.DurationVar(&o.idleTimeout, "idle-timeout", 30*time.Minute, "bridge http: end a session idle this long (its id then gets 404)")
@@ -153,10 +179,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return exitOK
-		}
-		return exitUsage
+		return helpOrUsage(err)
 	}
 	rest := fs.Args()
 	if len(rest) == 0 {
@@ -165,15 +188,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if rest[0] == "ui" {
 		// mcp-flow ui [flags] [URL]: flags may follow, the URL last.
-		listen := defaultUIListen
 		if err := fs.Parse(rest[1:]); err != nil {
-			return exitUsage
+			return helpOrUsage(err)
 		}
-		fs.Visit(func(f *flag.Flag) {
-			if f.Name == "listen" {
-				listen = o.listen
-			}
-		})
+		listen := o.listen
+		if listen == "" {
+			listen = defaultUIListen
+		}
 		switch extra := fs.Args(); len(extra) {
 		case 0:
 		case 1:
@@ -193,7 +214,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// last: mcp-flow bridge http -listen 127.0.0.1:8080 https://host/mcp-flow
 		mode := rest[1]
 		if err := fs.Parse(rest[2:]); err != nil {
-			return exitUsage
+			return helpOrUsage(err)
 		}
 		switch extra := fs.Args(); len(extra) {
 		case 0:
@@ -203,6 +224,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return usage(stderr, "bridge takes at most one server URL after its mode")
 		}
 		rest = []string{"bridge", mode}
+	}
+	if c := rest[0]; c == "call" || c == "tools" || c == "ping" {
+		// Flags may follow the command: mcp-flow call -json echo text=hi.
+		args, err := parseInterleaved(fs, rest[1:])
+		if err != nil {
+			return helpOrUsage(err)
+		}
+		rest = append([]string{c}, args...)
 	}
 	switch o.webtransport {
 	case "auto", "current", "draft02":
@@ -242,6 +271,21 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	t := newTerm(stderr)
+	if o.audioOut != "" {
+		if rest[0] != "call" {
+			return usage(stderr, "-audio-out is for call")
+		}
+		a, err := newAudioSink(o.audioOut)
+		if err != nil {
+			return usage(stderr, "-audio-out: "+err.Error())
+		}
+		o.audio = a
+		defer func() {
+			if a.f != nil {
+				a.f.Close() // closed already after a call; this is for the other ways out
+			}
+		}()
+	}
 	ctx, stop := interruptible(ctx, t)
 	defer stop()
 	var call func(*flow.Session) int
@@ -295,6 +339,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Info:      flow.Implementation{Name: "mcp-flow-cli", Version: protocol.Version},
 		Logger:    log,
 		Limits:    o.limits(),
+		Hooks:     mediaHooks(t, o.audio),
 	}
 	switch v := o.mcpVersion; {
 	case v == protocol.MCP20260728:
@@ -332,6 +377,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	code := call(s)
 	closeSession(s, log)
+	if o.audio != nil {
+		summary, err := o.audio.close(o.audioOut)
+		t.say("%s", summary)
+		if err != nil {
+			t.say("mcp-flow: -audio-out: %v", err)
+			if code == exitOK {
+				code = exitUsage
+			}
+		}
+	}
 	return code
 }
 
@@ -365,7 +420,11 @@ func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Wr
 	// requests; the front bounds bodies and held bytes itself.
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: 2 * time.Minute,
 		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	ln, err := net.Listen("tcp", o.listen)
+	listen := o.listen
+	if listen == "" {
+		listen = defaultBridgeListen
+	}
+	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
 		return exitConnect
@@ -440,6 +499,36 @@ func envOr(k, def string) string {
 		return v
 	}
 	return def
+}
+
+// helpOrUsage is the exit code after a failed flag parse: 0 for -h (the
+// usage was asked for and printed), else 2.
+func helpOrUsage(err error) int {
+	if errors.Is(err, flag.ErrHelp) {
+		return exitOK
+	}
+	return exitUsage
+}
+
+// parseInterleaved parses args with fs, flags and positional arguments in
+// any order, and returns the positional ones: mcp-flow call TOOL -json
+// k=v. "--" ends the flags; what follows it is positional.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		rest := fs.Args()
+		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
+			return append(pos, rest...), nil
+		}
+		if len(rest) == 0 {
+			return pos, nil
+		}
+		pos = append(pos, rest[0])
+		args = rest[1:]
+	}
 }
 
 func usage(w io.Writer, msg string) int {

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -25,15 +24,7 @@ type term struct {
 	muted bool // no more status lines (after an interrupt)
 }
 
-func newTerm(w io.Writer) *term {
-	tty := false
-	if f, ok := w.(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			tty = true
-		}
-	}
-	return &term{w: w, tty: tty}
-}
+func newTerm(w io.Writer) *term { return &term{w: w, tty: isTerminal(w)} }
 
 // draw replaces the status line with line (terminals only).
 func (t *term) draw(line string) {
