@@ -21,10 +21,39 @@ export interface WebTransportClientTransportOptions {
   serverCertificateHashes?: CertificateHash | CertificateHash[];
   /** Encodings in order of preference (spec §4): 'cbor', 'json'. Default ['cbor', 'json']. */
   encodings?: Array<'cbor' | 'json'>;
-  /** Execution streams of at most this many bytes are inlined into the result (default 8 MiB); larger ones become resource_links read with stream(). */
+  /**
+   * Execution streams of at most this many bytes are inlined into the result
+   * (default DEFAULT_INLINE_LIMIT, 8 MiB); larger ones become resource_links
+   * (uri mcp-flow://stream/REQUEST/TAG), read with readResource or stream().
+   */
   inlineLimit?: number;
-  /** false: never inline; every execution stream becomes a resource_link read with stream(). */
+  /** false: never inline; every execution stream becomes a resource_link. */
   inlineStreams?: boolean;
+  /**
+   * The largest execution stream that `client.readResource({uri})` of a
+   * stream's uri answers, in bytes (default DEFAULT_READ_RESOURCE_LIMIT,
+   * 16 MiB; the whole stream is held in memory, and base64 in the result).
+   * Past it the request fails with -32801, saying to use stream(); none of the
+   * stream's bytes are lost by that, and stream() still gives all of them.
+   */
+  readResourceLimit?: number;
+  /**
+   * Milliseconds that a stream handed over as a resource_link may go unopened
+   * (by stream() or readResource) after its result was handed over, before
+   * the transport cancels it (STOP_SENDING) and forgets it (default
+   * DEFAULT_UNREAD_STREAM_TIMEOUT_MS, 10 s; 0 or Infinity: never). Unread, a
+   * stream holds the connection's flow-control window, which the browser
+   * shares among all streams, the control stream included: a few unread large
+   * streams stop every later result and stream until they are read or
+   * cancelled. stream() or readResource after the timeout fails, naming it.
+   */
+  unreadStreamTimeout?: number;
+  /**
+   * Milliseconds a result's ref/stream waits for its stream to arrive before
+   * that content fails with -32001 (spec §5.3; default DEFAULT_STREAM_WAIT_MS,
+   * 10 s). A $/streamError for it fails it at once.
+   */
+  streamWait?: number;
   /** The WebTransport constructor (default globalThis.WebTransport; e.g. @fails-components/webtransport's in Node). */
   WebTransport?: unknown;
 }
@@ -35,11 +64,23 @@ export interface MCPFlowStats {
   framesReceived: number;
   bytesSent: number;
   bytesReceived: number;
+  /** Datagrams of every channel. */
   datagramsReceived: number;
   progressDelivered: number;
   progressStale: number;
+  /** Execution streams whose header arrived. */
   streamsReceived: number;
+  /** Bytes of execution streams taken from the network (each byte once, whoever read it). */
   streamBytes: number;
+  /** Execution streams the server failed: $/streamError, a reset, or none within streamWait. */
+  streamsFailed: number;
+  /** Execution streams given up on this side: unread past unreadStreamTimeout, unread at close(), cancelled calls, cancelled readers. */
+  streamsReleased: number;
+  /** Audio datagrams (channel 2) and the bytes of their data. */
+  audioDatagrams: number;
+  audioBytes: number;
+  /** Log datagrams (channel 3). */
+  logDatagrams: number;
 }
 
 /** The server's transport object of the initialize result (spec §4.1). */
@@ -52,17 +93,70 @@ export interface ServerTransport {
   maxFrameSize?: number;
 }
 
-export declare class MCPFlowError extends Error {
-  /** The JSON-RPC code or stream reset code, when there is one. */
-  code?: number;
+/** One audio datagram (channel 2, spec §6): mcp-flow-server's tone sends PCM s16le mono, its format in the call's result. */
+export interface AudioChunk {
+  /** The request the datagram's header names. */
+  requestId: number;
+  /** The payload's seq: datagrams may be lost or reordered. */
+  seq: number;
+  /** The payload's data (a CBOR byte string, or base64 in JSON), as bytes. */
+  data: Uint8Array;
 }
 
-/** An SDK client transport over MCP-Flow: `await client.connect(new WebTransportClientTransport(url, {serverCertificateHashes}))`. */
+/** One of the server's log messages: the params of notifications/message. */
+export interface LogMessage {
+  /** The request a log datagram's header names; undefined for notifications/message on the control stream. */
+  requestId?: number;
+  level: 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency' | string;
+  logger?: string;
+  data: unknown;
+  /** true when it came as a log datagram (channel 3), false on the control stream. */
+  datagram: boolean;
+}
+
+export declare class MCPFlowError extends Error {
+  /** The JSON-RPC code (or the negated stream reset code), when there is one. */
+  code?: number;
+  /** The request and stream tag of the execution stream the error is about, when it is about one. */
+  requestId?: number;
+  streamTag?: number;
+}
+
+/**
+ * An SDK client transport over MCP-Flow: `await client.connect(new WebTransportClientTransport(url, {serverCertificateHashes}))`.
+ *
+ * Execution streams (spec §5). A result's `ref/stream` blocks are read before
+ * the result is handed over, side by side: a stream of at most inlineLimit
+ * bytes becomes `text` (text/* and JSON that is UTF-8) or a `resource` with a
+ * base64 blob; a larger one a `resource_link` with uri
+ * mcp-flow://stream/REQUEST/TAG, whose first bytes are kept for its reader.
+ * A stream that fails before the handover ($/streamError, a reset, or none
+ * within streamWait) fails the call: the SDK gets a JSON-RPC error (-32603,
+ * or -32001 for a stream that never came) naming the request and tag, as the
+ * bridges do. A resource_link is read with `client.readResource({uri})`
+ * (answered by the transport, never sent to the server; up to
+ * readResourceLimit) or `transport.stream(uri)`.
+ *
+ * Cancellation: the SDKs' AbortSignal sends notifications/cancelled, which
+ * goes as `$/cancel` (spec §7.1); the SDK rejects the call with the abort's
+ * reason, and the server's -32800 stops in the transport (MCP: no answer
+ * follows notifications/cancelled). An application that speaks JSON-RPC
+ * itself may send `$/cancel {requestId, reason}` and gets the server's answer
+ * (-32800, or the result if it came first). Either way the request's streams
+ * are released.
+ */
 export declare class WebTransportClientTransport {
   constructor(url: string | URL, options?: WebTransportClientTransportOptions);
   start(): Promise<void>;
   send(message: JSONRPCMessage, options?: unknown): Promise<void>;
-  /** $/shutdown, the server's FIN (at most SHUTDOWN_WAIT_MS), then the WebTransport close; onclose follows. */
+  /**
+   * Ends the session gracefully (spec §7.2): streams handed over as
+   * resource_links that nobody opened are cancelled first (the server's drain
+   * would otherwise wait for them), then $/shutdown, the server's FIN (at
+   * once when nothing is in flight; at most SHUTDOWN_WAIT_MS), our FIN and the
+   * WebTransport close; onclose follows. With nothing in flight it returns in
+   * a few milliseconds.
+   */
   close(): Promise<void>;
   onclose?: () => void;
   onerror?: (error: Error) => void;
@@ -70,11 +164,25 @@ export declare class WebTransportClientTransport {
   /** MCP-Flow has no session id; always undefined (the SDK would otherwise skip initialize). */
   sessionId?: string;
   /**
-   * The raw bytes of an execution stream, once: by request id and stream tag,
-   * or by the uri of the resource_link that stands for it
-   * (mcp-flow://stream/REQUEST/TAG). Errors with an MCPFlowError when the
-   * server fails the stream ($/streamError): a truncated payload never ends
-   * cleanly.
+   * The raw bytes of an execution stream, once: by the uri of the
+   * resource_link that stands for it (mcp-flow://stream/REQUEST/TAG), or by
+   * request id and stream tag.
+   *
+   * Backpressure: the ReadableStream has a high-water mark of 0, so it takes
+   * bytes from the network only when its reader asks for them. Bytes not yet
+   * asked for wait in QUIC's flow-control windows: the stream's own and the
+   * connection's, which all streams and the control stream share. A slow
+   * reader slows the server down rather than filling memory; a reader that
+   * stops reading holds the server (whose stall timeout, 30 s by default,
+   * resets the stream) and the shared window. `reader.cancel()` gives the
+   * stream up at once (STOP_SENDING).
+   *
+   * The stream errors with an MCPFlowError naming the request and tag when
+   * the server fails it: at once on its $/streamError, on a reset, or when
+   * it has not come within streamWait. A truncated payload never ends
+   * cleanly. The promise rejects when there is no such stream to take: read
+   * already (by stream(), readResource, or inlined), released (unread past
+   * unreadStreamTimeout, or its call cancelled), or named by no result.
    */
   stream(requestIdOrURI: number | string, tag?: number): Promise<ReadableStream<Uint8Array>>;
   /** The negotiated encoding ('json' until initialize is answered). */
@@ -84,15 +192,34 @@ export declare class WebTransportClientTransport {
   readonly stats: MCPFlowStats;
   /** A frame log: every control frame in or out, decoded, with its size in bytes and the encoding it used. */
   onframe?: (direction: 'in' | 'out', message: JSONRPCMessage | JSONRPCMessage[], bytes: number, encoding: string) => void;
-  /** Every progress datagram: channel, request id of its header, decoded payload. */
+  /** Every progress, audio and log datagram: channel (CHANNEL), request id of its header, decoded payload (audio's data as bytes). */
   ondatagram?: (channel: number, requestId: number, payload: unknown) => void;
+  /** Every audio datagram (channel 2). Datagrams may be lost: seq tells which. */
+  onaudio?: (chunk: AudioChunk) => void;
+  /**
+   * Every log message of the server: log datagrams (channel 3; also handed to
+   * the SDK as notifications/message, whose params they carry) and
+   * notifications/message on the control stream (which the SDK gets as it is).
+   */
+  onlog?: (message: LogMessage) => void;
 }
 
 /** The uri of the resource_link that stands for an execution stream. */
 export declare function streamURI(requestId: number, tag: number): string;
 export declare function bytesToBase64(b: Uint8Array): string;
+/** 8 MiB. */
 export declare const DEFAULT_INLINE_LIMIT: number;
+/** 16 MiB. */
+export declare const DEFAULT_READ_RESOURCE_LIMIT: number;
+/** 10,000 ms. */
+export declare const DEFAULT_UNREAD_STREAM_TIMEOUT_MS: number;
+/** 10,000 ms (spec §5.3). */
+export declare const DEFAULT_STREAM_WAIT_MS: number;
+/** 100 ms: how long a stream reset with 32603 waits for the $/streamError that says why (spec §5.4). */
+export declare const STREAM_ERROR_WAIT_MS: number;
+/** 3,000 ms. */
 export declare const SHUTDOWN_WAIT_MS: number;
+export declare const STREAM_URI_PREFIX: 'mcp-flow://stream/';
 export declare const CHANNEL: Readonly<{ PROGRESS: 1; AUDIO: 2; LOG: 3 }>;
 export declare const FRAME_HEADER: 4;
 export declare const STREAM_HEADER: 8;

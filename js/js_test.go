@@ -5,13 +5,17 @@
 package js
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -23,6 +27,32 @@ import (
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
 )
+
+// callError is how the page reports a call that should fail: the error's
+// text, code, the request id and stream tag of an MCPFlowError, and the
+// time it took; Timeout when it did not settle in the page's own deadline.
+type callError struct {
+	Error      *string
+	Code       any
+	RequestID  *int `json:"requestId"`
+	StreamTag  *int `json:"streamTag"`
+	Ms         int
+	Timeout    bool
+	ID         int
+	Answered   *int
+	URI        string
+	StreamWait int
+	Streamed   *struct {
+		Bytes            int64
+		SHA256, Reported string
+		Counted          int64
+	}
+}
+
+func (e callError) String() string {
+	b, _ := json.Marshal(e)
+	return string(b)
+}
 
 type sdkRun struct {
 	Version, Encoding string
@@ -43,16 +73,84 @@ type sdkRun struct {
 		Updates   [][2]float64
 		Datagrams int
 	}
-	Cancel struct {
-		Error *string
-		Ms    int
+	Cancel        callError
+	FailMidstream callError
+	FailLate      *callError
+	ReadResource  struct {
+		callError
+		MimeType, SHA256, Reported string
+		Bytes                      int64
 	}
-	Sampling string
-	Sent     []string
-	Stats    map[string]float64
-	Closed   bool
+	ReadText *struct {
+		callError
+		MimeType string
+		HasBlob  bool
+		Chars    int
+		SHA256   string
+	}
+	TooLarge *callError
+	Tone     struct {
+		ID     int
+		Result testtools.ToneInfo
+		Chunks []struct {
+			RequestID int `json:"requestId"`
+			Seq       int
+			Data      []byte
+		}
+		AudioDatagrams, AudioBytes int
+	}
+	Log struct {
+		ID     int
+		Text   string
+		Events []struct {
+			RequestID     *int `json:"requestId"`
+			Level, Logger string
+			Data          any
+			Datagram      bool
+		}
+		SDK, LogDatagrams  int
+		DatagramsSupported bool
+	}
+	Sampling   string
+	Sent       []string
+	Stats      map[string]float64
+	LeftUnread int
+	CloseMs    float64
+	Closed     bool
+	Errors     []string
 }
 
+// textFile is the text that read_file serves for the resources/read test:
+// past the inline limit, so that it comes as a resource_link, and not ASCII.
+func textFile() []byte {
+	line := []byte("こんにちは, MCP-Flow: a stream of text read through resources/read.\n")
+	return bytes.Repeat(line, (9<<20)/len(line)+1)
+}
+
+// phantomStream wraps the tools: tools/call of phantom_stream answers with a
+// ref/stream whose stream never comes (spec §5.3).
+func phantomStream(next flow.Handler) flow.Handler {
+	return flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		var p struct{ Name string }
+		if json.Unmarshal(req.Params, &p) == nil && p.Name == "phantom_stream" {
+			return map[string]any{"content": []any{map[string]any{"type": "ref/stream", "streamTag": 7, "mimeType": "application/octet-stream"}}}, nil
+		}
+		return next.HandleRequest(ctx, req)
+	})
+}
+
+// TestSDKClientsOverMCPFlow runs test/page.js: SDK v2 and v1 clients over
+// the transport, each through the test tools, and the transport's limits
+// (issue 23): a failed stream fails its call within 1 s; a cancelled call
+// rejects with its reason while the server's -32800 reaches the transport
+// and no further; resources/read of a stream's URI gives its bytes (text for
+// text), and past readResourceLimit an error that says to stream it, with
+// stream() still giving every byte, counted once; audio and log datagrams
+// come as onaudio and onlog (and logs as the SDK's notifications/message);
+// close() with a result's stream left unread takes under 100 ms; unread
+// streams are cancelled after unreadStreamTimeout, so a later stream comes
+// long before the server's 30 s stall timeout; a ref/stream with no stream
+// fails with -32001 after streamWait.
 func TestSDKClientsOverMCPFlow(t *testing.T) {
 	chromium := browsertest.Chromium(t)
 	browsertest.NPM(t, ".", "node_modules/@modelcontextprotocol/client")
@@ -66,12 +164,19 @@ func TestSDKClientsOverMCPFlow(t *testing.T) {
 	go pages.Serve(ln)
 	t.Cleanup(func() { pages.Close() })
 
+	root := t.TempDir()
+	text := textFile()
+	if err := os.WriteFile(filepath.Join(root, "big.txt"), text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	textSum := sha256.Sum256(text)
+
 	// The test tools, with each tools/call's end recorded: the cancel
 	// step must stop the server's handler ($/cancel), not only the SDK.
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: root})
 	var mu sync.Mutex
 	var cancelled []string
-	tools := mux["tools/call"]
+	tools := phantomStream(mux["tools/call"])
 	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		res, err := tools.HandleRequest(ctx, req)
 		if cause := context.Cause(ctx); cause != nil && ctx.Err() != nil {
@@ -84,17 +189,37 @@ func TestSDKClientsOverMCPFlow(t *testing.T) {
 	// No AllowedOrigins: a page on loopback may use a loopback server (spec §9).
 	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps})
 
-	const size, size1 = 64 << 20, 12 << 20
-	pageURL := fmt.Sprintf("%s/test/index.html?url=%s&hash=%s&size=%d&size1=%d&only=%s&debug=%s", pageOrigin, url.QueryEscape(srv.URL()), flowtest.Cert.HashHex(), size, size1, os.Getenv("MCP_FLOW_JS_ONLY"), os.Getenv("MCP_FLOW_JS_DEBUG"))
+	const size, size1, readSize, bigSize, leftSize = 64 << 20, 12 << 20, 12 << 20, 20_000_000, 32 << 20
+	pageURL := fmt.Sprintf("%s/test/index.html?url=%s&hash=%s&size=%d&size1=%d&readSize=%d&bigSize=%d&leftSize=%d&textFile=big.txt&only=%s&debug=%s",
+		pageOrigin, url.QueryEscape(srv.URL()), flowtest.Cert.HashHex(), size, size1, readSize, bigSize, leftSize, os.Getenv("MCP_FLOW_JS_ONLY"), os.Getenv("MCP_FLOW_JS_DEBUG"))
 	var res struct {
-		Error     string
-		Trail     []string
-		V2, V1    sdkRun
+		Error  string
+		Trail  []string
+		V2, V1 sdkRun
+		Raw    struct {
+			Fatal        string
+			URI          string
+			Stream, Late callError
+		}
+		Phantom struct {
+			callError
+			Fatal string
+		}
+		Unread struct {
+			Fatal                    string
+			Timeout, Links, Released int
+			Later                    struct {
+				callError
+				Bytes            int64
+				SHA256, Reported string
+			}
+			Again callError
+		}
 		BadHash   struct{ Error *string }
 		Console   []string
 		UserAgent string
 	}
-	browsertest.Drive(t, ".", "test/run.mjs", chromium, pageURL, 90*time.Second, &res)
+	browsertest.Drive(t, ".", "test/run.mjs", chromium, pageURL, 150*time.Second, &res)
 	if res.Error != "" {
 		t.Fatalf("the page failed: %s\nsteps:\n%s\nconsole:\n%s", res.Error, strings.Join(res.Trail, "\n"), strings.Join(res.Console, "\n"))
 	}
@@ -127,19 +252,123 @@ func TestSDKClientsOverMCPFlow(t *testing.T) {
 		if len(p.Updates) == 0 || p.Updates[len(p.Updates)-1] != [2]float64{5, 5} || p.Datagrams == 0 {
 			t.Errorf("%s: progress %+v: want updates up to 5 of 5, some by datagram", name, p)
 		}
-		if s.Cancel.Error == nil || !strings.Contains(*s.Cancel.Error, "the user pressed Stop") && !strings.Contains(*s.Cancel.Error, "Abort") {
-			t.Errorf("%s: the aborted call ended with %v", name, s.Cancel.Error)
+
+		// Cancel: the SDK's call rejects with the abort's reason; the
+		// server's -32800 comes back and the SDK reports no stray answer.
+		if c := s.Cancel; c.Error == nil || !strings.Contains(*c.Error, "the user pressed Stop") || c.Answered == nil || *c.Answered != -32800 {
+			t.Errorf("%s: the aborted call ended with %v; want a rejection with the abort's reason, and the server's -32800 received", name, c)
+		} else {
+			t.Logf("%s: the aborted call rejected in %d ms: %s", name, c.Ms, *c.Error)
 		}
 		if !slices.Contains(s.Sent, "$/cancel") || slices.Contains(s.Sent, "notifications/cancelled") {
 			t.Errorf("%s: methods sent %v: the abort must go as $/cancel, not notifications/cancelled", name, s.Sent)
 		}
+		if len(s.Errors) != 0 {
+			t.Errorf("%s: the SDK reported errors: %q (a -32800 passed on after the SDK gave up on its call?)", name, s.Errors)
+		}
+
+		// A failed stream fails its call, at once.
+		failed := func(what string, c callError) {
+			t.Helper()
+			want := fmt.Sprintf("execution stream 1 of request %d failed: %s", c.ID, testtools.ErrMidstream)
+			if c.Error == nil || !strings.Contains(*c.Error, want) || c.Ms > 1000 {
+				t.Errorf("%s: %s: %v; want a rejection within 1 s saying %q", name, what, c, want)
+			} else {
+				t.Logf("%s: %s rejected in %d ms: %s", name, what, c.Ms, *c.Error)
+			}
+		}
+		failed("fail_midstream of 1000 bytes", s.FailMidstream)
+		if s.FailLate != nil {
+			failed("fail_midstream of 2 MiB", *s.FailLate)
+		}
+
+		// resources/read of a stream's URI.
+		if rr := s.ReadResource; rr.Error != nil || rr.Timeout || rr.Bytes != readSize || rr.SHA256 != testtools.GenerateSHA256(readSize) || rr.Reported != rr.SHA256 || rr.MimeType != "application/octet-stream" {
+			t.Errorf("%s: readResource: %+v, want %d bytes with SHA-256 %s", name, rr, readSize, testtools.GenerateSHA256(readSize))
+		}
+
+		// Audio datagrams: byte-exact chunks of the tone, about its request.
+		tone := s.Tone
+		pcm := testtools.TonePCM(tone.Result.Ms, 440, tone.Result.SampleRate)
+		chunk := testtools.ToneChunkBytes(tone.Result.SampleRate)
+		if tone.Result.Format != testtools.ToneFormat || tone.Result.Chunks == 0 || len(tone.Chunks) < tone.Result.Chunks/2 || tone.AudioDatagrams != len(tone.Chunks) {
+			t.Errorf("%s: tone %+v: %d audio events, %d datagrams counted; want most of its chunks", name, tone.Result, len(tone.Chunks), tone.AudioDatagrams)
+		}
+		n := 0
+		for _, c := range tone.Chunks {
+			n += len(c.Data)
+			off := c.Seq * chunk
+			if c.RequestID != tone.ID || off+len(c.Data) > len(pcm) || !bytes.Equal(c.Data, pcm[off:off+len(c.Data)]) {
+				t.Errorf("%s: audio chunk seq %d of request %d (%d bytes) is not tone's (request %d)", name, c.Seq, c.RequestID, len(c.Data), tone.ID)
+				break
+			}
+		}
+		if n != tone.AudioBytes {
+			t.Errorf("%s: stats.audioBytes %d, the chunks hold %d", name, tone.AudioBytes, n)
+		}
+		t.Logf("%s: %d of %d audio chunks", name, len(tone.Chunks), tone.Result.Chunks)
+
+		// Log datagrams: onlog, and the SDK's notifications/message.
+		lg := s.Log
+		if !lg.DatagramsSupported || len(lg.Events) == 0 || lg.LogDatagrams != len(lg.Events) || lg.SDK != len(lg.Events) {
+			t.Errorf("%s: log: %d onlog events, %d log datagrams counted, %d notifications/message in the SDK; want them equal and not 0", name, len(lg.Events), lg.LogDatagrams, lg.SDK)
+		}
+		for _, e := range lg.Events {
+			if e.RequestID == nil || *e.RequestID != lg.ID || e.Level != "warning" || e.Logger != testtools.LogLogger || e.Data != "disk 91% full" || !e.Datagram {
+				t.Errorf("%s: log event %+v; want warning from %s about request %d by datagram", name, e, testtools.LogLogger, lg.ID)
+				break
+			}
+		}
+		t.Logf("%s: %d of 20 log datagrams", name, len(lg.Events))
+
 		if want := "the browser answers: what is MCP-Flow?"; !strings.Contains(s.Sampling, want) {
 			t.Errorf("%s: ask_sampling gave %q, want the client's handler's %q", name, s.Sampling, want)
 		}
 		if !s.Closed {
 			t.Errorf("%s: onclose not called after client.close()", name)
 		}
+		if s.LeftUnread != 1 || s.CloseMs >= 100 {
+			t.Errorf("%s: close() with %d result streams left unread took %.1f ms; want under 100 ms", name, s.LeftUnread, s.CloseMs)
+		} else {
+			t.Logf("%s: close() took %.1f ms", name, s.CloseMs)
+		}
 	}
+
+	// Text through resources/read, and a stream past readResourceLimit.
+	if rt := res.V2.ReadText; rt == nil || rt.Error != nil || rt.HasBlob || !strings.HasPrefix(rt.MimeType, "text/plain") || rt.SHA256 != hex.EncodeToString(textSum[:]) {
+		t.Errorf("SDK v2: readResource of a text stream: %+v; want text/plain text with SHA-256 %x", rt, textSum)
+	}
+	if tl := res.V2.TooLarge; tl == nil || tl.Error == nil || !strings.Contains(*tl.Error, "readResourceLimit") || !strings.Contains(*tl.Error, "transport.stream(") ||
+		tl.Streamed == nil || tl.Streamed.Bytes != bigSize || tl.Streamed.SHA256 != testtools.GenerateSHA256(bigSize) || tl.Streamed.Counted != bigSize {
+		t.Errorf("SDK v2: readResource past its limit: %v; want an error naming readResourceLimit and transport.stream(), then all %d bytes through stream(), counted once in stats.streamBytes", tl, bigSize)
+	}
+
+	for what, fatal := range map[string]string{"raw": res.Raw.Fatal, "phantom": res.Phantom.Fatal, "unread": res.Unread.Fatal} {
+		if fatal != "" {
+			t.Errorf("the page's %s part failed: %s", what, fatal)
+		}
+	}
+	// transport.stream() of a failed stream errors at once, naming it.
+	for _, c := range []callError{res.Raw.Stream, res.Raw.Late} {
+		if c.Error == nil || !strings.Contains(*c.Error, "MCPFlowError") || !strings.Contains(*c.Error, testtools.ErrMidstream.Error()) || c.RequestID == nil || c.StreamTag == nil || *c.StreamTag != 1 || c.Ms > 1000 {
+			t.Errorf("transport.stream() of a failed stream: %v; want an MCPFlowError with the request id, tag 1 and the server's reason, within 1 s", c)
+		}
+	}
+	// A ref/stream without its stream: -32001 after streamWait.
+	if p := res.Phantom; p.Error == nil || !strings.Contains(*p.Error, "no execution stream arrived for ref/stream tag 7") || p.Ms < p.StreamWait || p.Ms > p.StreamWait+1000 {
+		t.Errorf("phantom_stream: %v; want -32001 naming tag 7 after streamWait (%d ms)", p, p.StreamWait)
+	}
+	// Unread streams are cancelled after unreadStreamTimeout.
+	u := res.Unread
+	if l := u.Later; l.Error != nil || l.Timeout || l.Bytes != 20_000_000 || l.SHA256 != l.Reported || l.Ms > 10000 {
+		t.Errorf("a 20 MB stream after %d unread 64 MiB streams: %+v; want it whole well before the server's 30 s stall timeout", u.Links, l)
+	} else {
+		t.Logf("a 20 MB stream after %d unread 64 MiB streams (unreadStreamTimeout %d ms): %d ms", u.Links, u.Timeout, l.Ms)
+	}
+	if a := u.Again; a.Error == nil || !strings.Contains(*a.Error, "unreadStreamTimeout") || u.Released < 4 {
+		t.Errorf("stream() of an unread stream after unreadStreamTimeout: %v (%d released); want an error naming unreadStreamTimeout", a, u.Released)
+	}
+
 	mu.Lock()
 	if len(cancelled) != 2 || !strings.Contains(strings.Join(cancelled, "|"), "the user pressed Stop") {
 		t.Errorf("server handlers cancelled: %q; want both SDKs' aborts as $/cancel with their reason", cancelled)
@@ -157,6 +386,11 @@ func TestSDKClientsOverMCPFlow(t *testing.T) {
 		t.Errorf("%d sessions still open after both clients closed", n)
 	}
 	if t.Failed() {
+		for _, r := range []*sdkRun{&res.V2, &res.V1} {
+			for i := range r.Tone.Chunks {
+				r.Tone.Chunks[i].Data = nil // the PCM, checked above
+			}
+		}
 		b, _ := json.MarshalIndent(res, "", "  ")
 		t.Logf("page result:\n%s", b)
 	}

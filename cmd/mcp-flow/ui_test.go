@@ -23,10 +23,13 @@ import (
 // TestInspector: `mcp-flow ui` serves the inspector; headless Chromium,
 // driven as a user (test/inspector.mjs of js/), connects to an MCP-Flow
 // server with no -allow-origin (a loopback page on a loopback server, spec
-// §9), fills in generate's form and calls it, calls slow and echo; the page
-// shows the tools with their arguments, the stream's bytes and SHA-256, the
-// progress bar at its end, the counters and the frame log in CBOR. The
-// screenshot is taken then (MCP_FLOW_UPDATE_SCREENSHOT=1 writes it to
+// §9), fills in generate's form and calls it, calls slow and echo, calls a
+// long slow and presses its Cancel, calls log and tone; the page shows the
+// tools with their arguments, the stream's bytes and SHA-256, the progress
+// bar at its end, the cancelled call ended as cancelled (its $/cancel
+// answered with -32800) within 2 s, the log messages, the counters (audio
+// and log datagrams among them) and the frame log in CBOR. The screenshot
+// is taken then (MCP_FLOW_UPDATE_SCREENSHOT=1 writes it to
 // docs/inspector.png). Ctrl-C ends `mcp-flow ui` with status 0.
 func TestInspector(t *testing.T) {
 	chromium := browsertest.Chromium(t)
@@ -83,10 +86,12 @@ func TestInspector(t *testing.T) {
 			Bytes        int64
 			SHA256, Text string
 		}
-		Calls    []struct{ Title, State, Bar, Result string }
-		Counters map[string]string
-		Frames   [][]string
-		Console  []string
+		Calls       []struct{ Title, State, Done, Bar, Result string }
+		CancelledMs *int
+		Logs        []string
+		Counters    map[string]string
+		Frames      [][]string
+		Console     []string
 	}
 	browsertest.Drive(t, jsDir, "test/inspector.mjs", chromium, page, 60*time.Second, &res, shot, "3145728")
 	if res.Error != "" {
@@ -107,11 +112,28 @@ func TestInspector(t *testing.T) {
 	if res.Stream.Bytes != n || res.Stream.SHA256 != testtools.GenerateSHA256(n) || !strings.Contains(res.Stream.Text, "3.0 MiB at ") || !strings.Contains(res.Stream.Text, "3.0 MiB of 3.0 MiB (100%)") {
 		t.Errorf("stream shown: %+v, want %d bytes, SHA-256 %s, a rate and the share of the size generate told", res.Stream, n, testtools.GenerateSHA256(n))
 	}
-	if len(res.Calls) != 3 || res.Calls[1].Bar != "100%" || !strings.Contains(res.Calls[0].Result, "hello from the inspector") {
+	// The calls, newest first: tone, log, the cancelled slow, echo, slow, generate.
+	call := func(prefix string) (c struct{ Title, State, Done, Bar, Result string }) {
+		for _, c := range res.Calls {
+			if strings.HasPrefix(c.Title, prefix) {
+				return c
+			}
+		}
+		return c
+	}
+	if len(res.Calls) != 6 || call(`slow {"steps":8`).Bar != "100%" || !strings.Contains(call("echo ").Result, "hello from the inspector") ||
+		call("log ").Done != "ok" || !strings.Contains(call("tone ").Result, testtools.ToneFormat) {
 		t.Errorf("calls shown: %+v", res.Calls)
 	}
-	if res.Counters["encoding"] != "cbor" || res.Counters["datagrams received"] == "0" || res.Counters["execution streams"] != "1" {
-		t.Errorf("counters: %v (want cbor, datagrams from slow's progress, one stream)", res.Counters)
+	if c := call(`slow {"steps":2000`); c.Done != "cancelled" || !strings.HasPrefix(c.State, "cancelled: ") || res.CancelledMs == nil || *res.CancelledMs > 2000 {
+		t.Errorf("the cancelled call: %+v, %v ms after Cancel; want it shown as cancelled within 2 s", c, res.CancelledMs)
+	}
+	if len(res.Logs) == 0 || !strings.Contains(res.Logs[0], "warning "+testtools.LogLogger) || !strings.Contains(res.Logs[0], "disk 91% full") {
+		t.Errorf("log list: %q; want log's warnings", res.Logs)
+	}
+	if res.Counters["encoding"] != "cbor" || res.Counters["datagrams received"] == "0" || res.Counters["execution streams"] != "1" ||
+		res.Counters["audio datagrams"] == "0" || res.Counters["log datagrams"] == "0" {
+		t.Errorf("counters: %v (want cbor, datagrams from slow's progress, one stream, audio and log datagrams)", res.Counters)
 	}
 	cbor := 0
 	for _, f := range res.Frames {

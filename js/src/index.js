@@ -5,11 +5,14 @@
 // The SDK sees ordinary JSON-RPC messages. Underneath: a control stream of
 // 4-byte length-prefixed frames (initialize in JSON, then the negotiated
 // encoding, CBOR by default: §4), execution streams (8-byte header: §5)
-// inlined as text or a base64 blob (or left for transport.stream()),
-// progress datagrams (6-byte header: §6) delivered as
-// notifications/progress, notifications/cancelled sent as $/cancel (§7.1),
-// and $/shutdown on close (§7.2).
-import { Encoder, decode as cborDecode } from 'cbor-x';
+// inlined as text or a base64 blob, or left for transport.stream() and
+// resources/read, which the transport answers itself for their
+// mcp-flow://stream/ URIs; progress datagrams (6-byte header: §6)
+// delivered as notifications/progress, log datagrams as
+// notifications/message and onlog, audio datagrams as onaudio;
+// notifications/cancelled sent as $/cancel (§7.1); and $/shutdown on close
+// (§7.2).
+import { Encoder, Tag, decode as cborDecode } from 'cbor-x';
 
 const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false, largeBigIntToFloat: false });
 const utf8 = new TextEncoder();
@@ -22,15 +25,37 @@ export const DATAGRAM_HEADER = 6;
 export const CHANNEL = Object.freeze({ PROGRESS: 1, AUDIO: 2, LOG: 3 });
 /** The largest execution stream inlined into a result by default (as the stdio front's -inline-limit). */
 export const DEFAULT_INLINE_LIMIT = 8 << 20;
-/** How long close() waits for the server to finish its side after $/shutdown. */
+/** The largest execution stream that resources/read answers by default (a JSON-RPC message of the go-sdk's 16 MiB line cap); past it, -32801. */
+export const DEFAULT_READ_RESOURCE_LIMIT = 16 << 20;
+/** How long a stream past the inline limit waits, after its result was handed over, for stream() or resources/read before it is cancelled (ms). */
+export const DEFAULT_UNREAD_STREAM_TIMEOUT_MS = 10000;
+/** How long a result's ref/stream waits for its stream before it fails with -32001 (spec §5.3, Limits.StreamWait; ms). */
+export const DEFAULT_STREAM_WAIT_MS = 10000;
+/** How long a stream reset with 32603 waits for the $/streamError that gives the reason (spec §5.4; flow's streamErrorWait; ms). */
+export const STREAM_ERROR_WAIT_MS = 100;
+/** How long close() waits for the server to finish its side after $/shutdown (ms). */
 export const SHUTDOWN_WAIT_MS = 3000;
+/** The prefix of the URI of the resource_link that stands for an execution stream. */
+export const STREAM_URI_PREFIX = 'mcp-flow://stream/';
 
-/** MCPFlowError is an error of this transport; code is the JSON-RPC code or stream reset code when there is one. */
+/** JSON-RPC codes (spec §8.1). */
+const CODE = Object.freeze({
+  INVALID_PARAMS: -32602, INTERNAL: -32603, INVALID_STREAM_REF: -32001, RESOURCE_NOT_FOUND: -32002,
+  CANCELLED: -32800, TOO_LARGE: -32801,
+});
+
+/**
+ * MCPFlowError is an error of this transport; code is the JSON-RPC code or
+ * stream reset code when there is one, and requestId and streamTag name the
+ * execution stream it is about, when it is about one.
+ */
 export class MCPFlowError extends Error {
-  constructor(message, { code, cause } = {}) {
+  constructor(message, { code, cause, requestId, streamTag } = {}) {
     super(message, cause ? { cause } : undefined);
     this.name = 'MCPFlowError';
     if (code !== undefined) this.code = code;
+    if (requestId !== undefined) this.requestId = requestId;
+    if (streamTag !== undefined) this.streamTag = streamTag;
   }
 }
 
@@ -76,7 +101,17 @@ function concat(chunks, total) {
   return out;
 }
 
-// ByteReader reads exact byte counts from a ReadableStream of Uint8Array.
+// deferred is a promise with its resolve and reject; a rejection nobody
+// awaits is no unhandled rejection.
+function deferred() {
+  let resolve, reject;
+  const promise = new Promise((a, b) => { resolve = a; reject = b; });
+  promise.catch(() => {});
+  return { promise, resolve, reject };
+}
+
+// ByteReader reads a ReadableStream of Uint8Array: exact byte counts (the
+// headers), then what comes, buffered bytes first.
 class ByteReader {
   constructor(readable) { this.reader = readable.getReader(); this.chunks = []; this.size = 0; }
   // readExact returns n bytes, or null at a clean end before them.
@@ -92,30 +127,41 @@ class ByteReader {
     this.chunks = rest.length ? [rest] : []; this.size = rest.length;
     return out;
   }
-  // rest returns a ReadableStream of what is left: buffered bytes first.
-  rest() {
-    const buffered = this.chunks; const reader = this.reader;
-    this.chunks = []; this.size = 0;
-    return new ReadableStream({
-      pull: async (ctl) => {
-        if (buffered.length) { ctl.enqueue(buffered.shift()); return; }
-        try {
-          const { value, done } = await reader.read();
-          if (done) ctl.close(); else ctl.enqueue(value);
-        } catch (e) { ctl.error(e); }
-      },
-      cancel: (reason) => reader.cancel(reason),
-    }, { highWaterMark: 0 });
+  // read returns the next chunk as ReadableStreamDefaultReader.read does.
+  read() {
+    if (this.chunks.length) { const value = this.chunks.shift(); this.size -= value.length; return Promise.resolve({ value, done: false }); }
+    return this.reader.read();
   }
+  // cancel stops reading: STOP_SENDING for a WebTransport stream.
+  cancel(reason) { this.chunks = []; this.size = 0; return this.reader.cancel(reason).catch(() => {}); }
 }
 
-// binaryToBase64 turns CBOR byte strings (spec §4.4: data and blob travel
-// raw) back into the base64 strings that MCP's JSON has.
-function binaryToBase64(v) {
+// fromCBOR gives a decoded CBOR value the shape of its JSON twin (spec
+// §4.4): byte strings (tag 22 or untagged) become the base64 strings that
+// MCP's JSON has for data and blob, tag 21 base64url and tag 23 hex; the
+// self-described tag 55799 is dropped.
+function fromCBOR(v) {
   if (v instanceof Uint8Array) return bytesToBase64(v);
-  if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = binaryToBase64(v[i]); return v; }
-  if (v && typeof v === 'object') { for (const k of Object.keys(v)) v[k] = binaryToBase64(v[k]); return v; }
+  if (v instanceof Tag) {
+    if (v.value instanceof Uint8Array) {
+      if (v.tag === 21) return bytesToBase64(v.value).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
+      if (v.tag === 23) return Array.from(v.value, (b) => b.toString(16).padStart(2, '0')).join('');
+      return bytesToBase64(v.value);
+    }
+    return fromCBOR(v.value);
+  }
+  if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = fromCBOR(v[i]); return v; }
+  if (v && typeof v === 'object') { for (const k of Object.keys(v)) v[k] = fromCBOR(v[k]); return v; }
   return v;
+}
+
+// binaryOf returns the bytes of a binary member as it was decoded: a CBOR
+// byte string (tagged or not) or a base64 string (JSON); else undefined.
+function binaryOf(v) {
+  if (v instanceof Tag) v = v.value;
+  if (v instanceof Uint8Array) return v.slice();
+  if (typeof v === 'string') { try { return base64ToBytes(v); } catch { return undefined; } }
+  return undefined;
 }
 
 // jsonShape gives v the shape JSON.stringify would: members that are
@@ -138,12 +184,148 @@ function isText(mime) { return !!mime && (mime.startsWith('text/') || mime.start
 function streamKey(requestId, tag) { return `${requestId}/${tag}`; }
 
 /** streamURI names an execution stream in a resource_link: mcp-flow://stream/REQUEST/TAG. */
-export function streamURI(requestId, tag) { return `mcp-flow://stream/${requestId}/${tag}`; }
+export function streamURI(requestId, tag) { return `${STREAM_URI_PREFIX}${requestId}/${tag}`; }
+
+// parseStreamURI returns {requestId, tag} of a streamURI, or undefined.
+function parseStreamURI(uri) {
+  if (typeof uri !== 'string' || !uri.startsWith(STREAM_URI_PREFIX)) return undefined;
+  const m = uri.slice(STREAM_URI_PREFIX.length).match(/^(\d+)\/(\d+)$/);
+  return m ? { requestId: Number(m[1]), tag: Number(m[2]) } : undefined;
+}
+
+// finite reports whether a time limit is set (0, Infinity or a negative
+// value switch it off).
+function finite(ms) { return typeof ms === 'number' && ms > 0 && Number.isFinite(ms); }
+
+/**
+ * ExecStream is one execution stream of one of our requests (spec §5), from
+ * the first sign of it (its header, the ref/stream of its result, its
+ * $/streamError, or stream() before the result) until it is read to its end,
+ * fails, or is released. owner says who reads it: 'inline' (the transport,
+ * before the result is handed over), 'stream' (a ReadableStream of
+ * stream()), 'resource' (resources/read), or null (nobody yet).
+ */
+class ExecStream {
+  constructor(t, requestId, tag) {
+    this.t = t;
+    this.requestId = requestId;
+    this.tag = tag;
+    this.key = streamKey(requestId, tag);
+    this.uri = streamURI(requestId, tag);
+    this.mimeType = undefined;
+    this.named = false; // a result's ref/stream names it
+    this.owner = null;
+    this.reader = null; // the network's bytes after the 8-byte header
+    this.head = []; // bytes read ahead of the owner (inline or resources/read past its limit)
+    this.headBytes = 0;
+    this.ended = false; // read to a clean end (FIN)
+    this.error = null; // an MCPFlowError once the stream failed
+    this.reason = undefined; // the $/streamError text
+    this.arrived = deferred();
+    this.failed = deferred();
+    this.noted = deferred();
+    this.timers = {};
+  }
+
+  describe() { return `execution stream ${this.tag} of request ${this.requestId}`; }
+
+  // arrive hands over the network's reader; false if the stream is not wanted.
+  arrive(reader) {
+    if (this.reader || this.error) return false;
+    this.reader = reader;
+    this.clearTimer('wait');
+    this.arrived.resolve();
+    return true;
+  }
+
+  // note records the server's $/streamError (spec §5.4): the stream fails at once.
+  note(reason) {
+    this.reason = reason;
+    this.noted.resolve();
+    this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${reason}`, { code: CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag }));
+  }
+
+  // fail ends the stream with err: a reader waiting for it gets err, and the
+  // network stream, if it came, is cancelled (STOP_SENDING). Bytes read
+  // ahead are dropped: a truncated payload is never handed over.
+  fail(err) {
+    if (this.error || this.ended) return false;
+    this.error = err;
+    this.head = []; this.headBytes = 0;
+    this.clearTimer('wait'); this.clearTimer('unread');
+    this.arrived.reject(err);
+    this.failed.reject(err);
+    if (this.reader) this.reader.cancel(err);
+    return true;
+  }
+
+  setTimer(name, ms, fn) { this.clearTimer(name); if (finite(ms)) this.timers[name] = setTimeout(fn, ms); }
+  clearTimer(name) { clearTimeout(this.timers[name]); delete this.timers[name]; }
+
+  // pull returns the next chunk from the network, counted once in
+  // stats.streamBytes; it throws this.error once the stream has failed,
+  // whatever the network still holds.
+  async pull() {
+    if (this.error) throw this.error;
+    if (this.ended) return { value: undefined, done: true };
+    if (!this.reader) await this.arrived.promise;
+    let r;
+    try {
+      r = await Promise.race([this.reader.read(), this.failed.promise]);
+    } catch (e) {
+      if (!this.error) await this.resetError(e);
+      throw this.error;
+    }
+    if (this.error) throw this.error;
+    if (r.done) { this.ended = true; return r; }
+    this.t.stats.streamBytes += r.value.length;
+    return r;
+  }
+
+  // next returns the bytes read ahead first, then pull()'s.
+  next() {
+    if (this.head.length && !this.error) {
+      const value = this.head.shift(); this.headBytes -= value.length;
+      return Promise.resolve({ value, done: false });
+    }
+    return this.pull();
+  }
+
+  // readAhead reads into head until the end (true) or past limit bytes (false).
+  async readAhead(limit) {
+    for (;;) {
+      const { value, done } = await this.pull();
+      if (done) return true;
+      this.head.push(value); this.headBytes += value.length;
+      if (this.headBytes > limit) return false;
+    }
+  }
+
+  // takeHead returns the bytes read ahead, as one array.
+  takeHead() { const b = concat(this.head, this.headBytes); this.head = []; this.headBytes = 0; return b; }
+
+  // resetError turns a reset of the network stream into this.error: the
+  // reason of its $/streamError, which may trail the reset a moment on the
+  // control stream, else the reset code.
+  async resetError(e) {
+    const code = e && typeof e.streamErrorCode === 'number' ? e.streamErrorCode : undefined;
+    if (this.reason === undefined && (code === undefined || code === -CODE.INTERNAL)) {
+      let timer;
+      await Promise.race([this.noted.promise, new Promise((r) => { timer = setTimeout(r, STREAM_ERROR_WAIT_MS); })]);
+      clearTimeout(timer);
+    }
+    if (this.error) return;
+    const why = this.reason !== undefined ? this.reason : (code !== undefined ? `reset with code ${code}` : (e && e.message) || String(e));
+    this.t.stats.streamsFailed++;
+    this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${why}`, { code: code !== undefined ? -code : CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag, cause: e }));
+  }
+}
 
 /**
  * WebTransportClientTransport implements the SDK's Transport interface over
  * MCP-Flow. One instance is one session; the SDK's Client calls start(),
- * send() and close(), and sets onmessage, onerror and onclose.
+ * send() and close(), and sets onmessage, onerror and onclose. Everything
+ * runs on the page's event loop: no method may be called from elsewhere.
  */
 export class WebTransportClientTransport {
   constructor(url, options = {}) {
@@ -152,19 +334,29 @@ export class WebTransportClientTransport {
     this._hashes = certHashes(options.serverCertificateHashes);
     this.encodings = options.encodings || ['cbor', 'json'];
     this.inlineLimit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT;
+    this.readResourceLimit = options.readResourceLimit ?? DEFAULT_READ_RESOURCE_LIMIT;
+    this.unreadStreamTimeout = options.unreadStreamTimeout ?? DEFAULT_UNREAD_STREAM_TIMEOUT_MS;
+    this.streamWait = options.streamWait ?? DEFAULT_STREAM_WAIT_MS;
     this._WebTransport = options.WebTransport || globalThis.WebTransport;
     this.encoding = 'json';
     this.serverTransport = undefined;
-    this.stats = { framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0, datagramsReceived: 0, progressDelivered: 0, progressStale: 0, streamsReceived: 0, streamBytes: 0 };
-    this.onframe = undefined; // (direction, message, bytes) => void: a frame log for tools such as the inspector
+    this.stats = {
+      framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0, datagramsReceived: 0,
+      progressDelivered: 0, progressStale: 0, streamsReceived: 0, streamBytes: 0, streamsFailed: 0, streamsReleased: 0,
+      audioDatagrams: 0, audioBytes: 0, logDatagrams: 0,
+    };
+    this.onframe = undefined; // (direction, message, bytes, encoding) => void: a frame log for tools such as the inspector
+    this.ondatagram = undefined; // (channel, requestId, payload) => void
+    this.onaudio = undefined; // ({requestId, seq, data}) => void
+    this.onlog = undefined; // ({requestId, level, logger, data, datagram}) => void
     this._initId = undefined;
-    this._requests = new Map(); // our calls in flight: id -> {progressToken}
-    this._cancelled = new Set();
+    this._requests = new Map(); // our requests in flight: String(id) -> {progressToken}
+    this._resolving = new Set(); // String(id) of results whose streams are being read before handover
+    this._cancelled = new Set(); // String(id) cancelled by notifications/cancelled: no answer goes to the SDK
+    this._localReads = new Map(); // String(id) of resources/read answered here -> ExecStream
     this._lastProgress = new Map();
-    this._streams = new Map(); // key -> {header, readable, error}
-    this._streamWaiters = new Map();
-    this._streamErrors = new Map();
-    this._taken = new Set();
+    this._streams = new Map(); // key -> ExecStream
+    this._gone = new Map(); // key -> why a stream is no longer to be had (bounded)
     this._closed = false;
   }
 
@@ -196,9 +388,15 @@ export class WebTransportClientTransport {
     return this.encoding === 'cbor' ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
   }
 
-  _decode(bytes) {
-    if (this.encoding === 'cbor') return binaryToBase64(cborDecode(bytes));
+  // _decodeRaw decodes a frame or datagram payload, leaving CBOR's byte strings as they are.
+  _decodeRaw(bytes) {
+    if (this.encoding === 'cbor') return cborDecode(bytes);
     return JSON.parse(fromUTF8.decode(bytes));
+  }
+
+  _decode(bytes) {
+    const v = this._decodeRaw(bytes);
+    return this.encoding === 'cbor' ? fromCBOR(v) : v;
   }
 
   async _writeFrame(msg) {
@@ -214,20 +412,32 @@ export class WebTransportClientTransport {
   /**
    * send passes one JSON-RPC message of the SDK's to the server. initialize
    * gains the transport object (§4.1); notifications/cancelled becomes
-   * $/cancel (§7.1).
+   * $/cancel (§7.1); resources/read of an mcp-flow://stream/ URI is
+   * answered here, from the execution stream.
    */
   async send(message) {
     if (this._closed) throw new MCPFlowError('MCP-Flow session closed');
     let msg = message;
+    if (msg.method === 'resources/read' && msg.id !== undefined && msg.params && parseStreamURI(msg.params.uri)) {
+      this._readResource(msg);
+      return;
+    }
     if (msg.method === 'initialize' && msg.id !== undefined) {
       this._initId = msg.id;
       msg = { ...msg, params: { ...(msg.params || {}), transport: { type: 'mcp-flow', version: '0.1', encodings: this.encodings } } };
-    } else if (msg.method === 'notifications/cancelled') {
+    } else if (msg.method === 'notifications/cancelled' || msg.method === '$/cancel') {
       const p = msg.params || {};
-      this._cancelled.add(String(p.requestId));
+      const key = String(p.requestId);
+      const local = this._localReads.get(key);
+      if (local) { this._localReads.delete(key); this._release(local, `${local.describe()}: its resources/read was cancelled`, CODE.CANCELLED); return; }
+      // notifications/cancelled is MCP's: no answer follows (the SDK has
+      // rejected the call already), so the server's -32800 stops here. A
+      // $/cancel of the application's own is MCP-Flow's, and answered.
+      if (msg.method === 'notifications/cancelled' && (this._requests.has(key) || this._resolving.has(key))) this._cancelled.add(key);
+      this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: '2.0', method: '$/cancel', params: { requestId: p.requestId, reason: p.reason || 'cancelled by the client' } };
     }
-    if (msg.method !== undefined && msg.id !== undefined && msg.method !== '$/cancel') {
+    if (msg.method !== undefined && msg.id !== undefined) {
       const id = msg.id;
       if (typeof id !== 'number' || !Number.isInteger(id) || id < 0 || id > 0xffffffff) {
         throw new MCPFlowError(`MCP-Flow request ids are integers in [0, 2^32-1] (spec §3.2); the SDK sent ${JSON.stringify(id)}`);
@@ -267,13 +477,9 @@ export class WebTransportClientTransport {
 
   _dispatch(m) {
     if (m.method === '$/shutdown') { this._shutdownReceived = true; return; }
-    if (m.method === '$/streamError') {
-      const p = m.params || {};
-      const key = streamKey(p.requestId, p.streamTag);
-      this._streamErrors.set(key, p.error || p);
-      return;
-    }
+    if (m.method === '$/streamError') { this._streamError(m.params || {}); return; }
     if (m.method === 'notifications/progress') { this._progress(m.params); return; }
+    if (m.method === 'notifications/message') this._log(m.params, undefined, false);
     if (m.method !== undefined) { this._deliver(m); return; }
     // A response.
     const key = String(m.id);
@@ -286,91 +492,208 @@ export class WebTransportClientTransport {
     const req = this._requests.get(key);
     this._requests.delete(key);
     if (req && req.progressToken !== undefined) this._lastProgress.delete(String(req.progressToken));
-    if (this._cancelled.delete(key)) return; // the SDK has given up on it: our $/cancel's -32800
     const refs = m.result && Array.isArray(m.result.content) ? m.result.content.filter((c) => c && c.type === 'ref/stream') : [];
+    // Streams of this request that the result does not name are refused (spec §5.3).
+    if (typeof m.id === 'number') {
+      const named = new Set(refs.map((c) => streamKey(m.id, c.streamTag)));
+      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF);
+    }
+    if (this._cancelled.delete(key)) { this._releaseRequest(m.id, `request ${m.id} was cancelled`); return; } // the SDK has given up on it: our $/cancel's -32800
     if (refs.length === 0) { this._deliver(m); return; }
-    this._resolveStreams(m, refs).then((r) => this._deliver(r));
+    const streams = refs.map((c) => {
+      const s = this._stream(m.id, c.streamTag);
+      s.named = true;
+      s.mimeType = c.mimeType;
+      if (!s.reader && !s.error) {
+        s.setTimer('wait', this.streamWait, () => {
+          if (s.reader || s.error) return;
+          this.stats.streamsFailed++;
+          this._fail(s, new MCPFlowError(`MCP-Flow: no execution stream arrived for ref/stream tag ${s.tag} of request ${s.requestId} within ${this.streamWait} ms (spec §5.3)`, { code: CODE.INVALID_STREAM_REF, requestId: s.requestId, streamTag: s.tag }));
+        });
+      }
+      return s;
+    });
+    this._resolving.add(key);
+    this._resolveStreams(m, streams).then((r) => {
+      this._resolving.delete(key);
+      if (this._cancelled.delete(key)) { this._releaseRequest(m.id, `request ${m.id} was cancelled`); return; }
+      this._deliver(r);
+      for (const s of streams) if (this._streams.get(s.key) === s && !s.owner) this._armUnread(s);
+    });
   }
 
-  // _resolveStreams replaces each ref/stream block: streams of at most
-  // inlineLimit bytes become text (text/* or JSON that is UTF-8) or a
-  // resource with a base64 blob, as the stdio front does (spec §10); larger
-  // ones a resource_link to streamURI(id, tag), read with stream().
-  async _resolveStreams(m, refs) {
-    const content = [];
+  // _stream returns the ExecStream of (requestId, tag), making it.
+  _stream(requestId, tag) {
+    const key = streamKey(requestId, tag);
+    let s = this._streams.get(key);
+    if (!s) { s = new ExecStream(this, requestId, tag); this._streams.set(key, s); this._gone.delete(key); }
+    return s;
+  }
+
+  _streamsOf(requestId) { return [...this._streams.values()].filter((s) => s.requestId === Number(requestId)); }
+
+  // _forget drops a stream that is done with, remembering why for stream()'s error.
+  _forget(s, why) {
+    if (this._streams.get(s.key) !== s) return;
+    this._streams.delete(s.key);
+    s.clearTimer('wait'); s.clearTimer('unread');
+    this._gone.set(s.key, why);
+    if (this._gone.size > 1024) this._gone.delete(this._gone.keys().next().value);
+  }
+
+  // _fail fails a stream; one nobody reads is forgotten at once, one being
+  // read when its reader has seen the error.
+  _fail(s, err) {
+    s.fail(err);
+    if (!s.owner && !s.named) this._forget(s, err.message);
+  }
+
+  // _release gives up a stream on our side: it is cancelled (STOP_SENDING)
+  // and forgotten, so that its bytes no longer hold the connection's window.
+  _release(s, why, code) {
+    if (s.fail(new MCPFlowError(`MCP-Flow: ${why}`, { code, requestId: s.requestId, streamTag: s.tag }))) this.stats.streamsReleased++;
+    if (!s.owner || s.owner === 'inline') this._forget(s, why);
+  }
+
+  _releaseRequest(requestId, why) {
+    for (const s of this._streamsOf(requestId)) this._release(s, `${s.describe()}: ${why}`, CODE.CANCELLED);
+  }
+
+  // _armUnread cancels a stream handed over as a resource_link that nobody
+  // opens within unreadStreamTimeout: unread, it would hold the
+  // connection's flow-control window that later streams need.
+  _armUnread(s) {
+    s.setTimer('unread', this.unreadStreamTimeout, () => {
+      if (s.owner) return;
+      if (s.error) { this._forget(s, s.error.message); return; }
+      this._release(s, `${s.describe()} (${s.uri}) was not opened within unreadStreamTimeout (${this.unreadStreamTimeout} ms) after its result was handed over, and was cancelled`, CODE.CANCELLED);
+    });
+  }
+
+  // _streamError handles $/streamError {requestId, streamTag, error} (spec §5.4).
+  _streamError(p) {
+    const key = streamKey(p.requestId, p.streamTag);
+    let s = this._streams.get(key);
+    if (!s && this._requests.has(String(p.requestId))) s = this._stream(p.requestId, p.streamTag);
+    if (!s || s.error || s.ended) return;
+    this.stats.streamsFailed++;
+    const e = p.error;
+    s.note(typeof e === 'string' ? e : (e && e.message) || JSON.stringify(e));
+  }
+
+  // _resolveStreams replaces each ref/stream block, reading the streams
+  // side by side: streams of at most inlineLimit bytes become text (text/*
+  // or JSON that is UTF-8) or a resource with a base64 blob, as the stdio
+  // front does (spec §10); larger ones a resource_link to streamURI(id,
+  // tag), read with stream() or resources/read, their first bytes kept. A
+  // stream that fails fails the call (-32603; as the bridges do), at once.
+  async _resolveStreams(m, streams) {
+    const inline = this.options.inlineStreams !== false;
+    const whole = new Map();
     try {
-      for (const c of m.result.content) {
-        if (!c || c.type !== 'ref/stream') { content.push(c); continue; }
-        const uri = streamURI(m.id, c.streamTag);
-        if (this.options.inlineStreams === false) {
-          content.push({ type: 'resource_link', uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType });
-          continue;
-        }
-        const readable = await this.stream(m.id, c.streamTag);
-        const reader = readable.getReader();
-        const chunks = []; let total = 0; let over = false;
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          chunks.push(value); total += value.length;
-          if (total > this.inlineLimit) { over = true; break; }
-        }
-        if (over) {
-          // Too large to inline: hand it over, head first, through stream().
-          const head = concat(chunks, total);
-          this._streams.set(streamKey(m.id, c.streamTag), { readable: prepend(head, reader), taken: false });
-          this._taken.delete(streamKey(m.id, c.streamTag));
-          content.push({ type: 'resource_link', uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType });
-          continue;
-        }
-        const bytes = concat(chunks, total);
-        let text;
-        if (isText(c.mimeType)) { try { text = fromUTF8.decode(bytes); } catch { text = undefined; } }
-        content.push(text !== undefined ? { type: 'text', text } : { type: 'resource', resource: { uri, mimeType: c.mimeType, blob: bytesToBase64(bytes) } });
+      if (inline) {
+        for (const s of streams) s.owner = 'inline';
+        await Promise.all(streams.map(async (s) => { if (await s.readAhead(this.inlineLimit)) whole.set(s, s.takeHead()); }));
+        for (const s of streams) s.owner = null;
       }
     } catch (e) {
-      return { jsonrpc: '2.0', id: m.id, error: { code: e.code || -32603, message: e.message } };
+      for (const s of streams) { s.owner = null; this._release(s, `${s.describe()}: another stream of its result failed`, CODE.INTERNAL); }
+      const code = e.code === CODE.CANCELLED || e.code === CODE.INVALID_STREAM_REF ? e.code : CODE.INTERNAL;
+      return { jsonrpc: '2.0', id: m.id, error: { code, message: e.message, data: { requestId: e.requestId, streamTag: e.streamTag } } };
     }
+    const byTag = new Map(streams.map((s) => [s.tag, s]));
+    const content = m.result.content.map((c) => {
+      if (!c || c.type !== 'ref/stream') return c;
+      const s = byTag.get(c.streamTag);
+      if (!whole.has(s)) return { type: 'resource_link', uri: s.uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType };
+      const bytes = whole.get(s);
+      this._forget(s, `${s.describe()} was inlined into its result`);
+      return contentOf(s, bytes, 'content');
+    });
     return { ...m, result: { ...m.result, content } };
   }
 
   /**
    * stream returns the raw bytes of execution stream `tag` of request
    * `requestId` (or of a resource_link's streamURI) as a ReadableStream,
-   * once. It errors with an MCPFlowError carrying the $/streamError text if
-   * the server fails the stream: a truncated payload never ends cleanly.
+   * once. The stream pulls from the network only as it is read. It errors
+   * with an MCPFlowError naming the request and tag when the stream fails
+   * ($/streamError, a reset, or no stream within streamWait): a truncated
+   * payload never ends cleanly. The promise rejects when there is no such
+   * stream to take (read already, inlined, released, or never named).
    */
   stream(requestId, tag) {
-    if (typeof requestId === 'string' && requestId.startsWith('mcp-flow://stream/')) {
-      const [, id, t] = requestId.slice('mcp-flow://stream/'.length).match(/^([^/]+)\/(\d+)$/) || [];
-      requestId = Number(id); tag = Number(t);
-    }
+    const u = parseStreamURI(requestId);
+    if (u) ({ requestId, tag } = u);
+    requestId = Number(requestId); tag = Number(tag);
     const key = streamKey(requestId, tag);
-    if (this._taken.has(key)) return Promise.reject(new MCPFlowError(`execution stream ${tag} of request ${requestId} was already taken`));
-    this._taken.add(key);
-    const got = this._streams.get(key);
-    if (got) { this._streams.delete(key); return Promise.resolve(this._guard(key, got.readable)); }
-    return new Promise((resolve) => this._streamWaiters.set(key, (e) => resolve(this._guard(key, e.readable))));
+    let s = this._streams.get(key);
+    if (!s && this._requests.has(String(requestId))) s = this._stream(requestId, tag); // before its result
+    if (!s) return Promise.reject(new MCPFlowError(`MCP-Flow: no execution stream ${streamURI(requestId, tag)} to read: ${this._gone.get(key) || 'no result of this session names it'}`, { code: CODE.RESOURCE_NOT_FOUND, requestId, streamTag: tag }));
+    if (s.owner) return Promise.reject(new MCPFlowError(`MCP-Flow: ${s.describe()} is being read already (${s.owner === 'resource' ? 'by resources/read' : 'by stream()'})`, { code: CODE.INVALID_PARAMS, requestId, streamTag: tag }));
+    s.owner = 'stream';
+    s.clearTimer('unread');
+    const self = this;
+    return Promise.resolve(new ReadableStream({
+      async pull(ctl) {
+        let r;
+        try {
+          r = await s.next();
+        } catch (e) {
+          self._forget(s, e.message);
+          ctl.error(e);
+          return;
+        }
+        if (r.done) { self._forget(s, `${s.describe()} was read to its end`); ctl.close(); } else ctl.enqueue(r.value);
+      },
+      cancel(reason) {
+        s.owner = null;
+        self._release(s, `${s.describe()} was cancelled by its reader${reason !== undefined ? ': ' + (reason && reason.message || reason) : ''}`, CODE.CANCELLED);
+      },
+    }, { highWaterMark: 0 }));
   }
 
-  // _guard turns a reset into an error that says why ($/streamError, §5.4).
-  _guard(key, readable) {
-    const reader = readable.getReader();
-    const self = this;
-    return new ReadableStream({
-      async pull(ctl) {
-        try {
-          const { value, done } = await reader.read();
-          if (done) ctl.close(); else { self.stats.streamBytes += value.length; ctl.enqueue(value); }
-        } catch (e) {
-          // A reset may come before its $/streamError: wait for the control stream a moment.
-          await new Promise((r) => setTimeout(r, 50));
-          const se = self._streamErrors.get(key);
-          ctl.error(new MCPFlowError(`execution stream ${key} failed: ${se ? (se.message || JSON.stringify(se)) : (e && e.message || e)}`, { code: se && se.code, cause: e }));
-        }
-      },
-      cancel(reason) { return reader.cancel(reason); },
-    }, { highWaterMark: 0 });
+  // _readResource answers resources/read of a streamURI from the stream:
+  // {contents: [{uri, mimeType, text | blob}]}, up to readResourceLimit
+  // bytes; past it -32801, and the stream stays for stream(), none of its
+  // bytes lost.
+  async _readResource(msg) {
+    const uri = msg.params.uri;
+    const { requestId, tag } = parseStreamURI(uri);
+    const key = streamKey(requestId, tag);
+    const id = String(msg.id);
+    const answer = (body) => this._deliver({ jsonrpc: '2.0', id: msg.id, ...body });
+    const s = this._streams.get(key);
+    if (!s || !s.named) {
+      answer({ error: { code: CODE.RESOURCE_NOT_FOUND, message: `Resource not found: ${uri}: ${this._gone.get(key) || 'no result of this session names it'}`, data: { uri } } });
+      return;
+    }
+    if (s.owner) { answer({ error: { code: CODE.INVALID_PARAMS, message: `MCP-Flow: ${s.describe()} is being read already`, data: { uri } } }); return; }
+    s.owner = 'resource';
+    s.clearTimer('unread');
+    this._localReads.set(id, s);
+    let complete, err;
+    try {
+      complete = await s.readAhead(this.readResourceLimit);
+    } catch (e) {
+      err = e;
+    }
+    s.owner = null;
+    const cancelled = this._localReads.get(id) !== s; // the SDK gave up on it ($/cancel below)
+    this._localReads.delete(id);
+    if (err) {
+      this._forget(s, err.message);
+      if (!cancelled) answer({ error: { code: err.code === CODE.CANCELLED || err.code === CODE.INVALID_STREAM_REF ? err.code : CODE.INTERNAL, message: err.message, data: { uri } } });
+      return;
+    }
+    if (!complete) {
+      this._armUnread(s);
+      if (!cancelled) answer({ error: { code: CODE.TOO_LARGE, message: `MCP-Flow: ${s.describe()} is larger than readResourceLimit (${this.readResourceLimit} bytes): read it with transport.stream('${uri}'), which streams it with backpressure`, data: { uri, readResourceLimit: this.readResourceLimit } } });
+      return;
+    }
+    const bytes = s.takeHead();
+    this._forget(s, `${s.describe()} was read by resources/read`);
+    if (!cancelled) answer({ result: { contents: [contentOf(s, bytes, 'resource')] } });
   }
 
   async _acceptStreams() {
@@ -381,13 +704,14 @@ export class WebTransportClientTransport {
       (async () => {
         const br = new ByteReader(value);
         const hdr = await br.readExact(STREAM_HEADER).catch(() => null);
-        if (!hdr) return;
+        if (!hdr) { br.cancel(); return; } // reset before its header: its $/streamError or streamWait tells
         const dv = new DataView(hdr.buffer, hdr.byteOffset);
-        const key = streamKey(dv.getUint32(0, false), dv.getUint32(4, false));
+        const requestId = dv.getUint32(0, false); const tag = dv.getUint32(4, false);
         this.stats.streamsReceived++;
-        const entry = { header: hdr, readable: br.rest() };
-        const w = this._streamWaiters.get(key);
-        if (w) { this._streamWaiters.delete(key); w(entry); } else this._streams.set(key, entry);
+        let s = this._streams.get(streamKey(requestId, tag));
+        if (!s && this._requests.has(String(requestId))) s = this._stream(requestId, tag);
+        // Unnamed by the answered result, released, or for no request of ours (spec §5.3).
+        if (!s || !s.arrive(br)) br.cancel();
       })();
     }
   }
@@ -398,12 +722,45 @@ export class WebTransportClientTransport {
       const { value, done } = await r.read().catch(() => ({ done: true }));
       if (done) return;
       this.stats.datagramsReceived++;
-      if (value.length < DATAGRAM_HEADER || value[0] !== CHANNEL.PROGRESS) continue;
-      let payload;
-      try { payload = this._decode(value.subarray(DATAGRAM_HEADER)); } catch { continue; }
-      if (this.ondatagram) this.ondatagram(value[0], new DataView(value.buffer, value.byteOffset).getUint32(2, false), payload);
-      this._progress(payload);
+      if (value.length < DATAGRAM_HEADER) continue;
+      const channel = value[0];
+      const requestId = new DataView(value.buffer, value.byteOffset).getUint32(2, false);
+      let raw;
+      try { raw = this._decodeRaw(value.subarray(DATAGRAM_HEADER)); } catch { continue; }
+      try {
+        this._datagram(channel, requestId, raw);
+      } catch (e) {
+        this._error(e);
+      }
     }
+  }
+
+  _datagram(channel, requestId, raw) {
+    if (channel === CHANNEL.AUDIO) {
+      const data = raw && binaryOf(raw.data);
+      if (!data) return;
+      this.stats.audioDatagrams++; this.stats.audioBytes += data.length;
+      const chunk = { requestId, seq: raw.seq, data };
+      if (this.ondatagram) this.ondatagram(channel, requestId, { seq: raw.seq, data });
+      if (this.onaudio) this.onaudio(chunk);
+      return;
+    }
+    if (channel !== CHANNEL.PROGRESS && channel !== CHANNEL.LOG) return;
+    const payload = this.encoding === 'cbor' ? fromCBOR(raw) : raw;
+    if (this.ondatagram) this.ondatagram(channel, requestId, payload);
+    if (channel === CHANNEL.PROGRESS) { this._progress(payload); return; }
+    // A log datagram is notifications/message's params (spec §6).
+    if (!payload || typeof payload !== 'object') return;
+    this.stats.logDatagrams++;
+    this._log(payload, requestId, true);
+    this._deliver({ jsonrpc: '2.0', method: 'notifications/message', params: payload });
+  }
+
+  _log(p, requestId, datagram) {
+    if (!this.onlog || !p) return;
+    try {
+      this.onlog({ requestId, level: p.level, logger: p.logger, data: p.data, datagram });
+    } catch (e) { this._error(e); }
   }
 
   // _progress delivers a progress update as notifications/progress, never
@@ -427,13 +784,17 @@ export class WebTransportClientTransport {
   _error(e) { if (this.onerror) this.onerror(e); }
 
   /**
-   * close ends the session gracefully (spec §7.2): $/shutdown, then the
-   * server's FIN on the control stream (at most SHUTDOWN_WAIT_MS), our FIN,
-   * and the WebTransport close. onclose follows.
+   * close ends the session gracefully (spec §7.2). Execution streams that
+   * nobody has opened are cancelled first: the server's drain waits for
+   * every stream it writes, and nobody would read these. Then $/shutdown,
+   * the server's FIN on the control stream (at once when nothing is in
+   * flight; at most SHUTDOWN_WAIT_MS), our FIN, and the WebTransport close.
+   * onclose follows.
    */
   async close() {
     if (this._closed) return;
     this._closed = true;
+    for (const s of [...this._streams.values()]) if (s.named && !s.owner) this._release(s, `${s.describe()}: the client closed the session before it was read`, CODE.CANCELLED);
     if (this._writer) {
       try {
         if (!this._shutdownReceived) await this._writeFrame({ jsonrpc: '2.0', method: '$/shutdown', params: { reason: 'client closed' } });
@@ -451,22 +812,20 @@ export class WebTransportClientTransport {
     if (this._ended) return;
     this._ended = true;
     this._closed = true;
+    const gone = new MCPFlowError('MCP-Flow session ended' + (err ? ': ' + (err.message || err) : ''), { cause: err });
+    for (const s of [...this._streams.values()]) { s.fail(gone); s.clearTimer('wait'); s.clearTimer('unread'); }
     if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError('MCP-Flow session lost: ' + (err.message || err), { cause: err }));
     if (this.onclose) this.onclose();
   }
 }
 
-// prepend returns a ReadableStream of head, then the rest of reader.
-function prepend(head, reader) {
-  let first = head;
-  return new ReadableStream({
-    async pull(ctl) {
-      if (first) { ctl.enqueue(first); first = undefined; return; }
-      try {
-        const { value, done } = await reader.read();
-        if (done) ctl.close(); else ctl.enqueue(value);
-      } catch (e) { ctl.error(e); }
-    },
-    cancel(reason) { return reader.cancel(reason); },
-  }, { highWaterMark: 0 });
+// contentOf turns a whole stream into MCP content: text for text/* and JSON
+// that is UTF-8, else base64; as a content block ('content': text or an
+// embedded resource) or as resources/read contents ('resource').
+function contentOf(s, bytes, as) {
+  let text;
+  if (isText(s.mimeType)) { try { text = fromUTF8.decode(bytes); } catch { text = undefined; } }
+  const resource = { uri: s.uri, mimeType: s.mimeType || 'application/octet-stream' };
+  if (as === 'resource') return text !== undefined ? { ...resource, text } : { ...resource, blob: bytesToBase64(bytes) };
+  return text !== undefined ? { type: 'text', text } : { type: 'resource', resource: { ...resource, blob: bytesToBase64(bytes) } };
 }

@@ -1,8 +1,10 @@
 // The MCP-Flow inspector: a page served by `mcp-flow ui` that connects to an
 // MCP-Flow server with @mcp-flow/webtransport (js/, bundled as mcpflow.js),
 // lists the tools with argument forms, calls them, and shows results,
-// progress, execution streams (bytes, rate, SHA-256), datagram counters and
-// the frame log.
+// progress, execution streams (bytes, rate, SHA-256), datagram counters
+// (progress, audio, log), the server's log messages and the frame log. A
+// call's Cancel sends $/cancel, whose -32800 answer ends the call box as
+// cancelled.
 import { WebTransportClientTransport } from './mcpflow.js';
 
 const $ = (id) => document.getElementById(id);
@@ -41,13 +43,33 @@ function logFrame(dir, msg, bytes, enc) {
   counters();
 }
 
+// logLine adds one of the server's log messages (notifications/message,
+// by log datagram or on the control stream) to the log list, newest first.
+function logLine(l) {
+  const data = typeof l.data === 'string' ? l.data : JSON.stringify(l.data);
+  const li = el('li', { className: 'log-' + l.level },
+    el('b', { textContent: l.level }), ` ${l.logger || ''}${l.requestId !== undefined ? ' #' + l.requestId : ''} (${l.datagram ? 'datagram' : 'control stream'}): `, data);
+  $('logs').prepend(li);
+  counters();
+}
+
+// Counters redraw at most once a frame: audio datagrams come 50 a second.
+let countersQueued = false;
+function countersSoon() {
+  if (countersQueued) return;
+  countersQueued = true;
+  requestAnimationFrame(() => { countersQueued = false; counters(); });
+}
+
 function counters() {
   if (!t) return;
   const s = t.stats;
   const rows = [['encoding', t.encoding], ['frames out / in', `${s.framesSent} / ${s.framesReceived}`],
     ['bytes out / in', `${size(s.bytesSent)} / ${size(s.bytesReceived)}`], ['datagrams received', s.datagramsReceived],
-    ['progress delivered / stale', `${s.progressDelivered} / ${s.progressStale}`], ['execution streams', s.streamsReceived],
-    ['stream bytes', size(s.streamBytes)], ['max streams', t.serverTransport ? t.serverTransport.maxConcurrentStreams : '']];
+    ['progress delivered / stale', `${s.progressDelivered} / ${s.progressStale}`], ['audio datagrams', s.audioDatagrams],
+    ['audio bytes', size(s.audioBytes)], ['log datagrams', s.logDatagrams], ['execution streams', s.streamsReceived],
+    ['stream bytes', size(s.streamBytes)], ['streams failed / released', `${s.streamsFailed} / ${s.streamsReleased}`],
+    ['max streams', t.serverTransport ? t.serverTransport.maxConcurrentStreams : '']];
   $('counters').replaceChildren(...rows.map(([k, v]) => el('tr', {}, el('th', { textContent: k }), el('td', { textContent: String(v) }))));
 }
 
@@ -83,7 +105,8 @@ async function connect(ev) {
   t = new WebTransportClientTransport($('url').value, { serverCertificateHashes: $('hash').value || undefined, encodings: $('enc').value.split(','), inlineStreams: false });
   t.onframe = logFrame;
   t.onmessage = onmessage;
-  t.ondatagram = () => counters();
+  t.ondatagram = () => countersSoon();
+  t.onlog = logLine;
   t.onclose = () => { status('session closed'); $('shutdownBtn').disabled = true; $('connectBtn').disabled = false; };
   t.onerror = (e) => status(String(e.message || e), 'err');
   try {
@@ -148,9 +171,12 @@ async function callTool(name, args) {
     state.textContent = `progress ${p.progress}${p.total ? ' / ' + p.total : ''}${p.message ? ' ' + p.message : ''}`;
   });
   box.dataset.id = c.id;
-  cancel.onclick = () => t.send({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId: c.id, reason: 'cancelled in the inspector' } });
+  // $/cancel (spec §7.1), not MCP's notifications/cancelled: the server
+  // answers it with -32800, which ends this call's promise.
+  cancel.onclick = () => { cancel.disabled = true; t.send({ jsonrpc: '2.0', method: '$/cancel', params: { requestId: c.id, reason: 'cancelled in the inspector' } }); };
   const r = await c.done;
   cancel.disabled = true;
+  if (r.error && r.error.code === -32800) { state.textContent = `cancelled: ${r.error.message}`; state.className = 'err'; box.dataset.done = 'cancelled'; counters(); return; }
   if (r.error) { state.textContent = `error ${r.error.code}: ${r.error.message}`; state.className = 'err'; box.dataset.done = 'error'; return; }
   state.textContent = r.result.isError ? 'tool error' : 'done';
   state.className = r.result.isError ? 'err' : 'ok';

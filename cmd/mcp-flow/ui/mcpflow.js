@@ -2368,12 +2368,27 @@ var STREAM_HEADER = 8;
 var DATAGRAM_HEADER = 6;
 var CHANNEL = Object.freeze({ PROGRESS: 1, AUDIO: 2, LOG: 3 });
 var DEFAULT_INLINE_LIMIT = 8 << 20;
+var DEFAULT_READ_RESOURCE_LIMIT = 16 << 20;
+var DEFAULT_UNREAD_STREAM_TIMEOUT_MS = 1e4;
+var DEFAULT_STREAM_WAIT_MS = 1e4;
+var STREAM_ERROR_WAIT_MS = 100;
 var SHUTDOWN_WAIT_MS = 3e3;
+var STREAM_URI_PREFIX = "mcp-flow://stream/";
+var CODE = Object.freeze({
+  INVALID_PARAMS: -32602,
+  INTERNAL: -32603,
+  INVALID_STREAM_REF: -32001,
+  RESOURCE_NOT_FOUND: -32002,
+  CANCELLED: -32800,
+  TOO_LARGE: -32801
+});
 var MCPFlowError = class extends Error {
-  constructor(message, { code, cause } = {}) {
+  constructor(message, { code, cause, requestId, streamTag } = {}) {
     super(message, cause ? { cause } : void 0);
     this.name = "MCPFlowError";
     if (code !== void 0) this.code = code;
+    if (requestId !== void 0) this.requestId = requestId;
+    if (streamTag !== void 0) this.streamTag = streamTag;
   }
 };
 function hexToBytes(s) {
@@ -2413,6 +2428,16 @@ function concat(chunks, total) {
   }
   return out;
 }
+function deferred() {
+  let resolve, reject;
+  const promise = new Promise((a, b) => {
+    resolve = a;
+    reject = b;
+  });
+  promise.catch(() => {
+  });
+  return { promise, resolve, reject };
+}
 var ByteReader = class {
   constructor(readable) {
     this.reader = readable.getReader();
@@ -2434,41 +2459,54 @@ var ByteReader = class {
     this.size = rest.length;
     return out;
   }
-  // rest returns a ReadableStream of what is left: buffered bytes first.
-  rest() {
-    const buffered = this.chunks;
-    const reader = this.reader;
+  // read returns the next chunk as ReadableStreamDefaultReader.read does.
+  read() {
+    if (this.chunks.length) {
+      const value = this.chunks.shift();
+      this.size -= value.length;
+      return Promise.resolve({ value, done: false });
+    }
+    return this.reader.read();
+  }
+  // cancel stops reading: STOP_SENDING for a WebTransport stream.
+  cancel(reason) {
     this.chunks = [];
     this.size = 0;
-    return new ReadableStream({
-      pull: async (ctl) => {
-        if (buffered.length) {
-          ctl.enqueue(buffered.shift());
-          return;
-        }
-        try {
-          const { value, done } = await reader.read();
-          if (done) ctl.close();
-          else ctl.enqueue(value);
-        } catch (e) {
-          ctl.error(e);
-        }
-      },
-      cancel: (reason) => reader.cancel(reason)
-    }, { highWaterMark: 0 });
+    return this.reader.cancel(reason).catch(() => {
+    });
   }
 };
-function binaryToBase64(v) {
+function fromCBOR(v) {
   if (v instanceof Uint8Array) return bytesToBase64(v);
+  if (v instanceof Tag) {
+    if (v.value instanceof Uint8Array) {
+      if (v.tag === 21) return bytesToBase64(v.value).replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+      if (v.tag === 23) return Array.from(v.value, (b) => b.toString(16).padStart(2, "0")).join("");
+      return bytesToBase64(v.value);
+    }
+    return fromCBOR(v.value);
+  }
   if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) v[i] = binaryToBase64(v[i]);
+    for (let i = 0; i < v.length; i++) v[i] = fromCBOR(v[i]);
     return v;
   }
   if (v && typeof v === "object") {
-    for (const k of Object.keys(v)) v[k] = binaryToBase64(v[k]);
+    for (const k of Object.keys(v)) v[k] = fromCBOR(v[k]);
     return v;
   }
   return v;
+}
+function binaryOf(v) {
+  if (v instanceof Tag) v = v.value;
+  if (v instanceof Uint8Array) return v.slice();
+  if (typeof v === "string") {
+    try {
+      return base64ToBytes(v);
+    } catch {
+      return void 0;
+    }
+  }
+  return void 0;
 }
 function jsonShape(v) {
   if (Array.isArray(v)) return v.map((x) => x === void 0 ? null : jsonShape(x));
@@ -2487,8 +2525,143 @@ function streamKey(requestId, tag) {
   return `${requestId}/${tag}`;
 }
 function streamURI(requestId, tag) {
-  return `mcp-flow://stream/${requestId}/${tag}`;
+  return `${STREAM_URI_PREFIX}${requestId}/${tag}`;
 }
+function parseStreamURI(uri) {
+  if (typeof uri !== "string" || !uri.startsWith(STREAM_URI_PREFIX)) return void 0;
+  const m = uri.slice(STREAM_URI_PREFIX.length).match(/^(\d+)\/(\d+)$/);
+  return m ? { requestId: Number(m[1]), tag: Number(m[2]) } : void 0;
+}
+function finite(ms) {
+  return typeof ms === "number" && ms > 0 && Number.isFinite(ms);
+}
+var ExecStream = class {
+  constructor(t, requestId, tag) {
+    this.t = t;
+    this.requestId = requestId;
+    this.tag = tag;
+    this.key = streamKey(requestId, tag);
+    this.uri = streamURI(requestId, tag);
+    this.mimeType = void 0;
+    this.named = false;
+    this.owner = null;
+    this.reader = null;
+    this.head = [];
+    this.headBytes = 0;
+    this.ended = false;
+    this.error = null;
+    this.reason = void 0;
+    this.arrived = deferred();
+    this.failed = deferred();
+    this.noted = deferred();
+    this.timers = {};
+  }
+  describe() {
+    return `execution stream ${this.tag} of request ${this.requestId}`;
+  }
+  // arrive hands over the network's reader; false if the stream is not wanted.
+  arrive(reader) {
+    if (this.reader || this.error) return false;
+    this.reader = reader;
+    this.clearTimer("wait");
+    this.arrived.resolve();
+    return true;
+  }
+  // note records the server's $/streamError (spec §5.4): the stream fails at once.
+  note(reason) {
+    this.reason = reason;
+    this.noted.resolve();
+    this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${reason}`, { code: CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag }));
+  }
+  // fail ends the stream with err: a reader waiting for it gets err, and the
+  // network stream, if it came, is cancelled (STOP_SENDING). Bytes read
+  // ahead are dropped: a truncated payload is never handed over.
+  fail(err) {
+    if (this.error || this.ended) return false;
+    this.error = err;
+    this.head = [];
+    this.headBytes = 0;
+    this.clearTimer("wait");
+    this.clearTimer("unread");
+    this.arrived.reject(err);
+    this.failed.reject(err);
+    if (this.reader) this.reader.cancel(err);
+    return true;
+  }
+  setTimer(name, ms, fn) {
+    this.clearTimer(name);
+    if (finite(ms)) this.timers[name] = setTimeout(fn, ms);
+  }
+  clearTimer(name) {
+    clearTimeout(this.timers[name]);
+    delete this.timers[name];
+  }
+  // pull returns the next chunk from the network, counted once in
+  // stats.streamBytes; it throws this.error once the stream has failed,
+  // whatever the network still holds.
+  async pull() {
+    if (this.error) throw this.error;
+    if (this.ended) return { value: void 0, done: true };
+    if (!this.reader) await this.arrived.promise;
+    let r;
+    try {
+      r = await Promise.race([this.reader.read(), this.failed.promise]);
+    } catch (e) {
+      if (!this.error) await this.resetError(e);
+      throw this.error;
+    }
+    if (this.error) throw this.error;
+    if (r.done) {
+      this.ended = true;
+      return r;
+    }
+    this.t.stats.streamBytes += r.value.length;
+    return r;
+  }
+  // next returns the bytes read ahead first, then pull()'s.
+  next() {
+    if (this.head.length && !this.error) {
+      const value = this.head.shift();
+      this.headBytes -= value.length;
+      return Promise.resolve({ value, done: false });
+    }
+    return this.pull();
+  }
+  // readAhead reads into head until the end (true) or past limit bytes (false).
+  async readAhead(limit) {
+    for (; ; ) {
+      const { value, done } = await this.pull();
+      if (done) return true;
+      this.head.push(value);
+      this.headBytes += value.length;
+      if (this.headBytes > limit) return false;
+    }
+  }
+  // takeHead returns the bytes read ahead, as one array.
+  takeHead() {
+    const b = concat(this.head, this.headBytes);
+    this.head = [];
+    this.headBytes = 0;
+    return b;
+  }
+  // resetError turns a reset of the network stream into this.error: the
+  // reason of its $/streamError, which may trail the reset a moment on the
+  // control stream, else the reset code.
+  async resetError(e) {
+    const code = e && typeof e.streamErrorCode === "number" ? e.streamErrorCode : void 0;
+    if (this.reason === void 0 && (code === void 0 || code === -CODE.INTERNAL)) {
+      let timer;
+      await Promise.race([this.noted.promise, new Promise((r) => {
+        timer = setTimeout(r, STREAM_ERROR_WAIT_MS);
+      })]);
+      clearTimeout(timer);
+    }
+    if (this.error) return;
+    const why = this.reason !== void 0 ? this.reason : code !== void 0 ? `reset with code ${code}` : e && e.message || String(e);
+    this.t.stats.streamsFailed++;
+    this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${why}`, { code: code !== void 0 ? -code : CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag, cause: e }));
+  }
+};
 var WebTransportClientTransport = class {
   constructor(url, options = {}) {
     this.url = String(url);
@@ -2496,19 +2669,40 @@ var WebTransportClientTransport = class {
     this._hashes = certHashes(options.serverCertificateHashes);
     this.encodings = options.encodings || ["cbor", "json"];
     this.inlineLimit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT;
+    this.readResourceLimit = options.readResourceLimit ?? DEFAULT_READ_RESOURCE_LIMIT;
+    this.unreadStreamTimeout = options.unreadStreamTimeout ?? DEFAULT_UNREAD_STREAM_TIMEOUT_MS;
+    this.streamWait = options.streamWait ?? DEFAULT_STREAM_WAIT_MS;
     this._WebTransport = options.WebTransport || globalThis.WebTransport;
     this.encoding = "json";
     this.serverTransport = void 0;
-    this.stats = { framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0, datagramsReceived: 0, progressDelivered: 0, progressStale: 0, streamsReceived: 0, streamBytes: 0 };
+    this.stats = {
+      framesSent: 0,
+      framesReceived: 0,
+      bytesSent: 0,
+      bytesReceived: 0,
+      datagramsReceived: 0,
+      progressDelivered: 0,
+      progressStale: 0,
+      streamsReceived: 0,
+      streamBytes: 0,
+      streamsFailed: 0,
+      streamsReleased: 0,
+      audioDatagrams: 0,
+      audioBytes: 0,
+      logDatagrams: 0
+    };
     this.onframe = void 0;
+    this.ondatagram = void 0;
+    this.onaudio = void 0;
+    this.onlog = void 0;
     this._initId = void 0;
     this._requests = /* @__PURE__ */ new Map();
+    this._resolving = /* @__PURE__ */ new Set();
     this._cancelled = /* @__PURE__ */ new Set();
+    this._localReads = /* @__PURE__ */ new Map();
     this._lastProgress = /* @__PURE__ */ new Map();
     this._streams = /* @__PURE__ */ new Map();
-    this._streamWaiters = /* @__PURE__ */ new Map();
-    this._streamErrors = /* @__PURE__ */ new Map();
-    this._taken = /* @__PURE__ */ new Set();
+    this._gone = /* @__PURE__ */ new Map();
     this._closed = false;
   }
   /** start opens the WebTransport session and the control stream (called by the SDK's connect). */
@@ -2535,9 +2729,14 @@ var WebTransportClientTransport = class {
   _encode(msg) {
     return this.encoding === "cbor" ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
   }
-  _decode(bytes) {
-    if (this.encoding === "cbor") return binaryToBase64(decode(bytes));
+  // _decodeRaw decodes a frame or datagram payload, leaving CBOR's byte strings as they are.
+  _decodeRaw(bytes) {
+    if (this.encoding === "cbor") return decode(bytes);
     return JSON.parse(fromUTF8.decode(bytes));
+  }
+  _decode(bytes) {
+    const v = this._decodeRaw(bytes);
+    return this.encoding === "cbor" ? fromCBOR(v) : v;
   }
   async _writeFrame(msg) {
     const body = this._encode(msg);
@@ -2552,20 +2751,33 @@ var WebTransportClientTransport = class {
   /**
    * send passes one JSON-RPC message of the SDK's to the server. initialize
    * gains the transport object (§4.1); notifications/cancelled becomes
-   * $/cancel (§7.1).
+   * $/cancel (§7.1); resources/read of an mcp-flow://stream/ URI is
+   * answered here, from the execution stream.
    */
   async send(message) {
     if (this._closed) throw new MCPFlowError("MCP-Flow session closed");
     let msg = message;
+    if (msg.method === "resources/read" && msg.id !== void 0 && msg.params && parseStreamURI(msg.params.uri)) {
+      this._readResource(msg);
+      return;
+    }
     if (msg.method === "initialize" && msg.id !== void 0) {
       this._initId = msg.id;
       msg = { ...msg, params: { ...msg.params || {}, transport: { type: "mcp-flow", version: "0.1", encodings: this.encodings } } };
-    } else if (msg.method === "notifications/cancelled") {
+    } else if (msg.method === "notifications/cancelled" || msg.method === "$/cancel") {
       const p = msg.params || {};
-      this._cancelled.add(String(p.requestId));
+      const key = String(p.requestId);
+      const local = this._localReads.get(key);
+      if (local) {
+        this._localReads.delete(key);
+        this._release(local, `${local.describe()}: its resources/read was cancelled`, CODE.CANCELLED);
+        return;
+      }
+      if (msg.method === "notifications/cancelled" && (this._requests.has(key) || this._resolving.has(key))) this._cancelled.add(key);
+      this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: "2.0", method: "$/cancel", params: { requestId: p.requestId, reason: p.reason || "cancelled by the client" } };
     }
-    if (msg.method !== void 0 && msg.id !== void 0 && msg.method !== "$/cancel") {
+    if (msg.method !== void 0 && msg.id !== void 0) {
       const id = msg.id;
       if (typeof id !== "number" || !Number.isInteger(id) || id < 0 || id > 4294967295) {
         throw new MCPFlowError(`MCP-Flow request ids are integers in [0, 2^32-1] (spec \xA73.2); the SDK sent ${JSON.stringify(id)}`);
@@ -2606,15 +2818,14 @@ var WebTransportClientTransport = class {
       return;
     }
     if (m.method === "$/streamError") {
-      const p = m.params || {};
-      const key2 = streamKey(p.requestId, p.streamTag);
-      this._streamErrors.set(key2, p.error || p);
+      this._streamError(m.params || {});
       return;
     }
     if (m.method === "notifications/progress") {
       this._progress(m.params);
       return;
     }
+    if (m.method === "notifications/message") this._log(m.params, void 0, false);
     if (m.method !== void 0) {
       this._deliver(m);
       return;
@@ -2628,114 +2839,227 @@ var WebTransportClientTransport = class {
     const req = this._requests.get(key);
     this._requests.delete(key);
     if (req && req.progressToken !== void 0) this._lastProgress.delete(String(req.progressToken));
-    if (this._cancelled.delete(key)) return;
     const refs = m.result && Array.isArray(m.result.content) ? m.result.content.filter((c) => c && c.type === "ref/stream") : [];
+    if (typeof m.id === "number") {
+      const named = new Set(refs.map((c) => streamKey(m.id, c.streamTag)));
+      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF);
+    }
+    if (this._cancelled.delete(key)) {
+      this._releaseRequest(m.id, `request ${m.id} was cancelled`);
+      return;
+    }
     if (refs.length === 0) {
       this._deliver(m);
       return;
     }
-    this._resolveStreams(m, refs).then((r) => this._deliver(r));
+    const streams = refs.map((c) => {
+      const s = this._stream(m.id, c.streamTag);
+      s.named = true;
+      s.mimeType = c.mimeType;
+      if (!s.reader && !s.error) {
+        s.setTimer("wait", this.streamWait, () => {
+          if (s.reader || s.error) return;
+          this.stats.streamsFailed++;
+          this._fail(s, new MCPFlowError(`MCP-Flow: no execution stream arrived for ref/stream tag ${s.tag} of request ${s.requestId} within ${this.streamWait} ms (spec \xA75.3)`, { code: CODE.INVALID_STREAM_REF, requestId: s.requestId, streamTag: s.tag }));
+        });
+      }
+      return s;
+    });
+    this._resolving.add(key);
+    this._resolveStreams(m, streams).then((r) => {
+      this._resolving.delete(key);
+      if (this._cancelled.delete(key)) {
+        this._releaseRequest(m.id, `request ${m.id} was cancelled`);
+        return;
+      }
+      this._deliver(r);
+      for (const s of streams) if (this._streams.get(s.key) === s && !s.owner) this._armUnread(s);
+    });
   }
-  // _resolveStreams replaces each ref/stream block: streams of at most
-  // inlineLimit bytes become text (text/* or JSON that is UTF-8) or a
-  // resource with a base64 blob, as the stdio front does (spec §10); larger
-  // ones a resource_link to streamURI(id, tag), read with stream().
-  async _resolveStreams(m, refs) {
-    const content = [];
+  // _stream returns the ExecStream of (requestId, tag), making it.
+  _stream(requestId, tag) {
+    const key = streamKey(requestId, tag);
+    let s = this._streams.get(key);
+    if (!s) {
+      s = new ExecStream(this, requestId, tag);
+      this._streams.set(key, s);
+      this._gone.delete(key);
+    }
+    return s;
+  }
+  _streamsOf(requestId) {
+    return [...this._streams.values()].filter((s) => s.requestId === Number(requestId));
+  }
+  // _forget drops a stream that is done with, remembering why for stream()'s error.
+  _forget(s, why) {
+    if (this._streams.get(s.key) !== s) return;
+    this._streams.delete(s.key);
+    s.clearTimer("wait");
+    s.clearTimer("unread");
+    this._gone.set(s.key, why);
+    if (this._gone.size > 1024) this._gone.delete(this._gone.keys().next().value);
+  }
+  // _fail fails a stream; one nobody reads is forgotten at once, one being
+  // read when its reader has seen the error.
+  _fail(s, err) {
+    s.fail(err);
+    if (!s.owner && !s.named) this._forget(s, err.message);
+  }
+  // _release gives up a stream on our side: it is cancelled (STOP_SENDING)
+  // and forgotten, so that its bytes no longer hold the connection's window.
+  _release(s, why, code) {
+    if (s.fail(new MCPFlowError(`MCP-Flow: ${why}`, { code, requestId: s.requestId, streamTag: s.tag }))) this.stats.streamsReleased++;
+    if (!s.owner || s.owner === "inline") this._forget(s, why);
+  }
+  _releaseRequest(requestId, why) {
+    for (const s of this._streamsOf(requestId)) this._release(s, `${s.describe()}: ${why}`, CODE.CANCELLED);
+  }
+  // _armUnread cancels a stream handed over as a resource_link that nobody
+  // opens within unreadStreamTimeout: unread, it would hold the
+  // connection's flow-control window that later streams need.
+  _armUnread(s) {
+    s.setTimer("unread", this.unreadStreamTimeout, () => {
+      if (s.owner) return;
+      if (s.error) {
+        this._forget(s, s.error.message);
+        return;
+      }
+      this._release(s, `${s.describe()} (${s.uri}) was not opened within unreadStreamTimeout (${this.unreadStreamTimeout} ms) after its result was handed over, and was cancelled`, CODE.CANCELLED);
+    });
+  }
+  // _streamError handles $/streamError {requestId, streamTag, error} (spec §5.4).
+  _streamError(p) {
+    const key = streamKey(p.requestId, p.streamTag);
+    let s = this._streams.get(key);
+    if (!s && this._requests.has(String(p.requestId))) s = this._stream(p.requestId, p.streamTag);
+    if (!s || s.error || s.ended) return;
+    this.stats.streamsFailed++;
+    const e = p.error;
+    s.note(typeof e === "string" ? e : e && e.message || JSON.stringify(e));
+  }
+  // _resolveStreams replaces each ref/stream block, reading the streams
+  // side by side: streams of at most inlineLimit bytes become text (text/*
+  // or JSON that is UTF-8) or a resource with a base64 blob, as the stdio
+  // front does (spec §10); larger ones a resource_link to streamURI(id,
+  // tag), read with stream() or resources/read, their first bytes kept. A
+  // stream that fails fails the call (-32603; as the bridges do), at once.
+  async _resolveStreams(m, streams) {
+    const inline = this.options.inlineStreams !== false;
+    const whole = /* @__PURE__ */ new Map();
     try {
-      for (const c of m.result.content) {
-        if (!c || c.type !== "ref/stream") {
-          content.push(c);
-          continue;
-        }
-        const uri = streamURI(m.id, c.streamTag);
-        if (this.options.inlineStreams === false) {
-          content.push({ type: "resource_link", uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType });
-          continue;
-        }
-        const readable = await this.stream(m.id, c.streamTag);
-        const reader = readable.getReader();
-        const chunks = [];
-        let total = 0;
-        let over = false;
-        for (; ; ) {
-          const { value, done } = await reader.read();
-          if (done) break;
-          chunks.push(value);
-          total += value.length;
-          if (total > this.inlineLimit) {
-            over = true;
-            break;
-          }
-        }
-        if (over) {
-          const head = concat(chunks, total);
-          this._streams.set(streamKey(m.id, c.streamTag), { readable: prepend(head, reader), taken: false });
-          this._taken.delete(streamKey(m.id, c.streamTag));
-          content.push({ type: "resource_link", uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType });
-          continue;
-        }
-        const bytes = concat(chunks, total);
-        let text;
-        if (isText(c.mimeType)) {
-          try {
-            text = fromUTF8.decode(bytes);
-          } catch {
-            text = void 0;
-          }
-        }
-        content.push(text !== void 0 ? { type: "text", text } : { type: "resource", resource: { uri, mimeType: c.mimeType, blob: bytesToBase64(bytes) } });
+      if (inline) {
+        for (const s of streams) s.owner = "inline";
+        await Promise.all(streams.map(async (s) => {
+          if (await s.readAhead(this.inlineLimit)) whole.set(s, s.takeHead());
+        }));
+        for (const s of streams) s.owner = null;
       }
     } catch (e) {
-      return { jsonrpc: "2.0", id: m.id, error: { code: e.code || -32603, message: e.message } };
+      for (const s of streams) {
+        s.owner = null;
+        this._release(s, `${s.describe()}: another stream of its result failed`, CODE.INTERNAL);
+      }
+      const code = e.code === CODE.CANCELLED || e.code === CODE.INVALID_STREAM_REF ? e.code : CODE.INTERNAL;
+      return { jsonrpc: "2.0", id: m.id, error: { code, message: e.message, data: { requestId: e.requestId, streamTag: e.streamTag } } };
     }
+    const byTag = new Map(streams.map((s) => [s.tag, s]));
+    const content = m.result.content.map((c) => {
+      if (!c || c.type !== "ref/stream") return c;
+      const s = byTag.get(c.streamTag);
+      if (!whole.has(s)) return { type: "resource_link", uri: s.uri, name: `stream ${c.streamTag}`, mimeType: c.mimeType };
+      const bytes = whole.get(s);
+      this._forget(s, `${s.describe()} was inlined into its result`);
+      return contentOf(s, bytes, "content");
+    });
     return { ...m, result: { ...m.result, content } };
   }
   /**
    * stream returns the raw bytes of execution stream `tag` of request
    * `requestId` (or of a resource_link's streamURI) as a ReadableStream,
-   * once. It errors with an MCPFlowError carrying the $/streamError text if
-   * the server fails the stream: a truncated payload never ends cleanly.
+   * once. The stream pulls from the network only as it is read. It errors
+   * with an MCPFlowError naming the request and tag when the stream fails
+   * ($/streamError, a reset, or no stream within streamWait): a truncated
+   * payload never ends cleanly. The promise rejects when there is no such
+   * stream to take (read already, inlined, released, or never named).
    */
   stream(requestId, tag) {
-    if (typeof requestId === "string" && requestId.startsWith("mcp-flow://stream/")) {
-      const [, id, t] = requestId.slice("mcp-flow://stream/".length).match(/^([^/]+)\/(\d+)$/) || [];
-      requestId = Number(id);
-      tag = Number(t);
-    }
+    const u = parseStreamURI(requestId);
+    if (u) ({ requestId, tag } = u);
+    requestId = Number(requestId);
+    tag = Number(tag);
     const key = streamKey(requestId, tag);
-    if (this._taken.has(key)) return Promise.reject(new MCPFlowError(`execution stream ${tag} of request ${requestId} was already taken`));
-    this._taken.add(key);
-    const got = this._streams.get(key);
-    if (got) {
-      this._streams.delete(key);
-      return Promise.resolve(this._guard(key, got.readable));
-    }
-    return new Promise((resolve) => this._streamWaiters.set(key, (e) => resolve(this._guard(key, e.readable))));
-  }
-  // _guard turns a reset into an error that says why ($/streamError, §5.4).
-  _guard(key, readable) {
-    const reader = readable.getReader();
+    let s = this._streams.get(key);
+    if (!s && this._requests.has(String(requestId))) s = this._stream(requestId, tag);
+    if (!s) return Promise.reject(new MCPFlowError(`MCP-Flow: no execution stream ${streamURI(requestId, tag)} to read: ${this._gone.get(key) || "no result of this session names it"}`, { code: CODE.RESOURCE_NOT_FOUND, requestId, streamTag: tag }));
+    if (s.owner) return Promise.reject(new MCPFlowError(`MCP-Flow: ${s.describe()} is being read already (${s.owner === "resource" ? "by resources/read" : "by stream()"})`, { code: CODE.INVALID_PARAMS, requestId, streamTag: tag }));
+    s.owner = "stream";
+    s.clearTimer("unread");
     const self = this;
-    return new ReadableStream({
+    return Promise.resolve(new ReadableStream({
       async pull(ctl) {
+        let r;
         try {
-          const { value, done } = await reader.read();
-          if (done) ctl.close();
-          else {
-            self.stats.streamBytes += value.length;
-            ctl.enqueue(value);
-          }
+          r = await s.next();
         } catch (e) {
-          await new Promise((r) => setTimeout(r, 50));
-          const se = self._streamErrors.get(key);
-          ctl.error(new MCPFlowError(`execution stream ${key} failed: ${se ? se.message || JSON.stringify(se) : e && e.message || e}`, { code: se && se.code, cause: e }));
+          self._forget(s, e.message);
+          ctl.error(e);
+          return;
         }
+        if (r.done) {
+          self._forget(s, `${s.describe()} was read to its end`);
+          ctl.close();
+        } else ctl.enqueue(r.value);
       },
       cancel(reason) {
-        return reader.cancel(reason);
+        s.owner = null;
+        self._release(s, `${s.describe()} was cancelled by its reader${reason !== void 0 ? ": " + (reason && reason.message || reason) : ""}`, CODE.CANCELLED);
       }
-    }, { highWaterMark: 0 });
+    }, { highWaterMark: 0 }));
+  }
+  // _readResource answers resources/read of a streamURI from the stream:
+  // {contents: [{uri, mimeType, text | blob}]}, up to readResourceLimit
+  // bytes; past it -32801, and the stream stays for stream(), none of its
+  // bytes lost.
+  async _readResource(msg) {
+    const uri = msg.params.uri;
+    const { requestId, tag } = parseStreamURI(uri);
+    const key = streamKey(requestId, tag);
+    const id = String(msg.id);
+    const answer = (body) => this._deliver({ jsonrpc: "2.0", id: msg.id, ...body });
+    const s = this._streams.get(key);
+    if (!s || !s.named) {
+      answer({ error: { code: CODE.RESOURCE_NOT_FOUND, message: `Resource not found: ${uri}: ${this._gone.get(key) || "no result of this session names it"}`, data: { uri } } });
+      return;
+    }
+    if (s.owner) {
+      answer({ error: { code: CODE.INVALID_PARAMS, message: `MCP-Flow: ${s.describe()} is being read already`, data: { uri } } });
+      return;
+    }
+    s.owner = "resource";
+    s.clearTimer("unread");
+    this._localReads.set(id, s);
+    let complete, err;
+    try {
+      complete = await s.readAhead(this.readResourceLimit);
+    } catch (e) {
+      err = e;
+    }
+    s.owner = null;
+    const cancelled = this._localReads.get(id) !== s;
+    this._localReads.delete(id);
+    if (err) {
+      this._forget(s, err.message);
+      if (!cancelled) answer({ error: { code: err.code === CODE.CANCELLED || err.code === CODE.INVALID_STREAM_REF ? err.code : CODE.INTERNAL, message: err.message, data: { uri } } });
+      return;
+    }
+    if (!complete) {
+      this._armUnread(s);
+      if (!cancelled) answer({ error: { code: CODE.TOO_LARGE, message: `MCP-Flow: ${s.describe()} is larger than readResourceLimit (${this.readResourceLimit} bytes): read it with transport.stream('${uri}'), which streams it with backpressure`, data: { uri, readResourceLimit: this.readResourceLimit } } });
+      return;
+    }
+    const bytes = s.takeHead();
+    this._forget(s, `${s.describe()} was read by resources/read`);
+    if (!cancelled) answer({ result: { contents: [contentOf(s, bytes, "resource")] } });
   }
   async _acceptStreams() {
     const r = this._wt.incomingUnidirectionalStreams.getReader();
@@ -2745,16 +3069,17 @@ var WebTransportClientTransport = class {
       (async () => {
         const br = new ByteReader(value);
         const hdr = await br.readExact(STREAM_HEADER).catch(() => null);
-        if (!hdr) return;
+        if (!hdr) {
+          br.cancel();
+          return;
+        }
         const dv = new DataView(hdr.buffer, hdr.byteOffset);
-        const key = streamKey(dv.getUint32(0, false), dv.getUint32(4, false));
+        const requestId = dv.getUint32(0, false);
+        const tag = dv.getUint32(4, false);
         this.stats.streamsReceived++;
-        const entry = { header: hdr, readable: br.rest() };
-        const w = this._streamWaiters.get(key);
-        if (w) {
-          this._streamWaiters.delete(key);
-          w(entry);
-        } else this._streams.set(key, entry);
+        let s = this._streams.get(streamKey(requestId, tag));
+        if (!s && this._requests.has(String(requestId))) s = this._stream(requestId, tag);
+        if (!s || !s.arrive(br)) br.cancel();
       })();
     }
   }
@@ -2764,15 +3089,51 @@ var WebTransportClientTransport = class {
       const { value, done } = await r.read().catch(() => ({ done: true }));
       if (done) return;
       this.stats.datagramsReceived++;
-      if (value.length < DATAGRAM_HEADER || value[0] !== CHANNEL.PROGRESS) continue;
-      let payload;
+      if (value.length < DATAGRAM_HEADER) continue;
+      const channel = value[0];
+      const requestId = new DataView(value.buffer, value.byteOffset).getUint32(2, false);
+      let raw;
       try {
-        payload = this._decode(value.subarray(DATAGRAM_HEADER));
+        raw = this._decodeRaw(value.subarray(DATAGRAM_HEADER));
       } catch {
         continue;
       }
-      if (this.ondatagram) this.ondatagram(value[0], new DataView(value.buffer, value.byteOffset).getUint32(2, false), payload);
+      try {
+        this._datagram(channel, requestId, raw);
+      } catch (e) {
+        this._error(e);
+      }
+    }
+  }
+  _datagram(channel, requestId, raw) {
+    if (channel === CHANNEL.AUDIO) {
+      const data = raw && binaryOf(raw.data);
+      if (!data) return;
+      this.stats.audioDatagrams++;
+      this.stats.audioBytes += data.length;
+      const chunk = { requestId, seq: raw.seq, data };
+      if (this.ondatagram) this.ondatagram(channel, requestId, { seq: raw.seq, data });
+      if (this.onaudio) this.onaudio(chunk);
+      return;
+    }
+    if (channel !== CHANNEL.PROGRESS && channel !== CHANNEL.LOG) return;
+    const payload = this.encoding === "cbor" ? fromCBOR(raw) : raw;
+    if (this.ondatagram) this.ondatagram(channel, requestId, payload);
+    if (channel === CHANNEL.PROGRESS) {
       this._progress(payload);
+      return;
+    }
+    if (!payload || typeof payload !== "object") return;
+    this.stats.logDatagrams++;
+    this._log(payload, requestId, true);
+    this._deliver({ jsonrpc: "2.0", method: "notifications/message", params: payload });
+  }
+  _log(p, requestId, datagram) {
+    if (!this.onlog || !p) return;
+    try {
+      this.onlog({ requestId, level: p.level, logger: p.logger, data: p.data, datagram });
+    } catch (e) {
+      this._error(e);
     }
   }
   // _progress delivers a progress update as notifications/progress, never
@@ -2802,13 +3163,17 @@ var WebTransportClientTransport = class {
     if (this.onerror) this.onerror(e);
   }
   /**
-   * close ends the session gracefully (spec §7.2): $/shutdown, then the
-   * server's FIN on the control stream (at most SHUTDOWN_WAIT_MS), our FIN,
-   * and the WebTransport close. onclose follows.
+   * close ends the session gracefully (spec §7.2). Execution streams that
+   * nobody has opened are cancelled first: the server's drain waits for
+   * every stream it writes, and nobody would read these. Then $/shutdown,
+   * the server's FIN on the control stream (at once when nothing is in
+   * flight; at most SHUTDOWN_WAIT_MS), our FIN, and the WebTransport close.
+   * onclose follows.
    */
   async close() {
     if (this._closed) return;
     this._closed = true;
+    for (const s of [...this._streams.values()]) if (s.named && !s.owner) this._release(s, `${s.describe()}: the client closed the session before it was read`, CODE.CANCELLED);
     if (this._writer) {
       try {
         if (!this._shutdownReceived) await this._writeFrame({ jsonrpc: "2.0", method: "$/shutdown", params: { reason: "client closed" } });
@@ -2832,40 +3197,42 @@ var WebTransportClientTransport = class {
     if (this._ended) return;
     this._ended = true;
     this._closed = true;
+    const gone = new MCPFlowError("MCP-Flow session ended" + (err ? ": " + (err.message || err) : ""), { cause: err });
+    for (const s of [...this._streams.values()]) {
+      s.fail(gone);
+      s.clearTimer("wait");
+      s.clearTimer("unread");
+    }
     if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError("MCP-Flow session lost: " + (err.message || err), { cause: err }));
     if (this.onclose) this.onclose();
   }
 };
-function prepend(head, reader) {
-  let first = head;
-  return new ReadableStream({
-    async pull(ctl) {
-      if (first) {
-        ctl.enqueue(first);
-        first = void 0;
-        return;
-      }
-      try {
-        const { value, done } = await reader.read();
-        if (done) ctl.close();
-        else ctl.enqueue(value);
-      } catch (e) {
-        ctl.error(e);
-      }
-    },
-    cancel(reason) {
-      return reader.cancel(reason);
+function contentOf(s, bytes, as) {
+  let text;
+  if (isText(s.mimeType)) {
+    try {
+      text = fromUTF8.decode(bytes);
+    } catch {
+      text = void 0;
     }
-  }, { highWaterMark: 0 });
+  }
+  const resource = { uri: s.uri, mimeType: s.mimeType || "application/octet-stream" };
+  if (as === "resource") return text !== void 0 ? { ...resource, text } : { ...resource, blob: bytesToBase64(bytes) };
+  return text !== void 0 ? { type: "text", text } : { type: "resource", resource: { ...resource, blob: bytesToBase64(bytes) } };
 }
 export {
   CHANNEL,
   DATAGRAM_HEADER,
   DEFAULT_INLINE_LIMIT,
+  DEFAULT_READ_RESOURCE_LIMIT,
+  DEFAULT_STREAM_WAIT_MS,
+  DEFAULT_UNREAD_STREAM_TIMEOUT_MS,
   FRAME_HEADER,
   MCPFlowError,
   SHUTDOWN_WAIT_MS,
+  STREAM_ERROR_WAIT_MS,
   STREAM_HEADER,
+  STREAM_URI_PREFIX,
   WebTransportClientTransport,
   bytesToBase64,
   streamURI
