@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"crypto/tls"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
@@ -198,6 +199,45 @@ func clientScenarios() []scenario {
 				}
 				return exitOK(exit, ev)
 			}},
+		{Check: Check{ID: "client.audio-log", Level: SHOULD, Source: Guide, Section: "3.3,6", Title: "audio (0x02) and log (0x03) datagrams during a call leave the client's session up, and the result arrives"},
+			encodings: json1,
+			tool: func(_ context.Context, c *judgeCall) (any, error) {
+				if _, err := c.requestID(); err != nil {
+					c.js.ev.set("no datagram id") // client.ids judges the id
+					return text("ok"), nil
+				}
+				if c.datagramsOff() {
+					c.js.ev.set("datagrams off")
+					return text("ok"), nil
+				}
+				for i := range audioLogCount {
+					// 10 ms of silence, 16 kHz 16-bit mono.
+					if err := c.datagram(guideChannelAudio, map[string]any{"seq": i, "data": base64.StdEncoding.EncodeToString(make([]byte, 320))}); err != nil {
+						c.note("audio datagram %d not sent: %v", i, err)
+					}
+					// The params of notifications/message.
+					if err := c.datagram(guideChannelLog, map[string]any{"level": "info", "logger": "mcp-flow-conformance", "data": fmt.Sprintf("audio chunk %d sent", i)}); err != nil {
+						c.note("log datagram %d not sent: %v", i, err)
+					}
+				}
+				return text("ok"), nil
+			},
+			judge: func(exit int, ev *evidence) outcome {
+				switch {
+				case ev.flags["no datagram id"]:
+					return skip("the request id does not fit a datagram header")
+				case ev.flags["datagrams off"]:
+					return skip("the client refused datagrams (datagrams: false, this project's addition)")
+				case ev.teardown != "":
+					return fail("after audio and log datagrams the control stream ended before the judge closed the session: %s (exit %d)", ev.teardown, exit)
+				case len(ev.unsolicited) > 0:
+					return fail("the client answered audio and log datagrams with errors: %v (exit %d)", ev.unsolicited, exit)
+				}
+				if o := exitOK(exit, ev); o.status != Pass {
+					return fail("after %d audio and %d log datagrams and then the result: %s", audioLogCount, audioLogCount, o.seen)
+				}
+				return pass("%d audio and %d log datagrams, then the result: the client took it and exited 0, its session not torn down", audioLogCount, audioLogCount)
+			}},
 		{Check: Check{ID: "client.shutdown", Level: MUST, Source: Guide, Section: "7.2", Title: "after the server's $/shutdown the client takes the answer in flight, and the session ends"},
 			encodings: json1, tool: shutdownTool, drain: true,
 			judge: func(exit int, ev *evidence) outcome {
@@ -219,6 +259,10 @@ func clientScenarios() []scenario {
 			}},
 	}
 }
+
+// audioLogCount is how many audio and how many log datagrams
+// client.audio-log sends before its result.
+const audioLogCount = 3
 
 type errReader struct{}
 

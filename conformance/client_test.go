@@ -66,6 +66,7 @@ func TestEachClientFaultIsCaught(t *testing.T) {
 		{"skip-stream", []string{"client.invalid-ref", "client.stream", "client.stream-error"}},
 		{"no-ping", []string{"client.ping"}},
 		{"no-fin", []string{"client.shutdown-fin"}}, // a project check: the guide asks for no FIN
+		{"close-on-audio", []string{"client.audio-log"}},
 	} {
 		t.Run("fault="+tc.fault, func(t *testing.T) {
 			rs := RunClient(context.Background(), clientTarget(bin, "MCP_FLOW_FAULT="+tc.fault), Options{CheckTimeout: 20 * time.Second})

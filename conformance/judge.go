@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"crypto/tls"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -41,6 +43,14 @@ const (
 	judgeFINWait = 3 * time.Second
 )
 
+// The datagram channels, written here from guide §2.3 (channel, flags,
+// request id) rather than taken from the implementation.
+const (
+	guideChannelProgress = 0x01
+	guideChannelAudio    = 0x02
+	guideChannelLog      = 0x03
+)
+
 // judgeServer serves one scenario on a port of its own.
 type judgeServer struct {
 	h3  *http3.Server
@@ -56,6 +66,11 @@ type judgeServer struct {
 
 	mu   sync.Mutex
 	sess flow.WTSession // the judged session
+
+	// closing is set once the judge itself begins to end the judged
+	// session (the drain's FIN, or close); what ends it before that was the
+	// client's doing.
+	closing atomic.Bool
 }
 
 // newJudge binds 127.0.0.1:0 and serves sc until close.
@@ -100,6 +115,7 @@ func (j *judgeServer) awaitEnd(d time.Duration) {
 
 // close ends the judged session, stops the server and waits for both.
 func (j *judgeServer) close() {
+	j.closing.Store(true)
 	j.mu.Lock()
 	if j.sess != nil {
 		_ = j.sess.CloseWithError(0, "conformance: scenario over")
@@ -126,7 +142,7 @@ func (j *judgeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.ev.setConnected()
-	js := &judgeSession{s: flow.WrapWebTransport(s), sc: j.sc, ev: j.ev, pending: map[string]chan *jsonrpc.Response{}}
+	js := &judgeSession{s: flow.WrapWebTransport(s), sc: j.sc, ev: j.ev, closing: &j.closing, pending: map[string]chan *jsonrpc.Response{}}
 	j.mu.Lock()
 	j.sess = js.s
 	j.mu.Unlock()
@@ -146,6 +162,15 @@ type evidence struct {
 	callID    jsonrpc.ID      // ... with this id
 	notes     []string        // findings, in order
 	flags     map[string]bool // scenario findings ("stream complete"...)
+	// teardown is how the control stream ended, when it ended otherwise
+	// than by the client's FIN before the judge began to end the session:
+	// the client closed the session or reset the stream. (A client that
+	// exits at once may take its close with it: the judge sees only what
+	// reaches it before the client's exit.)
+	teardown string
+	// unsolicited lists the client's error responses to nothing the judge
+	// asked (e.g. an error with id null about a datagram).
+	unsolicited []string
 }
 
 // initTransport is the transport object of the client's initialize (guide
@@ -188,10 +213,11 @@ func (e *evidence) setConnected() {
 // (run) reads the control stream; tools run on their own; writes are
 // serialized by wmu.
 type judgeSession struct {
-	s   flow.WTSession
-	sc  scenario
-	ev  *evidence
-	enc codec.Codec // negotiated; set before any tool runs
+	s       flow.WTSession
+	sc      scenario
+	ev      *evidence
+	enc     codec.Codec  // negotiated; set before any tool runs
+	closing *atomic.Bool // the judgeServer's
 
 	wmu  sync.Mutex
 	ctrl flow.WTStream
@@ -260,6 +286,10 @@ func (js *judgeSession) run() {
 				case <-js.drainDone:
 				case <-ctx.Done():
 				}
+			} else if !js.closing.Load() {
+				js.ev.mu.Lock()
+				js.ev.teardown = err.Error()
+				js.ev.mu.Unlock()
 			}
 			return
 		}
@@ -372,6 +402,10 @@ func (js *judgeSession) handle(ctx context.Context, m jsonrpc.Message) {
 		js.mu.Unlock()
 		if ch != nil {
 			ch <- m
+		} else if m.Error != nil {
+			js.ev.mu.Lock()
+			js.ev.unsolicited = append(js.ev.unsolicited, fmt.Sprintf("id %s: %d %s", m.ID, m.Error.Code, m.Error.Message))
+			js.ev.mu.Unlock()
 		}
 	case *jsonrpc.Request:
 		switch m.Method {
@@ -502,6 +536,7 @@ func (js *judgeSession) startDrain() {
 		case <-js.s.Context().Done():
 		}
 		t.Stop()
+		js.closing.Store(true)
 		js.wmu.Lock()
 		_ = js.ctrl.Close()
 		js.wmu.Unlock()
@@ -571,12 +606,25 @@ func (c *judgeCall) progress(progress, total float64) error {
 	if len(c.progressToken) > 0 {
 		v["progressToken"] = c.progressToken
 	}
-	c.js.ev.mu.Lock()
-	off := c.js.ev.transport.Datagrams != nil && !*c.js.ev.transport.Datagrams
-	c.js.ev.mu.Unlock()
-	if off {
+	if c.datagramsOff() {
 		return c.notify(protocol.MethodProgress, v)
 	}
+	return c.datagram(guideChannelProgress, v)
+}
+
+// datagramsOff reports whether the client refused datagrams with this
+// project's `datagrams: false`; a client that follows the guide alone never
+// does.
+func (c *judgeCall) datagramsOff() bool {
+	c.js.ev.mu.Lock()
+	defer c.js.ev.mu.Unlock()
+	return c.js.ev.transport.Datagrams != nil && !*c.js.ev.transport.Datagrams
+}
+
+// datagram sends v about the call on channel ch, laid out as guide §2.3
+// says: the channel (1 byte), flags 0 (1 byte), the request id (4 bytes,
+// big-endian), then v in the negotiated encoding.
+func (c *judgeCall) datagram(ch byte, v any) error {
 	id, err := c.requestID()
 	if err != nil {
 		return err
@@ -585,7 +633,7 @@ func (c *judgeCall) progress(progress, total float64) error {
 	if err != nil {
 		return err
 	}
-	b := wire.DatagramHeader{Channel: wire.ChannelProgress, RequestID: id}.Append(nil)
+	b := binary.BigEndian.AppendUint32([]byte{ch, 0}, id)
 	if b, err = c.js.enc.AppendValue(b, raw); err != nil {
 		return err
 	}

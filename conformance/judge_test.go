@@ -15,8 +15,9 @@ import (
 // TestGuideOnlyClientFailsNoGuideCheck runs a client that follows only the
 // guide and the published schema (conformance/internal/guideclient: no
 // `datagrams` field, no FIN after $/shutdown): it fails no `guide` check,
-// it gets its progress as datagrams although it never asked for them, and
-// the one project check it misses is the FIN, graded as the project's.
+// it gets its progress, audio and logs as datagrams although it never asked
+// for them, and the one project check it misses is the FIN, graded as the
+// project's.
 func TestGuideOnlyClientFailsNoGuideCheck(t *testing.T) {
 	bin := buildCmd(t, "github.com/mcp-flow/mcp-flow/conformance/internal/guideclient")
 	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 30 * time.Second})
@@ -31,13 +32,19 @@ func TestGuideOnlyClientFailsNoGuideCheck(t *testing.T) {
 		case r.ID == "client.shutdown-fin" && r.Status != Fail:
 			t.Errorf("%s: %s, but the guide-only client never sends a FIN: %s", r.ID, r.Status, r.Seen)
 		}
-		if r.ID == "client.progress" {
-			m := regexp.MustCompile(`progress datagrams: (\d+)`).FindStringSubmatch(r.Seen)
-			if m == nil {
-				t.Fatalf("client.progress: the client did not report its datagrams: %s", r.Seen)
+		// The datagrams the check is about reached the client.
+		for id, kinds := range map[string][]string{"client.progress": {"progress"}, "client.audio-log": {"audio", "log"}} {
+			if r.ID != id {
+				continue
 			}
-			if n, _ := strconv.Atoi(m[1]); n == 0 {
-				t.Errorf("client.progress: the guide-only client got no progress datagram: %s", r.Seen)
+			for _, kind := range kinds {
+				m := regexp.MustCompile(kind + ` datagrams: (\d+)`).FindStringSubmatch(r.Seen)
+				if m == nil {
+					t.Fatalf("%s: the client did not report its %s datagrams: %s", id, kind, r.Seen)
+				}
+				if n, _ := strconv.Atoi(m[1]); n == 0 {
+					t.Errorf("%s: the guide-only client got no %s datagram: %s", id, kind, r.Seen)
+				}
 			}
 		}
 	}

@@ -9,6 +9,8 @@
 //	skip-stream       does not read the execution stream
 //	no-ping           never answers the server's requests
 //	no-fin            leaves without $/shutdown or finishing the control stream
+//	close-on-audio    takes an audio datagram (channel 0x02) for a protocol
+//	                  error: closes the session and fails
 package main
 
 import (
@@ -102,6 +104,25 @@ func run() error {
 		}
 	}()
 
+	// close-on-audio: a datagram on the audio channel ends the session.
+	badDatagram := make(chan error, 1)
+	if fault == "close-on-audio" {
+		go func() {
+			for {
+				b, err := sess.ReceiveDatagram(ctx)
+				if err != nil {
+					return
+				}
+				if h, _, err := wire.ParseDatagram(b); err == nil && h.Channel == wire.ChannelAudio {
+					err := fmt.Errorf("a datagram on channel %s: not expected", h.Channel)
+					badDatagram <- err
+					_ = sess.CloseWithError(1, err.Error())
+					return
+				}
+			}
+		}()
+	}
+
 	id := jsonrpc.Int64ID(2)
 	if fault == "string-ids" {
 		id = jsonrpc.StringID("req-2")
@@ -151,6 +172,8 @@ func run() error {
 	var res *jsonrpc.Response
 	select {
 	case res = <-results:
+	case err := <-badDatagram:
+		return err
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -207,6 +230,11 @@ func run() error {
 	select {
 	case <-sess.Context().Done():
 	case <-time.After(3 * time.Second):
+	}
+	select {
+	case err := <-badDatagram:
+		return err
+	default:
 	}
 	return nil
 }

@@ -59,6 +59,7 @@ type client struct {
 
 	mu          sync.Mutex
 	progress    int      // valid progress datagrams for callID
+	audio, logs int      // audio and log datagrams for callID, payload in the negotiated encoding
 	badDatagram []string // datagrams that break guide §2.3
 	gotShutdown bool
 	streamErrs  map[uint32]string // $/streamError by tag
@@ -97,7 +98,7 @@ func run() error {
 	c := &client{sess: sess, ctrl: ctrl, enc: codec.Default(codec.JSON), streamErrs: map[uint32]string{}}
 	defer func() {
 		c.mu.Lock()
-		fmt.Fprintf(os.Stderr, "guideclient: progress datagrams: %d; server $/shutdown: %v\n", c.progress, c.gotShutdown)
+		fmt.Fprintf(os.Stderr, "guideclient: progress datagrams: %d; audio datagrams: %d; log datagrams: %d; server $/shutdown: %v\n", c.progress, c.audio, c.logs, c.gotShutdown)
 		c.mu.Unlock()
 	}()
 
@@ -289,9 +290,10 @@ func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Respo
 	}
 }
 
-// readDatagrams reads datagrams until the session ends and checks the
-// progress ones: channel 1, flags 0, the call's id, a payload in the
-// negotiated encoding (guide §2.3).
+// readDatagrams reads datagrams until the session ends and checks those of
+// the guide's channels (§2.3: progress 1, audio 2, log 3): flags 0, the
+// call's id, a payload in the negotiated encoding. It counts them; audio
+// and logs have no use here beyond that.
 func (c *client) readDatagrams(ctx context.Context) {
 	for {
 		b, err := c.sess.ReceiveDatagram(ctx)
@@ -303,14 +305,20 @@ func (c *client) readDatagrams(ctx context.Context) {
 		switch {
 		case err != nil:
 			c.badDatagram = append(c.badDatagram, err.Error())
-		case h.Channel != wire.ChannelProgress:
 		case h.RequestID != callID:
-			c.badDatagram = append(c.badDatagram, fmt.Sprintf("progress for request %d", h.RequestID))
+			c.badDatagram = append(c.badDatagram, fmt.Sprintf("%s for request %d", h.Channel, h.RequestID))
 		default:
-			if v, err := c.enc.DecodeValue(payload); err != nil {
-				c.badDatagram = append(c.badDatagram, fmt.Sprintf("progress payload not %s: %v", c.enc.Name(), err))
-			} else if json.Valid(v) {
+			if v, err := c.enc.DecodeValue(payload); err != nil || !json.Valid(v) {
+				c.badDatagram = append(c.badDatagram, fmt.Sprintf("%s payload not %s: %v", h.Channel, c.enc.Name(), err))
+				break
+			}
+			switch h.Channel {
+			case wire.ChannelProgress:
 				c.progress++
+			case wire.ChannelAudio:
+				c.audio++
+			case wire.ChannelLog:
+				c.logs++
 			}
 		}
 		c.mu.Unlock()
