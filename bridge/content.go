@@ -160,11 +160,12 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlo
 	}
 	mime := ref.MimeType
 	if int64(len(head)) > b.cfg.InlineLimit {
-		uri, n, err := b.front.offload(ctx, mime, io.MultiReader(bytes.NewReader(head), sr))
+		name := linkName(ref.StreamTag, mime)
+		uri, n, err := b.front.offload(ctx, name, mime, io.MultiReader(bytes.NewReader(head), sr))
 		if err != nil {
 			return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
 		}
-		return linkBlock(uri, linkName(ref.StreamTag, mime), mime, n), nil
+		return linkBlock(uri, name, mime, n), nil
 	}
 	if err := drain(sr); err != nil { // nothing left: see it end cleanly
 		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)

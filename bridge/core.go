@@ -32,8 +32,9 @@ type front interface {
 	emitBatch(rs []*jsonrpc.Response)
 	// offload stores an execution stream past the inline limit, reading r
 	// to its end, and returns the URI the client fetches it from and its
-	// size. On error nothing is left under that URI.
-	offload(ctx context.Context, mime string, r io.Reader) (uri string, size int64, err error)
+	// size; name is the link's name, the file name a download suggests. On
+	// error nothing is left under that URI.
+	offload(ctx context.Context, name, mime string, r io.Reader) (uri string, size int64, err error)
 }
 
 // core is the front-neutral half of a front: one plain MCP client ↔ one

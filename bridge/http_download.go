@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"mime"
 	"net/http"
 	"net/url"
 	"os"
@@ -21,6 +22,7 @@ import (
 // full, for DownloadLifetime at most, and while the session lives.
 type download struct {
 	path, mime string
+	name       string // the resource_link's name: the file name a GET suggests
 	size       int64
 	session    *httpSession
 	expiry     *time.Timer // DownloadLifetime
@@ -42,7 +44,7 @@ type sessionFiles struct {
 // the session ends, then gets 404. The bytes count against
 // MaxSessionOffload and MaxOffload; past either the stream fails (and the
 // call with it) and nothing is kept.
-func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (string, int64, error) {
+func (s *httpSession) offload(_ context.Context, name, mime string, r io.Reader) (string, int64, error) {
 	h := s.front
 	f := &s.files
 	f.mu.Lock()
@@ -83,7 +85,7 @@ func (s *httpSession) offload(_ context.Context, mime string, r io.Reader) (stri
 		return "", 0, errors.New("the HTTP session ended")
 	}
 	f.tokens = append(f.tokens, token)
-	d := &download{path: path, mime: mime, size: n, session: s}
+	d := &download{path: path, mime: mime, name: name, size: n, session: s}
 	h.mu.Lock() // under f.mu: forgetFiles sees the token, or offload sees closed
 	h.downloads[token] = d
 	d.expiry = time.AfterFunc(h.cfg.DownloadLifetime, func() { h.removeDownload(token, d, "its lifetime (DownloadLifetime) is over") })
@@ -190,6 +192,9 @@ func (h *HTTPFront) serveDownload(w http.ResponseWriter, r *http.Request, token 
 		w.Header().Set("Content-Type", d.mime)
 	}
 	w.Header().Set("Cache-Control", "no-store")
+	if d.name != "" { // saved under the link's name (curl -OJ, a browser), not the endpoint's "mcp"
+		w.Header().Set("Content-Disposition", mime.FormatMediaType("attachment", map[string]string{"filename": d.name}))
+	}
 	cw := &countingWriter{ResponseWriter: w}
 	http.ServeContent(cw, r, "", time.Time{}, file)
 	if r.Header.Get("Range") == "" && cw.n == d.size {

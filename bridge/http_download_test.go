@@ -45,6 +45,16 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 	if name := link.Result.Content[0].Name; name != "stream-1.bin" {
 		t.Errorf("the link's name %q, want stream-1.bin (from the stream, not the URL)", name)
 	}
+	req, _ := http.NewRequest("GET", uri, nil)
+	req.Header.Set("Range", "bytes=0-0") // a part: the link stays
+	if resp, err := http.DefaultClient.Do(req); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if cd := resp.Header.Get("Content-Disposition"); cd != "attachment; filename=stream-1.bin" {
+			t.Errorf("Content-Disposition %q, want the link's name as the file name", cd)
+		}
+	}
 	if !strings.HasPrefix(uri, ts.URL+"/?download=") || len(uri) < len(ts.URL)+len("/?download=")+32 {
 		t.Fatalf("link %q: want an http URL on the front with a long token", uri)
 	}

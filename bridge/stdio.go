@@ -203,7 +203,7 @@ func (b *Stdio) put(body []byte, droppable bool) {
 
 // offload writes a large execution stream to a file and names it with a
 // file:// URI.
-func (b *Stdio) offload(_ context.Context, _ string, r io.Reader) (string, int64, error) {
+func (b *Stdio) offload(_ context.Context, _, _ string, r io.Reader) (string, int64, error) {
 	return b.files.offload(r)
 }
 
