@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -24,40 +23,7 @@ var tsv2TotalRE = regexp.MustCompile(`(?m)^(\d+) passed, (\d+) failed$`)
 // certificate hash; it is stopped with the test.
 func mcpFlowServer(t *testing.T, extra ...string) (url, hash string) {
 	t.Helper()
-	bin := goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
-	dir := t.TempDir()
-	cmd := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-cert-dir", dir, "-root", dir}, extra...)...)
-	stderr := &flowtest.SyncBuffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		// SIGTERM: the server drains and stops its upstream processes
-		// (end of input, then signals) before it exits: nothing is left.
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mcp-flow-server after SIGTERM: %v; stderr:\n%s", err, stderr)
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("mcp-flow-server still running 30 s after SIGTERM; stderr:\n%s", stderr)
-		}
-	})
-	url, hash = flowtest.Announcement(stdout)
-	if url == "" || hash == "" {
-		t.Fatalf("mcp-flow-server printed no url and hash; stderr:\n%s", stderr)
-	}
-	return url, hash
+	return flowtest.ServerProcess(t, goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server"), extra...)
 }
 
 // runTSv2 runs interop/tsv2/client.mjs with args and returns its totals.

@@ -16,7 +16,6 @@ import (
 	"regexp"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -241,39 +240,9 @@ func gzipSize(t *testing.T, p string) string {
 // stopped with SIGTERM, and waited for, at the end of the test.
 func startMCPFlowServer(t *testing.T) (srvURL, hash string) {
 	t.Helper()
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "mcp-flow-server")
+	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server").CombinedOutput(); err != nil {
 		t.Fatalf("go build mcp-flow-server: %v\n%s", err, out)
 	}
-	cmd := exec.Command(bin, "-addr", "127.0.0.1:0", "-cert-dir", dir, "-root", dir)
-	stderr := &flowtest.SyncBuffer{}
-	cmd.Stderr = stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("mcp-flow-server after SIGTERM: %v; stderr:\n%s", err, stderr)
-			}
-		case <-time.After(30 * time.Second):
-			cmd.Process.Kill()
-			<-done
-			t.Errorf("mcp-flow-server still running 30 s after SIGTERM; stderr:\n%s", stderr)
-		}
-	})
-	srvURL, hash = flowtest.Announcement(stdout)
-	if srvURL == "" || hash == "" {
-		t.Fatalf("mcp-flow-server printed no url and cert-sha256; stderr:\n%s", stderr)
-	}
-	return srvURL, hash
+	return flowtest.ServerProcess(t, bin)
 }
