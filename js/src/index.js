@@ -434,6 +434,10 @@ export class WebTransportClientTransport {
       // rejected the call already), so the server's -32800 stops here. A
       // $/cancel of the application's own is MCP-Flow's, and answered.
       if (msg.method === 'notifications/cancelled' && (this._requests.has(key) || this._resolving.has(key))) this._cancelled.add(key);
+      // The SDK has forgotten the call's progress token: updates still on
+      // the way (datagrams, or the server's before it saw $/cancel) stop here.
+      const req = this._requests.get(key);
+      if (req) req.progressToken = undefined;
       this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: '2.0', method: '$/cancel', params: { requestId: p.requestId, reason: p.reason || 'cancelled by the client' } };
     }
@@ -768,11 +772,22 @@ export class WebTransportClientTransport {
   _progress(p) {
     if (!p || p.progressToken === undefined) return;
     const key = String(p.progressToken);
+    // Only for a request in flight whose caller still listens (MCP: no
+    // progress after the response; a cancelled call's token is forgotten):
+    // the SDK reports an update for an unknown token as an error.
+    if (!this._tokenLive(key)) { this.stats.progressStale++; return; }
     const last = this._lastProgress.get(key);
     if (last !== undefined && !(p.progress > last)) { this.stats.progressStale++; return; }
     this._lastProgress.set(key, p.progress);
     this.stats.progressDelivered++;
     this._deliver({ jsonrpc: '2.0', method: 'notifications/progress', params: p });
+  }
+
+  // _tokenLive reports whether a request in flight carries the progress
+  // token key (and its caller has not cancelled it).
+  _tokenLive(key) {
+    for (const r of this._requests.values()) if (r.progressToken !== undefined && String(r.progressToken) === key) return true;
+    return false;
   }
 
   _deliver(m) {

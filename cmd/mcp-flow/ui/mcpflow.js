@@ -2774,6 +2774,8 @@ var WebTransportClientTransport = class {
         return;
       }
       if (msg.method === "notifications/cancelled" && (this._requests.has(key) || this._resolving.has(key))) this._cancelled.add(key);
+      const req = this._requests.get(key);
+      if (req) req.progressToken = void 0;
       this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: "2.0", method: "$/cancel", params: { requestId: p.requestId, reason: p.reason || "cancelled by the client" } };
     }
@@ -3141,6 +3143,10 @@ var WebTransportClientTransport = class {
   _progress(p) {
     if (!p || p.progressToken === void 0) return;
     const key = String(p.progressToken);
+    if (!this._tokenLive(key)) {
+      this.stats.progressStale++;
+      return;
+    }
     const last = this._lastProgress.get(key);
     if (last !== void 0 && !(p.progress > last)) {
       this.stats.progressStale++;
@@ -3149,6 +3155,12 @@ var WebTransportClientTransport = class {
     this._lastProgress.set(key, p.progress);
     this.stats.progressDelivered++;
     this._deliver({ jsonrpc: "2.0", method: "notifications/progress", params: p });
+  }
+  // _tokenLive reports whether a request in flight carries the progress
+  // token key (and its caller has not cancelled it).
+  _tokenLive(key) {
+    for (const r of this._requests.values()) if (r.progressToken !== void 0 && String(r.progressToken) === key) return true;
+    return false;
   }
   _deliver(m) {
     if (this.onmessage) {
