@@ -3,8 +3,8 @@ package bridge
 import (
 	"net"
 	"net/http"
-	"strconv"
-	"strings"
+
+	"github.com/mcp-flow/mcp-flow/internal/hostcheck"
 )
 
 // Who the HTTP front is, and who its clients are (spec §9, §11.6): the
@@ -18,41 +18,14 @@ func localAddr(r *http.Request) *net.TCPAddr {
 	return a
 }
 
-// hostRefused checks a request's Host header (DNS rebinding, spec §9) on
-// every listener: allowed are PublicURL's host name, the IP address of the
-// listener the request arrived on, and on a loopback listener the loopback
-// names (localhost, 127.0.0.0/8, ::1); a port, when given with an address,
-// must be the listener's. It returns why not, "" when allowed.
+// hostRefused checks a request's Host header on every listener (spec §9,
+// hostcheck.Refused): PublicURL's host name is allowed besides the
+// listener's own names. It returns why not, "" when allowed.
 func (h *HTTPFront) hostRefused(r *http.Request) string {
-	host, port := r.Host, ""
-	if hp, p, err := net.SplitHostPort(r.Host); err == nil {
-		host, port = hp, p
+	if h.public != nil {
+		return hostcheck.Refused(r, h.public.Hostname())
 	}
-	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
-	if host == "" {
-		return "no Host header"
-	}
-	if h.public != nil && strings.EqualFold(host, h.public.Hostname()) {
-		return ""
-	}
-	la := localAddr(r)
-	if la == nil {
-		return "" // no listener to compare with (not served by net/http)
-	}
-	if port != "" && port != strconv.Itoa(la.Port) {
-		return "port " + port + " is not the listener's"
-	}
-	ip := net.ParseIP(host)
-	switch {
-	case ip != nil && ip.Equal(la.IP):
-		return ""
-	case la.IP.IsLoopback() && (strings.EqualFold(host, "localhost") || (ip != nil && ip.IsLoopback())):
-		return ""
-	}
-	if la.IP.IsLoopback() {
-		return "the front answers to its listener's address, loopback names and -public-url's host only"
-	}
-	return "the front answers to its listener's address and -public-url's host only"
+	return hostcheck.Refused(r)
 }
 
 // endpointURL is the URL download links are made from: PublicURL, else the

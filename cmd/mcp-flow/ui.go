@@ -9,10 +9,10 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
-	"net/netip"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/internal/hostcheck"
 )
 
 // uiFiles is the inspector page. ui/mcpflow.js is the npm package of js/
@@ -44,7 +44,7 @@ func uiHandler(o options) http.Handler {
 // uiGuard puts framing protection on every response of next (refusals and
 // 404s included): the inspector's Call and Shutdown buttons must not be
 // clickjacked from another page. It answers 421 Misdirected Request, with a
-// short reason, to a request whose Host uiHostRefusal refuses, so that a
+// short reason, to a request whose Host hostcheck.Refused refuses, so that a
 // page on a rebound name (DNS rebinding) cannot read config.json (the
 // server URL and its certificate hash) or drive the inspector.
 func uiGuard(next http.Handler) http.Handler {
@@ -52,50 +52,12 @@ func uiGuard(next http.Handler) http.Handler {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "frame-ancestors 'none'")
 		h.Set("X-Frame-Options", "DENY")
-		if reason := uiHostRefusal(r); reason != "" {
+		if reason := hostcheck.Refused(r); reason != "" {
 			http.Error(w, "mcp-flow ui: "+reason, http.StatusMisdirectedRequest)
 			return
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// uiHostRefusal says why r's Host is not one the inspector answers to, or
-// returns "" when it is. Allowed are the IP literal of the connection's
-// local address (http.LocalAddrContextKey) and, when that address is
-// loopback, the loopback names: localhost, any 127.0.0.0/8 literal and
-// [::1]. A port, when the Host has one, must be the listener's.
-func uiHostRefusal(r *http.Request) string {
-	local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
-	if !ok {
-		return "no local address"
-	}
-	lap, err := netip.ParseAddrPort(local.String())
-	if err != nil {
-		return "no local address"
-	}
-	laddr := lap.Addr().Unmap().WithZone("")
-	host, port := r.Host, ""
-	if host == "" {
-		return "no Host header"
-	}
-	if h, p, err := net.SplitHostPort(host); err == nil {
-		host, port = h, p
-	} else if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
-		host = host[1 : len(host)-1]
-	}
-	if port != "" && port != strconv.Itoa(int(lap.Port())) {
-		return "Host " + strconv.Quote(r.Host) + " names another port"
-	}
-	if a, err := netip.ParseAddr(host); err == nil {
-		a = a.Unmap().WithZone("")
-		if a == laddr || (laddr.IsLoopback() && a.IsLoopback()) {
-			return ""
-		}
-	} else if laddr.IsLoopback() && strings.EqualFold(host, "localhost") {
-		return ""
-	}
-	return "Host " + strconv.Quote(r.Host) + " is not this inspector's address"
 }
 
 // serveUI runs `mcp-flow ui`: it serves the inspector on listen and prints
