@@ -355,15 +355,12 @@ func (s *httpSession) add(st *sseStream, m jsonrpc.Message) {
 }
 
 func (s *httpSession) refused(st *sseStream, m jsonrpc.Message, n int) {
-	h := s.front
-	why := fmt.Sprintf("the HTTP front holds %d bytes of events for this session (cap %d, MaxSessionHeld) and %d for all (cap %d, MaxHeld): "+
-		"a %d-byte message was refused; read the streams faster", s.budget.held(), h.cfg.MaxSessionHeld, h.held.held(), h.cfg.MaxHeld, n)
-	h.log.Warn("SSE event refused", "why", why)
 	r, ok := m.(*jsonrpc.Response)
 	if !ok {
+		s.front.log.Warn("SSE event refused", "why", heldWhy(s, n))
 		return
 	}
-	e := jsonrpc.AppendJSON(nil, jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, why)))
+	e := heldRefusal(s, r, n)
 	s.budget.force(len(e))
 	st.appendEvent(e)
 }

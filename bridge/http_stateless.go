@@ -357,13 +357,18 @@ func (a answerWriter) writeCharged(e []byte) error {
 }
 
 // heldRefusal is the -32603 error that stands for a response of n bytes
-// refused by the held-bytes caps, encoded.
+// refused by the held-bytes caps (both eras), encoded; it is logged.
 func heldRefusal(s *httpSession, r *jsonrpc.Response, n int) []byte {
-	h := s.front
-	why := fmt.Sprintf("the HTTP front holds %d bytes of answers for this client (cap %d, MaxSessionHeld) and %d for all (cap %d, MaxHeld): "+
-		"a %d-byte response was refused; read the answers faster", s.budget.held(), h.cfg.MaxSessionHeld, h.held.held(), h.cfg.MaxHeld, n)
-	h.log.Warn("answer refused", "why", why)
+	why := heldWhy(s, n)
+	s.front.log.Warn("answer refused", "why", why)
 	return jsonrpc.AppendJSON(nil, jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, why)))
+}
+
+// heldWhy says which held-bytes cap refused a message of n bytes.
+func heldWhy(s *httpSession, n int) string {
+	h := s.front
+	return fmt.Sprintf("the HTTP front holds %d bytes of events and answers for this client (cap %d, MaxSessionHeld) and %d for all (cap %d, MaxHeld): "+
+		"a %d-byte message was refused; read the streams faster", s.budget.held(), h.cfg.MaxSessionHeld, h.held.held(), h.cfg.MaxHeld, n)
 }
 
 // appendSSEData appends one SSE event whose data is msg (one line: JSON
