@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -218,4 +219,51 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 			t.Fatalf("the session's 700 kB body once the first is answered: %d %.200s", r.StatusCode, body)
 		}
 	})
+}
+
+// TestHTTPFrontHoldersEnd: each 2026-07-28 client's holder (its MCP-Flow
+// session and its offloaded files) ends once it has been idle for
+// IdleTimeout, the others' with it or not: nothing a client made outlives
+// it.
+func TestHTTPFrontHoldersEnd(t *testing.T) {
+	srv, _, sessions := statelessServer(t)
+	dir := t.TempDir()
+	ts, _ := frontWith(t, srv, bridge.HTTPConfig{Stdio: bridge.StdioConfig{InlineLimit: 100_000, StreamDir: dir},
+		IdleTimeout: 300 * time.Millisecond, ClientKey: func(r *http.Request) string { return r.Header.Get("X-Client") }}, "")
+	for i, c := range []string{"a", "b"} {
+		h := modern("tools/call", "generate")
+		h["X-Client"] = c
+		r, body := send(t, ts.URL, "POST", modernBody(i, "tools/call", `{"name":"generate","arguments":{"bytes":200000}}`), h)
+		if r.StatusCode != http.StatusOK || !strings.Contains(body, "resource_link") {
+			t.Fatalf("client %s: %d %.300s", c, r.StatusCode, body)
+		}
+	}
+	var held []*flow.Session
+	for len(held) < 2 {
+		select {
+		case s := <-sessions:
+			held = append(held, s)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d MCP-Flow sessions for two clients, want one each", len(held))
+		}
+	}
+	for i, s := range held {
+		select {
+		case <-s.Done():
+		case <-time.After(20 * time.Second):
+			t.Fatalf("holder %d's MCP-Flow session still open 20 s after a 300 ms IdleTimeout (state %v)", i, s.State())
+		}
+	}
+	// The files go once each holder's core has finished (bounded wait).
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ents, _ := os.ReadDir(dir)
+		if len(ents) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("left in StreamDir after the holders ended: %v", ents)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
