@@ -187,15 +187,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	if rest[0] == "ui" {
-		// mcp-flow ui [flags] [URL]: flags may follow, the URL last.
-		if err := fs.Parse(rest[1:]); err != nil {
+		// mcp-flow ui [flags] [URL] [flags]: flags anywhere after it.
+		extra, err := parseInterleaved(fs, rest[1:])
+		if err != nil {
 			return helpOrUsage(err)
 		}
 		listen := o.listen
 		if listen == "" {
 			listen = defaultUIListen
 		}
-		switch extra := fs.Args(); len(extra) {
+		switch len(extra) {
 		case 0:
 		case 1:
 			o.url = extra[0]
@@ -210,13 +211,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return serveUI(o, listen, stderr, stop)
 	}
 	if rest[0] == "bridge" && len(rest) >= 2 {
-		// Flags may also follow the mode, and the server URL may come
-		// last: mcp-flow bridge http -listen 127.0.0.1:8080 https://host/mcp-flow
+		// Flags may also follow the mode, before or after the server URL:
+		// mcp-flow bridge http -listen 127.0.0.1:8080 https://host/mcp-flow
 		mode := rest[1]
-		if err := fs.Parse(rest[2:]); err != nil {
+		extra, err := parseInterleaved(fs, rest[2:])
+		if err != nil {
 			return helpOrUsage(err)
 		}
-		switch extra := fs.Args(); len(extra) {
+		switch len(extra) {
 		case 0:
 		case 1:
 			o.url = extra[0]

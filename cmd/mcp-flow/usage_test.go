@@ -80,4 +80,12 @@ func TestFlagsAfterCommand(t *testing.T) {
 	if code != exitUsage || !strings.Contains(errOut, "-nope") {
 		t.Fatalf("call -nope echo: exit %d, stderr:\n%s", code, errOut)
 	}
+	// bridge and ui parse the same way: a flag after the server URL is a
+	// flag (-h: the usage, exit 0; before, "at most one server URL", 2).
+	for _, c := range [][]string{{"bridge", "stdio"}, {"bridge", "http"}, {"ui"}} {
+		_, errOut, code = runCLI(t, cli(t), append(c, "https://127.0.0.1:1/mcp-flow", "-h")...)
+		if code != exitOK || !strings.Contains(errOut, "usage: mcp-flow") {
+			t.Fatalf("%v URL -h: exit %d, stderr:\n%s", c, code, errOut)
+		}
+	}
 }
