@@ -161,13 +161,16 @@ if (connected) {
   });
   await check('progress', async () => {
     const seen = [];
-    const r = await client.callTool({ name: 'slow', arguments: { steps: 4, delayMs: 10 } }, { onprogress: (p) => seen.push(p.progress) });
+    const r = await client.callTool({ name: 'slow', arguments: { steps: 4, delayMs: 50 } }, { onprogress: (p) => seen.push(p.progress) });
     assert(!r.isError, JSON.stringify(r));
     // The SDK runs a notification's handler a microtask later than it
-    // settles a response read in the same chunk, so the update sent right
-    // before the result can be overtaken inside the client (seen over
-    // stdio, where both arrive in one read): every earlier one must be in.
-    assert(seen.length >= 3 && seen.every((p, i) => p === i + 1), `progress ${JSON.stringify(seen)}`);
+    // settles a response read in the same chunk, so the updates read with
+    // the result are overtaken inside the client and dropped (seen over
+    // stdio, where they arrive in one read: once 4, once 3 and 4, when a
+    // loaded machine let the server's writes of 40 ms pile up). What the
+    // client got must be the updates from the first, in order, none
+    // skipped or repeated: only a tail may be missing.
+    assert(seen.length >= 2 && seen.every((p, i) => p === i + 1), `progress ${JSON.stringify(seen)}`);
     return `${seen.length} of 4 updates, in order`;
   });
   await check('cancel (AbortSignal)', async () => {
