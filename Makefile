@@ -79,7 +79,7 @@ clean:
 # interop: the conformance runner against every peer at hand; writes
 # docs/INTEROP.md.
 interop:
-	$(GO) run ./conformance/internal/interop -out docs/INTEROP.md
+	$(GO) run ./internal/interopmatrix -out docs/INTEROP.md
 
 # interop-mcp: the official MCP conformance suite (npm, with Node 22 from npm).
 # Server mode: the go-sdk conformance server directly and through

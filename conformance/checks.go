@@ -369,24 +369,6 @@ func toolCall(p *probe, name string, args any, note func(*jsonrpc.Request)) (*js
 	return r, n, nil
 }
 
-type refBlock struct {
-	Type      string `json:"type"`
-	StreamTag uint32 `json:"streamTag"`
-	MimeType  string `json:"mimeType"`
-}
-
-func refs(r *jsonrpc.Response) []refBlock {
-	var res struct{ Content []refBlock }
-	_ = json.Unmarshal(r.Result, &res)
-	var out []refBlock
-	for _, c := range res.Content {
-		if c.Type == protocol.ContentTypeRef {
-			out = append(out, c)
-		}
-	}
-	return out
-}
-
 func checkStreamHeader(ctx context.Context, t Target) outcome {
 	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
 		const n = 100_000

@@ -13,10 +13,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // Client mode: the runner serves one scenario at a time and runs the client
@@ -112,7 +109,7 @@ func clientScenarios() []scenario {
 				}
 				c.spawn(func() {
 					// 8 MiB: more than flow control lets through unread.
-					n, err := io.Copy(w, testtools.Generate(8<<20))
+					n, err := io.Copy(w, generated(8<<20))
 					if err != nil {
 						c.note("stream write stopped after %d bytes: %v", n, err)
 						return
@@ -138,15 +135,15 @@ func clientScenarios() []scenario {
 				wrote := make(chan struct{})
 				c.spawn(func() {
 					defer close(wrote)
-					_, _ = io.Copy(w, testtools.Generate(100_000))
+					_, _ = io.Copy(w, generated(100_000))
 				})
 				// After the answer: the stream fails mid-transfer, is
 				// reset and reported (guide §4.3).
 				c.after = func() {
 					<-wrote
-					w.CancelWrite(flow.StreamCode(jsonrpc.CodeInternalError))
+					w.CancelWrite(resetWriterFailed)
 					id, _ := c.requestID()
-					_ = c.notify(protocol.MethodStreamError, map[string]any{"requestId": id, "streamTag": ref["streamTag"], "error": "conformance: injected stream failure"})
+					_ = c.notify(protocol.MethodStreamError, map[string]any{"requestId": id, "streamTag": ref.StreamTag, "error": "conformance: injected stream failure"})
 				}
 				return map[string]any{"content": []any{ref}}, nil
 			},
@@ -159,7 +156,7 @@ func clientScenarios() []scenario {
 		{Check: Check{ID: "client.invalid-ref", Level: MUST, Source: Guide, Section: "5.3", Title: "a ref/stream naming no stream fails the call (-32001) instead of hanging"},
 			encodings: json1,
 			tool: func(context.Context, *judgeCall) (any, error) {
-				return map[string]any{"content": []any{flow.StreamRef{Type: protocol.ContentTypeRef, StreamTag: 9, MimeType: "text/plain"}}}, nil
+				return map[string]any{"content": []any{newRef(9, "text/plain")}}, nil
 			},
 			judge: func(exit int, _ *evidence) outcome {
 				if exit == 0 {

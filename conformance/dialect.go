@@ -6,8 +6,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
+	"github.com/mcp-flow/mcp-flow/wtconn"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
@@ -37,10 +37,10 @@ func ParseDialect(s string) (Dialect, error) {
 }
 
 // conn is a WebTransport session as the probe uses it, in either dialect:
-// flow's seam, whose errors are webtransport-go's in both, and the TLS
-// version its handshake negotiated.
+// the seam of package wtconn, whose errors are webtransport-go's in both,
+// and the TLS version its handshake negotiated.
 type conn struct {
-	flow.WTSession
+	wtconn.Session
 	tlsVersion uint16
 }
 
@@ -72,7 +72,7 @@ func dialCurrent(ctx context.Context, t Target, h http.Header) (conn, *http.Resp
 	if err != nil {
 		return conn{}, resp, err
 	}
-	return conn{flow.WrapWebTransport(s), s.SessionState().ConnectionState.TLS.Version}, resp, nil
+	return conn{wtconn.Wrap(s), s.SessionState().ConnectionState.TLS.Version}, resp, nil
 }
 
 func dialDraft02(ctx context.Context, t Target, h http.Header) (conn, *http.Response, error) {

@@ -15,10 +15,10 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/mcp-flow/mcp-flow/wtconn"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
@@ -65,7 +65,7 @@ type judgeServer struct {
 	done chan struct{}  // closed when the judged session's control loop ended
 
 	mu   sync.Mutex
-	sess flow.WTSession // the judged session
+	sess wtconn.Session // the judged session
 
 	// closing is set once the judge itself begins to end the judged
 	// session (the drain's FIN, or close); what ends it before that was the
@@ -142,7 +142,7 @@ func (j *judgeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.ev.setConnected()
-	js := &judgeSession{s: flow.WrapWebTransport(s), sc: j.sc, ev: j.ev, closing: &j.closing, pending: map[string]chan *jsonrpc.Response{}}
+	js := &judgeSession{s: wtconn.Wrap(s), sc: j.sc, ev: j.ev, closing: &j.closing, pending: map[string]chan *jsonrpc.Response{}}
 	j.mu.Lock()
 	j.sess = js.s
 	j.mu.Unlock()
@@ -213,14 +213,14 @@ func (e *evidence) setConnected() {
 // (run) reads the control stream; tools run on their own; writes are
 // serialized by wmu.
 type judgeSession struct {
-	s       flow.WTSession
+	s       wtconn.Session
 	sc      scenario
 	ev      *evidence
 	enc     codec.Codec  // negotiated; set before any tool runs
 	closing *atomic.Bool // the judgeServer's
 
 	wmu  sync.Mutex
-	ctrl flow.WTStream
+	ctrl wtconn.Stream
 
 	mu        sync.Mutex
 	nextID    int64
@@ -569,23 +569,23 @@ func (c *judgeCall) requestID() (uint32, error) {
 
 // openStream opens an execution stream with its header (guide §2.2, §5) and
 // returns it with its ref/stream content.
-func (c *judgeCall) openStream(ctx context.Context, mime string) (flow.WTSendStream, map[string]any, error) {
+func (c *judgeCall) openStream(ctx context.Context, mime string) (wtconn.SendStream, refBlock, error) {
 	id, err := c.requestID()
 	if err != nil {
-		return nil, nil, err
+		return nil, refBlock{}, err
 	}
 	st, err := c.js.s.OpenUniStreamSync(ctx)
 	if err != nil {
-		return nil, nil, err
+		return nil, refBlock{}, err
 	}
 	c.js.mu.Lock()
 	c.js.tags++
 	tag := c.js.tags
 	c.js.mu.Unlock()
 	if _, err := st.Write(wire.StreamHeader{RequestID: id, StreamTag: tag}.Append(nil)); err != nil {
-		return nil, nil, err
+		return nil, refBlock{}, err
 	}
-	return st, map[string]any{"type": protocol.ContentTypeRef, "streamTag": tag, "mimeType": mime}, nil
+	return st, newRef(tag, mime), nil
 }
 
 // notify sends a notification in the negotiated encoding.

@@ -19,11 +19,11 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/mcp-flow/mcp-flow/wtconn"
 )
 
 // Target is the server under test.
@@ -39,7 +39,7 @@ type Target struct {
 type probe struct {
 	ctx    context.Context
 	sess   conn
-	ctrl   flow.WTStream
+	ctrl   wtconn.Stream
 	fr     *wire.FrameReader
 	enc    codec.Codec
 	init   *initResult
@@ -232,7 +232,7 @@ func (p *probe) needTool(name string) *outcome {
 }
 
 // acceptStream takes the next unidirectional stream and its header.
-func (p *probe) acceptStream() (flow.WTReceiveStream, wire.StreamHeader, error) {
+func (p *probe) acceptStream() (wtconn.ReceiveStream, wire.StreamHeader, error) {
 	rs, err := p.sess.AcceptUniStream(p.ctx)
 	if err != nil {
 		return nil, wire.StreamHeader{}, err

@@ -4,7 +4,12 @@
 //
 // It is a leaf: it imports nothing of this module and holds no behaviour, so
 // that the code that speaks the protocol (flow, bridge) and the code that
-// judges it (conformance) share names and nothing else.
+// judges it (conformance) can share its names. Beyond names they share only
+// the packages below flow: wire (bytes), codec (encodings), jsonrpc
+// (messages) and wtconn (the WebTransport seam). The judge writes the
+// session and stream rules, the reset codes and the test tools' bytes for
+// itself, and imports nothing of flow, bridge or testtools
+// (conformance/TestJudgeImportsNoImplementation).
 package protocol
 
 // The transport object of initialize (spec §4.1).

@@ -120,8 +120,8 @@ func echo(_ context.Context, _ *flow.Request, args json.RawMessage) (*tools.Resu
 }
 
 // Generate returns a reader of the n deterministic bytes that the generate
-// tool streams: 64 KiB blocks of a fixed pseudo-random pattern, each block
-// stamped with its index in its first 8 bytes.
+// tool streams (spec §5.5): 64 KiB blocks of a fixed pseudo-random pattern,
+// each block stamped with its index in its first 8 bytes.
 func Generate(n int64) io.Reader { return &generator{left: n} }
 
 const genBlock = 64 << 10

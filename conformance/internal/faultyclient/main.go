@@ -15,18 +15,16 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/conformance/internal/contract"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
-	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -39,52 +37,20 @@ func main() {
 
 func run() error {
 	fault := os.Getenv("MCP_FLOW_FAULT")
-	h, err := certs.ParseHash(os.Getenv("MCP_FLOW_CERT_HASH"))
-	if err != nil {
-		return err
-	}
-	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{h}})
-	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
-	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	_, sess, err := tr.Dial(ctx, os.Getenv("MCP_FLOW_URL"), nil)
+	conn, err := contract.Dial(ctx)
 	if err != nil {
 		return err
 	}
-	ctrl, err := sess.OpenStreamSync(ctx)
+	defer conn.Close()
+	sess, send := conn.Sess, conn.Send
+	neg, err := conn.Initialize(protocol.MCPLatest, "faultyclient")
 	if err != nil {
 		return err
 	}
-	fr := wire.NewFrameReader(ctrl, 0)
 	enc := codec.Default(codec.JSON)
-	send := func(c codec.Codec, m jsonrpc.Message) error {
-		b, err := c.Append(nil, m)
-		if err != nil {
-			return err
-		}
-		_, err = ctrl.Write(wire.AppendFrame(nil, b))
-		return err
-	}
-	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), protocol.MethodInitialize, map[string]any{
-		"protocolVersion": protocol.MCPLatest, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "faultyclient", "version": "0"},
-		"transport": map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": []string{protocol.EncodingCBOR, protocol.EncodingJSON}}})
-	if err := send(enc, initReq); err != nil {
-		return err
-	}
-	f, err := fr.ReadFrame()
-	if err != nil {
-		return err
-	}
-	var init struct {
-		Result struct {
-			Transport struct{ Encoding codec.Name }
-		}
-	}
-	if err := json.Unmarshal(f, &init); err != nil {
-		return err
-	}
-	chosen := codec.Default(init.Result.Transport.Encoding)
+	chosen := neg.Codec
 	out := chosen
 	if fault == "no-switch" {
 		out = enc
@@ -92,17 +58,8 @@ func run() error {
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	_ = send(out, n)
 
-	// Execution streams, by tag.
-	streams := make(chan *webtransport.ReceiveStream, 8)
-	go func() {
-		for {
-			rs, err := sess.AcceptUniStream(ctx)
-			if err != nil {
-				return
-			}
-			streams <- rs
-		}
-	}()
+	// Execution streams, in the order they come.
+	streams := conn.Streams(ctx)
 
 	// close-on-audio: a datagram on the audio channel ends the session.
 	badDatagram := make(chan error, 1)
@@ -127,8 +84,7 @@ func run() error {
 	if fault == "string-ids" {
 		id = jsonrpc.StringID("req-2")
 	}
-	call, _ := jsonrpc.NewRequest(id, "tools/call", map[string]any{"name": "scenario", "arguments": map[string]any{}})
-	if err := send(out, call); err != nil {
+	if err := send(out, contract.Call(id)); err != nil {
 		return err
 	}
 	results := make(chan *jsonrpc.Response, 1)
@@ -136,19 +92,10 @@ func run() error {
 	go func() {
 		defer close(eof)
 		for {
-			f, err := fr.ReadFrame()
+			msgs, err := conn.ReadMessages(chosen, enc) // a -32003 may come back in JSON
 			if err != nil {
 				return
 			}
-			f = append([]byte(nil), f...) // messages outlive the reader's buffer
-			p, err := chosen.Decode(f)
-			if err != nil {
-				p, err = enc.Decode(f) // a -32003 may come back in JSON
-				if err != nil {
-					continue
-				}
-			}
-			msgs, _ := jsonrpc.Validate(p)
 			for _, m := range msgs {
 				switch m := m.(type) {
 				case *jsonrpc.Response:
@@ -157,13 +104,7 @@ func run() error {
 					}
 				case *jsonrpc.Request:
 					if m.IsCall() && fault != "no-ping" {
-						var r *jsonrpc.Response
-						if m.Method == protocol.MethodPing {
-							r = &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}
-						} else {
-							r = jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method))
-						}
-						_ = send(out, r)
+						_ = send(out, contract.Answer(m))
 					}
 				}
 			}
@@ -177,27 +118,16 @@ func run() error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-	if res.Error != nil {
-		return fmt.Errorf("tools/call: %d %s", res.Error.Code, res.Error.Message)
-	}
-	var content struct {
-		Content []struct {
-			Type string `json:"type"`
-		}
-		IsError bool `json:"isError"`
-	}
-	if err := json.Unmarshal(res.Result, &content); err != nil {
-		return fmt.Errorf("tools/call result: %w", err)
-	}
-	if content.IsError {
-		return fmt.Errorf("tools/call: the tool failed: %s", res.Result)
+	tags, err := contract.StreamTags(res)
+	if err != nil {
+		return err
 	}
 	read := 0
 	defer func() { fmt.Fprintf(os.Stderr, "faultyclient: result %.200s; %d streams read\n", res.Result, read) }()
-	for _, c := range content.Content {
-		if c.Type != protocol.ContentTypeRef || fault == "skip-stream" {
-			continue
-		}
+	if fault == "skip-stream" {
+		tags = nil
+	}
+	for range tags {
 		var rs *webtransport.ReceiveStream
 		select {
 		case rs = <-streams:
@@ -222,7 +152,7 @@ func run() error {
 	}
 	sd, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
 	_ = send(out, sd)
-	_ = ctrl.Close()
+	_ = conn.Ctrl.Close()
 	select {
 	case <-eof:
 	case <-time.After(3 * time.Second):

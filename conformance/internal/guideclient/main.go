@@ -28,12 +28,11 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/conformance/internal/contract"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
-	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -52,10 +51,8 @@ func main() {
 }
 
 type client struct {
-	sess *webtransport.Session
-	ctrl *webtransport.Stream
-	wmu  sync.Mutex
-	enc  codec.Codec
+	*contract.Conn
+	enc codec.Codec // the negotiated encoding
 
 	mu          sync.Mutex
 	progress    int      // valid progress datagrams for callID
@@ -65,37 +62,19 @@ type client struct {
 	streamErrs  map[uint32]string // $/streamError by tag
 }
 
-func (c *client) send(m jsonrpc.Message) error {
-	b, err := c.enc.Append(nil, m)
-	if err != nil {
-		return err
-	}
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err = c.ctrl.Write(wire.AppendFrame(nil, b))
-	return err
-}
+func (c *client) send(m jsonrpc.Message) error { return c.Send(c.enc, m) }
 
 func run() error {
-	h, err := certs.ParseHash(os.Getenv("MCP_FLOW_CERT_HASH"))
-	if err != nil {
-		return err
-	}
-	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{h}})
-	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
-	defer tr.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*wait)
 	defer cancel()
-	_, sess, err := tr.Dial(ctx, os.Getenv("MCP_FLOW_URL"), nil)
+	conn, err := contract.Dial(ctx)
 	if err != nil {
 		return err
 	}
+	defer conn.Close()
+	sess := conn.Sess
 	defer sess.CloseWithError(0, "") //nolint:errcheck // may be closed already
-	ctrl, err := sess.OpenStreamSync(ctx)
-	if err != nil {
-		return err
-	}
-	c := &client{sess: sess, ctrl: ctrl, enc: codec.Default(codec.JSON), streamErrs: map[uint32]string{}}
+	c := &client{Conn: conn, streamErrs: map[uint32]string{}}
 	defer func() {
 		c.mu.Lock()
 		fmt.Fprintf(os.Stderr, "guideclient: progress datagrams: %d; audio datagrams: %d; log datagrams: %d; server $/shutdown: %v\n", c.progress, c.audio, c.logs, c.gotShutdown)
@@ -103,85 +82,39 @@ func run() error {
 	}()
 
 	// Guide §1, §3: initialize in JSON, then the negotiated encoding.
-	initReq, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(1), protocol.MethodInitialize, map[string]any{
-		"protocolVersion": protocol.MCP20241105, "capabilities": map[string]any{}, "clientInfo": map[string]string{"name": "guideclient", "version": "1.0"},
-		"transport": map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": []string{protocol.EncodingCBOR, protocol.EncodingJSON}}})
-	if err := c.send(initReq); err != nil {
+	neg, err := c.Initialize(protocol.MCP20241105, "guideclient")
+	if err != nil {
 		return err
 	}
-	fr := wire.NewFrameReader(ctrl, wire.DefaultMaxFrameSize)
-	f, err := fr.ReadFrame()
-	if err != nil {
-		return fmt.Errorf("initialize: %w", err)
-	}
-	var init struct {
-		Result struct {
-			Transport struct {
-				Encoding           codec.Name `json:"encoding"`
-				DatagramsSupported bool       `json:"datagramsSupported"`
-			} `json:"transport"`
-		} `json:"result"`
-	}
-	if err := json.Unmarshal(f, &init); err != nil {
-		return fmt.Errorf("initialize result: %w", err)
-	}
-	c.enc, err = codec.New(init.Result.Transport.Encoding, codec.DefaultLimits())
-	if err != nil {
-		return fmt.Errorf("initialize result: %w", err)
-	}
+	c.enc = neg.Codec
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	if err := c.send(n); err != nil {
 		return err
 	}
-	if init.Result.Transport.DatagramsSupported {
+	if neg.Datagrams {
 		go c.readDatagrams(ctx)
 	}
 
 	// Execution streams, by their header.
-	streams := make(chan *webtransport.ReceiveStream, 8)
-	go func() {
-		for {
-			rs, err := sess.AcceptUniStream(ctx)
-			if err != nil {
-				return
-			}
-			streams <- rs
-		}
-	}()
+	streams := c.Streams(ctx)
 
-	call, _ := jsonrpc.NewRequest(jsonrpc.Int64ID(callID), "tools/call", map[string]any{"name": "scenario", "arguments": map[string]any{}})
-	if err := c.send(call); err != nil {
+	if err := c.send(contract.Call(jsonrpc.Int64ID(callID))); err != nil {
 		return err
 	}
 	results := make(chan *jsonrpc.Response, 1)
-	go c.readControl(fr, results)
+	go c.readControl(results)
 	var res *jsonrpc.Response
 	select {
 	case res = <-results:
 	case <-time.After(wait):
 		return errors.New("no answer to tools/call")
 	}
-	if res.Error != nil {
-		return fmt.Errorf("tools/call: %d %s", res.Error.Code, res.Error.Message)
+	tags, err := contract.StreamTags(res)
+	if err != nil {
+		return err
 	}
-	var content struct {
-		Content []struct {
-			Type      string `json:"type"`
-			StreamTag uint32 `json:"streamTag"`
-		} `json:"content"`
-		IsError bool `json:"isError"`
-	}
-	if err := json.Unmarshal(res.Result, &content); err != nil {
-		return fmt.Errorf("tools/call result: %w", err)
-	}
-	if content.IsError {
-		return fmt.Errorf("the tool failed: %s", res.Result)
-	}
-	for _, ct := range content.Content {
-		if ct.Type != protocol.ContentTypeRef {
-			continue
-		}
-		if err := c.readStream(streams, ct.StreamTag); err != nil {
+	for _, tag := range tags {
+		if err := c.readStream(streams, tag); err != nil {
 			return err
 		}
 	}
@@ -248,17 +181,12 @@ func (c *client) readStream(streams <-chan *webtransport.ReceiveStream, tag uint
 
 // readControl reads the server's frames: the answer to the call, ping, and
 // the notifications of the guide.
-func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Response) {
+func (c *client) readControl(results chan<- *jsonrpc.Response) {
 	for {
-		f, err := fr.ReadFrame()
+		msgs, err := c.ReadMessages(c.enc)
 		if err != nil {
 			return
 		}
-		p, err := c.enc.Decode(f)
-		if err != nil {
-			continue
-		}
-		msgs, _ := jsonrpc.Validate(p)
 		for _, m := range msgs {
 			switch m := m.(type) {
 			case *jsonrpc.Response:
@@ -267,10 +195,8 @@ func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Respo
 				}
 			case *jsonrpc.Request:
 				switch {
-				case m.Method == protocol.MethodPing && m.IsCall():
-					_ = c.send(&jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")})
 				case m.IsCall():
-					_ = c.send(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, m.Method)))
+					_ = c.send(contract.Answer(m))
 				case m.Method == protocol.MethodShutdown:
 					c.mu.Lock()
 					c.gotShutdown = true
@@ -296,7 +222,7 @@ func (c *client) readControl(fr *wire.FrameReader, results chan<- *jsonrpc.Respo
 // and logs have no use here beyond that.
 func (c *client) readDatagrams(ctx context.Context) {
 	for {
-		b, err := c.sess.ReceiveDatagram(ctx)
+		b, err := c.Sess.ReceiveDatagram(ctx)
 		if err != nil {
 			return
 		}
