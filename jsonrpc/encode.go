@@ -20,12 +20,7 @@ func AppendJSON(dst []byte, m Message) []byte {
 			dst = append(dst, m.Params...)
 		}
 	case *Response:
-		dst = append(dst, `,"id":`...)
-		if m.ID.IsValid() {
-			dst = append(dst, m.ID.raw...)
-		} else {
-			dst = append(dst, "null"...)
-		}
+		dst = appendResponseID(dst, m.ID)
 		if m.Error != nil {
 			dst = append(dst, `,"error":`...)
 			dst = m.Error.AppendJSON(dst)
@@ -39,6 +34,31 @@ func AppendJSON(dst []byte, m Message) []byte {
 		}
 	}
 	return append(dst, '}')
+}
+
+func appendResponseID(dst []byte, id ID) []byte {
+	dst = append(dst, `,"id":`...)
+	if id.IsValid() {
+		return append(dst, id.raw...)
+	}
+	return append(dst, "null"...)
+}
+
+// AppendResultHead appends what AppendJSON writes before the result of a
+// successful response with id: {"jsonrpc":"2.0","id":…,"result":. The
+// caller appends the result and '}'. A result held in pieces (a splice) is
+// so written once, in place; ResultHeadLen is the head's length.
+func AppendResultHead(dst []byte, id ID) []byte {
+	return append(appendResponseID(append(dst, `{"jsonrpc":"2.0"`...), id), `,"result":`...)
+}
+
+// ResultHeadLen returns the length of AppendResultHead's text for id.
+func ResultHeadLen(id ID) int {
+	n := len(id.raw)
+	if !id.IsValid() {
+		n = len("null")
+	}
+	return len(`{"jsonrpc":"2.0","id":,"result":`) + n
 }
 
 // AppendBatchJSON appends a batch as a JSON array.

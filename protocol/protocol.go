@@ -48,6 +48,10 @@ const (
 // stream in a result (spec §5.2).
 const ContentTypeRef = "ref/stream"
 
+// MetaProgressToken is the _meta key of a request that asks for progress
+// (MCP progress; spec §6.2).
+const MetaProgressToken = "progressToken"
+
 // The size of a request's execution streams, told as progress (spec §6.3):
 // a notifications/progress whose _meta holds MetaProgressUnit:
 // ProgressUnitBytes counts bytes of the request's execution streams, and its
