@@ -18,7 +18,7 @@
 // for their slowest 1 % of pings with what the run measures: in one
 // process (flow-cbor and its window variants), the client's UDP receive
 // queue and the process's threads' run delay, sampled from within; in two
-// processes, the same for each process (probe_test.go;
+// processes, the same for each process (probe_test.go, sched_test.go;
 // MCP_FLOW_BENCH_TRACE_DIR also writes a Go execution trace of each role,
 // each of the client's pings a trace task "ping"); both report how long
 // the measuring process's goroutines waited for a P (runtime/metrics);

@@ -1,5 +1,9 @@
 package conformance
 
+// This file is long because it is the catalogue of server-mode checks: the
+// ServerChecks table, then one function per check of docs/conformance.md, in
+// the table's order, so that the table, the document and the code read alike.
+
 import (
 	"context"
 	"crypto/tls"
@@ -686,6 +690,27 @@ func isSessionClosed(err error) bool {
 	return errors.As(err, &se)
 }
 
+func checkShutdownRefuses(ctx context.Context, t Target) outcome {
+	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
+		if o := p.needTool("slow"); o != nil {
+			return *o
+		}
+		if _, err := slowRequest(p, 5); err != nil { // keeps the session draining
+			return fail("%v", err)
+		}
+		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
+		_ = p.send(s)
+		r, _, err := p.call("tools/list", nil, nil)
+		switch {
+		case err != nil:
+			return fail("no answer: %v", err)
+		case r.Error == nil:
+			return fail("a request after $/shutdown was served")
+		}
+		return pass("refused with %d %q", r.Error.Code, r.Error.Message)
+	})
+}
+
 func checkOrigin(ctx context.Context, t Target) outcome {
 	p, resp, err := dial(ctx, t, http.Header{"Origin": {"https://evil.example"}})
 	if err == nil {
@@ -746,26 +771,5 @@ func checkStreamLimit(ctx context.Context, t Target) outcome {
 			return *o
 		}
 		return expectCode(r, nil, jsonrpc.CodeStreamLimitExceeded)
-	})
-}
-
-func checkShutdownRefuses(ctx context.Context, t Target) outcome {
-	return withProbe(ctx, t, []string{protocol.EncodingJSON}, false, func(p *probe) outcome {
-		if o := p.needTool("slow"); o != nil {
-			return *o
-		}
-		if _, err := slowRequest(p, 5); err != nil { // keeps the session draining
-			return fail("%v", err)
-		}
-		s, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodShutdown, nil)
-		_ = p.send(s)
-		r, _, err := p.call("tools/list", nil, nil)
-		switch {
-		case err != nil:
-			return fail("no answer: %v", err)
-		case r.Error == nil:
-			return fail("a request after $/shutdown was served")
-		}
-		return pass("refused with %d %q", r.Error.Code, r.Error.Message)
 	})
 }

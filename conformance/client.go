@@ -41,7 +41,8 @@ type ClientTarget struct {
 type scenario struct {
 	Check
 	encodings []codec.Name
-	// tool is the behaviour of the tool "scenario" (see judge.go).
+	// tool is the behaviour of the tool "scenario" (see judge.go; what it
+	// may do: judge_call.go).
 	tool func(ctx context.Context, c *judgeCall) (any, error)
 	// judge turns the client's exit and the evidence into an outcome; it
 	// runs once the session is over.

@@ -26,6 +26,25 @@ func mcpFlowServer(t *testing.T, extra ...string) (url, hash string) {
 	return flowtest.ServerProcess(t, goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server"), extra...)
 }
 
+// httpFront serves the Streamable HTTP front (package bridge) in front of
+// the MCP-Flow server at url, whose certificate's hash is hash, until t
+// ends, and returns its endpoint's URL.
+func httpFront(t *testing.T, url, hash string) string {
+	t.Helper()
+	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
+		Client: flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+	ts := httptest.NewServer(front)
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		if err := front.Shutdown(ctx); err != nil {
+			t.Errorf("HTTP front Shutdown: %v", err)
+		}
+		ts.Close()
+	})
+	return ts.URL + "/mcp"
+}
+
 // runTSv2 runs interop/tsv2/client.mjs with args and returns its totals.
 func runTSv2(t *testing.T, node string, args ...string) (passed, failed int, out []byte) {
 	t.Helper()
@@ -56,24 +75,14 @@ func TestOfficialConformanceTSv2Front(t *testing.T) {
 	node, _ := npmPeers(t)
 	url, hash := mcpFlowServer(t)
 	cli := goBuild(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
-	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
-		Client: flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
-	ts := httptest.NewServer(front)
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-		defer cancel()
-		if err := front.Shutdown(ctx); err != nil {
-			t.Errorf("HTTP front Shutdown: %v", err)
-		}
-		ts.Close()
-	})
+	endpoint := httpFront(t, url, hash)
 	report := "TypeScript SDK v2 client 2.4.0 (interop/tsv2/client.mjs) → mcp-flow-server's tools:\n"
 	for _, era := range []string{"2026", "2025"} {
 		for _, f := range []struct {
 			name string
 			args []string
 		}{
-			{"Streamable HTTP front", []string{"--http", ts.URL + "/mcp"}},
+			{"Streamable HTTP front", []string{"--http", endpoint}},
 			{"stdio front", []string{"--stdio", cli, "-url", url, "-cert-hash", hash, "bridge", "stdio"}},
 		} {
 			version := map[string]string{"2026": "2026-07-28", "2025": "2025-11-25"}[era]
@@ -110,18 +119,7 @@ func TestOfficialConformanceTSv2Chain(t *testing.T) {
 	// an HTTP front to it; it returns the client arguments for each front.
 	chain := func(t *testing.T, upstream string) (httpArgs, stdioArgs []string) {
 		url, hash := mcpFlowServer(t, "-upstream", upstream)
-		front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
-			Client: flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
-		ts := httptest.NewServer(front)
-		t.Cleanup(func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-			defer cancel()
-			if err := front.Shutdown(ctx); err != nil {
-				t.Errorf("HTTP front Shutdown: %v", err)
-			}
-			ts.Close()
-		})
-		return []string{"--http", ts.URL + "/mcp"}, []string{"--stdio", cli, "-url", url, "-cert-hash", hash, "bridge", "stdio"}
+		return []string{"--http", httpFront(t, url, hash)}, []string{"--stdio", cli, "-url", url, "-cert-hash", hash, "bridge", "stdio"}
 	}
 	report := "TypeScript SDK v2 client 2.4.0 → TypeScript SDK v2 server 2.4.0 (interop/tsv2), the same checks:\n"
 	row := func(t *testing.T, label, era string, args []string) (passed int) {

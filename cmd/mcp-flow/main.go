@@ -47,15 +47,11 @@ package main
 
 import (
 	"context"
-	"crypto/tls"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"slices"
@@ -65,8 +61,6 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
-	"github.com/mcp-flow/mcp-flow/certs"
-	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -396,80 +390,6 @@ func run(args []string, stdout, stderr io.Writer) int {
 // it is waiting for.
 const dialPatience = 2 * time.Second
 
-// bridgeHTTP serves the Streamable HTTP front until SIGINT or SIGTERM, then
-// drains it like mcp-flow-server: the requests in flight are answered
-// (within -drain), the sessions end, the process exits 0. A second signal
-// closes at once.
-func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Writer) int {
-	var origins []string
-	if o.origins != "" {
-		origins = strings.Split(o.origins, ",")
-	}
-	if o.publicURL != "" {
-		if _, err := bridge.CheckPublicURL(o.publicURL); err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: -public-url: %v\n", err)
-			return exitUsage
-		}
-	}
-	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
-		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
-		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld, MaxClientBodies: o.maxClientBodies,
-		MaxSessionOffload: o.maxSessionOffload, MaxOffload: o.maxOffload, PublicURL: o.publicURL,
-		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	// No ReadTimeout or WriteTimeout: SSE streams last as long as their
-	// requests; the front bounds bodies and held bytes itself.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
-	listen := o.listen
-	if listen == "" {
-		listen = defaultBridgeListen
-	}
-	ln, err := net.Listen("tcp", listen)
-	if err != nil {
-		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
-		return exitConnect
-	}
-	sig := make(chan os.Signal, 2)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	defer signal.Stop(sig)
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	fmt.Fprintf(stderr, "mcp-flow: Streamable HTTP endpoint http://%s/mcp -> %s\n", ln.Addr(), o.url)
-	select {
-	case err := <-served:
-		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
-		h.Close()
-		return exitConnect
-	case s := <-sig:
-		log.Info("shutting down", "signal", s.String())
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), o.drain)
-	defer cancel()
-	go func() {
-		select {
-		case <-sig:
-			log.Warn("second signal: closing now")
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	// The server stops listening and waits for its connections; the front
-	// answers what is in flight and ends its sessions, which ends their
-	// GET streams.
-	srvDone := make(chan error, 1)
-	go func() { srvDone <- srv.Shutdown(ctx) }()
-	if err := h.Shutdown(ctx); err != nil {
-		log.Warn("drain cut short", "err", err)
-	}
-	if err := <-srvDone; err != nil {
-		srv.Close()
-	}
-	<-served
-	return exitOK
-}
-
 // shutdownBound bounds the graceful end of the CLI's session: the CLI has
 // nothing in flight when it ends one, so the drain is a round trip.
 const shutdownBound = time.Second
@@ -484,103 +404,6 @@ func closeSession(s *flow.Session, log *slog.Logger) {
 		log.Debug("session did not end cleanly", "err", err)
 	}
 	_ = s.Close()
-}
-
-func encodings(list string) []codec.Name {
-	var encs []codec.Name
-	for _, e := range strings.Split(list, ",") {
-		if e = strings.TrimSpace(e); e != "" {
-			encs = append(encs, codec.Name(e))
-		}
-	}
-	return encs
-}
-
-func envOr(k, def string) string {
-	if v := os.Getenv(k); v != "" {
-		return v
-	}
-	return def
-}
-
-// helpOrUsage is the exit code after a failed flag parse: 0 for -h (the
-// usage was asked for and printed), else 2.
-func helpOrUsage(err error) int {
-	if errors.Is(err, flag.ErrHelp) {
-		return exitOK
-	}
-	return exitUsage
-}
-
-// parseInterleaved parses args with fs, flags and positional arguments in
-// any order, and returns the positional ones: mcp-flow call TOOL -json
-// k=v. "--" ends the flags; what follows it is positional.
-func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
-	var pos []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			return nil, err
-		}
-		rest := fs.Args()
-		if used := len(args) - len(rest); used > 0 && args[used-1] == "--" {
-			return append(pos, rest...), nil
-		}
-		if len(rest) == 0 {
-			return pos, nil
-		}
-		pos = append(pos, rest[0])
-		args = rest[1:]
-	}
-}
-
-func usage(w io.Writer, msg string) int {
-	fmt.Fprintf(w, "mcp-flow: %s\n%s\n", msg, usageSummary)
-	return exitUsage
-}
-
-func clientTLS(o options) (*tls.Config, error) {
-	opts := certs.ClientOptions{Insecure: o.insecure}
-	if o.certHash != "" {
-		h, err := certs.ParseHash(o.certHash)
-		if err != nil {
-			return nil, fmt.Errorf("-cert-hash: %w", err)
-		}
-		opts.PinnedHashes = [][32]byte{h}
-	}
-	if o.caFile != "" {
-		pool, err := certs.LoadCAFile(o.caFile)
-		if err != nil {
-			return nil, fmt.Errorf("-ca: %w", err)
-		}
-		opts.RootCAs = pool
-	}
-	return certs.ClientTLSConfig(opts)
-}
-
-// toolArgs turns the command line's arguments into a JSON object: one JSON
-// object as is, or key=value pairs (values that parse as JSON are taken as
-// JSON, others as strings).
-func toolArgs(a []string) (json.RawMessage, error) {
-	if len(a) == 1 && strings.HasPrefix(strings.TrimSpace(a[0]), "{") {
-		if !json.Valid([]byte(a[0])) {
-			return nil, errors.New("arguments are not valid JSON")
-		}
-		return json.RawMessage(a[0]), nil
-	}
-	m := map[string]json.RawMessage{}
-	for _, kv := range a {
-		k, v, ok := strings.Cut(kv, "=")
-		if !ok || k == "" {
-			return nil, fmt.Errorf("argument %q is neither a JSON object nor key=value", kv)
-		}
-		if json.Valid([]byte(v)) {
-			m[k] = json.RawMessage(v)
-		} else {
-			b, _ := json.Marshal(v)
-			m[k] = b
-		}
-	}
-	return json.Marshal(m)
 }
 
 func reportErr(w io.Writer, err error) int {

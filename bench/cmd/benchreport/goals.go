@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+)
+
+// goal is one of the goals: a ratio of two measurements, or (den
+// empty) one measurement against a bound. A name ending in "*" stands for
+// the best (largest) of the results it prefixes: a baseline at its best
+// write size. A ceiling is a bound the goal cannot pass by construction: it
+// is reported, never listed as missed.
+type goal struct {
+	what      string
+	num, den  [2]string // benchmark, unit
+	cmp       string    // ">=" or "<="
+	threshold float64
+	scale     float64 // the value is multiplied by it (0: 1)
+	ceiling   bool
+}
+
+const (
+	hol      = "BenchmarkHeadOfLine/flow-cbor"
+	holProc  = "BenchmarkHeadOfLineProcesses/flow-cbor"
+	holProcW = "BenchmarkHeadOfLineProcesses/flow-cbor-window-64k"
+	shaped   = "BenchmarkShapedLink/flow-cbor"
+	shapedW  = "BenchmarkShapedLink/flow-cbor-window-*"
+	sessions = "BenchmarkSessions"
+	// streamVsBare compares the execution stream with the bare stream.
+	streamVsBare = "BenchmarkStreamVsBare"
+	// echoInterleaved compares the encodings in turns, on one machine load.
+	echoInterleaved = "BenchmarkEcho/flow-interleaved/c=16"
+)
+
+var goals = []goal{
+	{what: "execution stream vs bare webtransport-go stream at its best write size (64 MiB, medians of interleaved rounds)", num: [2]string{streamVsBare, "flow/bare"}, cmp: ">=", threshold: 0.9},
+	{what: "large result vs go-sdk stdio, base64 (256 MiB, MB/s)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, den: [2]string{"BenchmarkLarge/sdk-stdio/256MiB", "MB/s"}, cmp: ">=", threshold: 10},
+	{what: "large result vs go-sdk Streamable HTTP, base64 (256 MiB, MB/s)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, den: [2]string{"BenchmarkLarge/sdk-http/256MiB", "MB/s"}, cmp: ">=", threshold: 10},
+	{what: "peak RSS, 256 MiB vs 16 MiB result, MCP-Flow (bounded: ≈1)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "peak-RSS-MiB"}, den: [2]string{"BenchmarkLarge/flow-cbor/16MiB", "peak-RSS-MiB"}, cmp: "<=", threshold: 1.5},
+	{what: "open-loop ping p99 during a 256 MiB result vs idle p99, separate processes, one core each", num: [2]string{holProc, "busy-p99-µs"}, den: [2]string{holProc, "idle-p99-µs"}, cmp: "<=", threshold: 3},
+	{what: "open-loop ping max during a 256 MiB result, separate processes, one core each (ms)", num: [2]string{holProc, "busy-max-µs"}, cmp: "<=", threshold: 10, scale: 1e-3},
+	{what: "the same two with a 64 KiB stream receive window: p99 busy/idle", num: [2]string{holProcW, "busy-p99-µs"}, den: [2]string{holProcW, "idle-p99-µs"}, cmp: "<=", threshold: 3},
+	{what: "the same with a 64 KiB stream receive window: max (ms)", num: [2]string{holProcW, "busy-max-µs"}, cmp: "<=", threshold: 10, scale: 1e-3},
+	{what: "open-loop ping p99 during a 256 MiB result vs idle p99, one process", num: [2]string{hol, "busy-p99-µs"}, den: [2]string{hol, "idle-p99-µs"}, cmp: "<=", threshold: 3},
+	{what: "open-loop ping max during a 256 MiB result, one process (ms)", num: [2]string{hol, "busy-max-µs"}, cmp: "<=", threshold: 10, scale: 1e-3},
+	{what: "shaped link: ping p99 during a 64 MiB result vs idle p99, MCP-Flow", num: [2]string{shaped, "busy-p99-µs"}, den: [2]string{shaped, "idle-p99-µs"}, cmp: "<=", threshold: 2},
+	{what: "shaped link: throughput vs link rate, MCP-Flow", num: [2]string{shaped, "link-%"}, cmp: ">=", threshold: 0.9, scale: 0.01},
+	{what: "shaped link, stream receive window 2 BDP: ping p99 busy/idle", num: [2]string{shapedW, "busy-p99-µs"}, den: [2]string{shapedW, "idle-p99-µs"}, cmp: "<=", threshold: 2},
+	{what: "shaped link, stream receive window 2 BDP: throughput vs link rate", num: [2]string{shapedW, "link-%"}, cmp: ">=", threshold: 0.9, scale: 0.01},
+	{what: "idle sessions held by the server process vs asked (10,000 in full mode)", num: [2]string{sessions, "sessions"}, den: [2]string{sessions, "sessions-asked"}, cmp: ">=", threshold: 1},
+	{what: "heap per idle session, server process alone (KiB)", num: [2]string{sessions, "KiB-heap/session"}, cmp: "<=", threshold: 64},
+	{what: "burst of 1,000 concurrent dials + initialize: dials refused or failed", num: [2]string{sessions, "burst-refused"}, cmp: "<=", threshold: 0},
+	{what: "echo calls/s at concurrency 16 vs go-sdk stdio", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-stdio/c=16", "calls/s"}, cmp: ">=", threshold: 2},
+	{what: "echo calls/s at concurrency 16 vs go-sdk Streamable HTTP", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-http/c=16", "calls/s"}, cmp: ">=", threshold: 2},
+	{what: "echo calls/s at concurrency 16, cbor vs json (medians of interleaved rounds)", num: [2]string{echoInterleaved, "cbor/json"}, cmp: ">=", threshold: 1},
+	{what: "echo calls/s at concurrency 16, protobuf vs json (medians of interleaved rounds)", num: [2]string{echoInterleaved, "protobuf/json"}, cmp: ">=", threshold: 0.9},
+	{what: "CBOR encode of the 50-tool list (µs of the process's CPU time: a loaded machine adds its waits for a core to ns/op)", num: [2]string{"BenchmarkEncode/tools_list_result_50/cbor", "cpu-ns/op"}, cmp: "<=", threshold: 50, scale: 1e-3},
+	{what: "idle ping p50 vs bare webtransport-go ping-pong (median of interleaved rounds)", num: [2]string{"BenchmarkPing/flow-cbor-vs-bare-webtransport", "flow/bare"}, cmp: "<=", threshold: 1.25},
+	{what: "CBOR vs JSON size, tools/call result with a 1 MiB image (a ceiling: base64 makes JSON 4/3 of the bytes, so 0.75 is the limit for an all-payload message)", num: [2]string{"BenchmarkDecode/tools_call_result_image_1MiB/cbor", "bytes/msg"}, den: [2]string{"BenchmarkDecode/tools_call_result_image_1MiB/json", "bytes/msg"}, cmp: "<=", threshold: 0.75, ceiling: true},
+	{what: "CBOR vs JSON decode time, tools/call result with a 1 MiB image (the process's CPU time per decode, the collector's included: samples taken seconds apart on a loaded machine compare its load in ns/op)", num: [2]string{"BenchmarkDecode/tools_call_result_image_1MiB/cbor", "cpu-ns/op"}, den: [2]string{"BenchmarkDecode/tools_call_result_image_1MiB/json", "cpu-ns/op"}, cmp: "<=", threshold: 1},
+}
+
+type ratio struct {
+	goal
+	value float64
+	ok    bool
+	found bool
+	base  string // the result a "*" baseline resolved to
+}
+
+// lookup resolves one side of a goal.
+func (r *report) lookup(side [2]string) (float64, string, bool) {
+	if p, ok := strings.CutSuffix(side[0], "*"); ok {
+		return r.best(p, side[1])
+	}
+	v, ok := r.get(side[0], side[1])
+	return v, side[0], ok
+}
+
+func (r *report) ratios() []ratio {
+	var out []ratio
+	for _, g := range goals {
+		n, _, ok := r.lookup(g.num)
+		rt := ratio{goal: g, found: ok}
+		if g.den[0] != "" {
+			d, base, ok2 := r.lookup(g.den)
+			rt.found = ok && ok2 && d != 0
+			rt.base = base
+			if rt.found {
+				n /= d
+			}
+		}
+		if g.scale != 0 {
+			n *= g.scale
+		}
+		if rt.found {
+			rt.value = n
+			rt.ok = (g.cmp == ">=" && rt.value >= g.threshold) || (g.cmp == "<=" && rt.value <= g.threshold)
+		}
+		out = append(out, rt)
+	}
+	return out
+}
+
+// verdict is the table's word for r.
+func (r ratio) verdict() string {
+	switch {
+	case !r.found:
+		return "not measured"
+	case r.ceiling:
+		return "ceiling"
+	case r.ok:
+		return "met"
+	}
+	return "MISSED"
+}
+
+func (r ratio) line() string {
+	if !r.found {
+		return fmt.Sprintf("%-100s not measured", r.what)
+	}
+	return fmt.Sprintf("%-100s %10.4g  (goal %s %g: %s)", r.what, r.value, r.cmp, r.threshold, r.verdict())
+}
