@@ -1,6 +1,7 @@
 package codec
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/binary"
 	"slices"
@@ -36,3 +37,26 @@ func appendStdBase64(dst, src []byte) []byte {
 	base64.StdEncoding.Encode(out[o:], src[i:])
 	return dst[:len(dst)+n]
 }
+
+// decodedLen returns the length of the bytes that padded standard base64
+// text b64 (of a length that is a multiple of 4) holds.
+func decodedLen(b64 []byte) int {
+	n := base64.StdEncoding.DecodedLen(len(b64))
+	if len(b64) > 0 && b64[len(b64)-1] == '=' {
+		n--
+		if b64[len(b64)-2] == '=' {
+			n--
+		}
+	}
+	return n
+}
+
+// canonicalShape is the cheap part of the canonical base64 test: a length
+// that is a multiple of 4 and no line breaks (which the decoder would skip).
+// Decoding with base64.StdEncoding.Strict() then settles it: it rejects
+// non-zero padding bits, so text that decodes re-encodes to itself.
+func canonicalShape(b []byte) bool {
+	return len(b)%4 == 0 && bytes.IndexAny(b, "\r\n") < 0
+}
+
+var strictBase64 = base64.StdEncoding.Strict()

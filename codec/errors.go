@@ -63,3 +63,12 @@ var _ error = (*EncodeError)(nil)
 func (e *EncodeError) Error() string {
 	return "codec: cannot encode in " + string(e.Encoding) + ": " + e.Reason
 }
+
+// encodeErr names enc in an encoding error.
+func encodeErr(enc Name, err error) error {
+	if e, ok := err.(*EncodeError); ok {
+		e.Encoding = enc
+		return e
+	}
+	return &EncodeError{Encoding: enc, Reason: err.Error(), Err: err}
+}
