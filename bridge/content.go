@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
 	"mime"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -15,141 +15,61 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/protocol"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 )
 
-// The content rewrite of a front (spec §10), in one place: find the
-// ref/stream blocks of a result, and replace each with MCP content (the
-// original block an upstream bridge recorded, with its payload restored;
-// inline text; an embedded resource with a base64 blob; past the inline
-// limit, a resource_link to where the front offloaded the stream). The
-// result is walked once, and every byte outside the replaced blocks is kept
-// as it came, members in their order.
-
-// spliceContent walks result once and replaces the blocks of its top-level
-// "content" array for which replace returns replaced: each block's bytes
-// are handed to replace, and only the replaced ones change. A result that
-// is no object, or has no content array, comes back as it is.
-func spliceContent(result []byte, replace func(block []byte) (out []byte, replaced bool, err error)) ([]byte, error) {
-	var out []byte
-	last := 0
-	err := walkContent(result, func(v []byte, start, end int) error {
-		repl, ok, err := replace(v)
-		if err != nil {
-			return err
-		}
-		if ok {
-			out = append(append(out, result[last:start]...), repl...)
-			last = end
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	if out == nil {
-		return result, nil
-	}
-	return append(out, result[last:]...), nil
-}
-
-// walkContent walks result once and hands each block of its top-level
-// "content" array to visit, with the block's span in result. A result that
-// is no object, or has no content array, visits nothing.
-func walkContent(result []byte, visit func(block []byte, start, end int) error) error {
-	d := jsontext.NewDecoder(bytes.NewBuffer(result))
-	if d.PeekKind() != '{' {
-		return nil
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return err
-	}
-	for d.PeekKind() != '}' {
-		tok, err := d.ReadToken()
-		if err != nil {
-			return err
-		}
-		if name := tok.String(); name != "content" || d.PeekKind() != '[' {
-			if err := d.SkipValue(); err != nil {
-				return err
-			}
-			continue
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return err
-		}
-		for d.PeekKind() != ']' {
-			v, err := d.ReadValue()
-			if err != nil {
-				return err
-			}
-			end := int(d.InputOffset())
-			if err := visit(v, end-len(v), end); err != nil {
-				return err
-			}
-		}
-		if _, err := d.ReadToken(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// refBlock is a ref/stream content block as a front reads it (spec §5.2),
-// with what an upstream bridge recorded in _meta[OriginalKey].
-type refBlock struct {
-	flow.StreamRef
-	Meta map[string]json.RawMessage `json:"_meta"`
-	// original is the block the ref replaced, without its payload, and
-	// field where the payload goes ("text", "data", "resource.text",
-	// "resource.blob"); nil when no upstream bridge recorded one.
-	original []byte
-	field    string
-}
-
-// parseRef reads block as a ref/stream block; ok is false for any other
-// content. Only blocks that may be one are decoded (ref blocks are small:
-// they carry no payload).
-func parseRef(block []byte) (ref refBlock, ok bool) {
-	if !bytes.Contains(block, []byte(`"`+protocol.ContentTypeRef+`"`)) {
-		return ref, false
-	}
-	if json.Unmarshal(block, &ref) != nil || ref.Type != protocol.ContentTypeRef {
-		return ref, false
-	}
-	if raw := ref.Meta[OriginalKey]; raw != nil {
-		var o struct {
-			Block json.RawMessage `json:"block"`
-			Field string          `json:"field"`
-		}
-		if json.Unmarshal(raw, &o) == nil && len(o.Block) > 0 && o.Block[0] == '{' && o.Field != "" {
-			ref.original, ref.field = o.Block, o.Field
-		}
-	}
-	return ref, true
-}
+// The content rewrite of a front (spec §10), in one place: replace each
+// ref/stream block of a result with MCP content (the original block an
+// upstream bridge recorded, with its payload restored; inline text; an
+// embedded resource with a base64 blob; past the inline limit, a
+// resource_link to where the front offloaded the stream). The result is
+// not read again: flow.Response.Refs hands out each ref with its span in
+// the result, and every byte outside the replaced blocks is kept as it
+// came, members in their order. The spliced result is written once, by
+// the front, straight into its output (front.emitResult).
 
 // inline rewrites a result with execution streams for a plain MCP client
 // (ref/stream is no MCP content type): see the top of this file. A stream
 // that fails fails the call: a truncated payload is never passed on.
-func (b *core) inline(ctx context.Context, resp *flow.Response) (json.RawMessage, error) {
+func (b *core) inline(ctx context.Context, resp *flow.Response) (*mcpjson.Splice, error) {
+	out := mcpjson.NewSplice(resp.Result)
 	if len(resp.Refs) == 0 {
-		return resp.Result, nil
+		return out, nil
 	}
 	defer resp.Close()
-	return spliceContent(resp.Result, func(block []byte) ([]byte, bool, error) {
-		ref, ok := parseRef(block)
-		if !ok {
-			return nil, false, nil
+	for _, ref := range resp.Refs {
+		block, err := b.inlineStream(ctx, resp, ref)
+		if err != nil {
+			return nil, err
 		}
-		out, err := b.inlineStream(ctx, resp, ref)
-		return out, err == nil, err
-	})
+		out.ReplaceSplice(ref.Start, ref.End, block)
+	}
+	return out, nil
+}
+
+// original returns what an upstream bridge recorded in the _meta of a
+// ref/stream block (OriginalKey): the block the ref replaced, without its
+// payload, and the field where the payload goes ("text", "data",
+// "resource.text", "resource.blob"); nil when it recorded none.
+func original(ref flow.StreamRef) (block []byte, field string) {
+	if !bytes.Contains(ref.Meta, []byte(OriginalKey)) {
+		return nil, ""
+	}
+	ms, err := mcpjson.ReadObject(ref.Meta, func(n string) bool { return n == OriginalKey })
+	o := mcpjson.Find(ms, OriginalKey)
+	if err != nil || o == nil {
+		return nil, ""
+	}
+	b := mcpjson.Find(o.Sub, "block")
+	if field = mcpjson.String(o.Sub, "field"); b == nil || b.Value[0] != '{' || field == "" {
+		return nil, ""
+	}
+	return b.Value, field
 }
 
 // inlineStream reads one execution stream and returns the block that
 // replaces its ref.
-func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlock) ([]byte, error) {
+func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef) (*mcpjson.Splice, error) {
 	sr, err := resp.Stream(ctx, ref.StreamTag)
 	if err != nil {
 		return nil, fmt.Errorf("execution stream %d: %w", ref.StreamTag, err)
@@ -165,26 +85,27 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref refBlo
 		if err != nil {
 			return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
 		}
-		return linkBlock(uri, name, mime, n), nil
+		return mcpjson.NewSplice(linkBlock(uri, name, mime, n)), nil
 	}
 	if err := drain(sr); err != nil { // nothing left: see it end cleanly
 		return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
 	}
-	if ref.original != nil {
+	if block, field := original(ref); block != nil {
 		// An upstream bridge moved this block's payload: put it back.
-		return restore(ref.original, ref.field, head)
+		return restore(block, field, head)
 	}
 	if isText(mime) && utf8.Valid(head) {
-		out := append([]byte(`{"type":"text","text":`), quote(head)...)
-		return append(out, '}'), nil
+		out := append(make([]byte, 0, len(head)+len(head)/8+32), `{"type":"text","text":`...)
+		out, _ = jsontext.AppendQuote(out, head)
+		return mcpjson.NewSplice(append(out, '}')), nil
 	}
 	out := append([]byte(`{"type":"resource","resource":{"uri":`), quote(fmt.Sprintf("mcp-flow://stream/%s/%d", resp.ID.Raw(), ref.StreamTag))...)
 	if mime != "" {
 		out = append(append(out, `,"mimeType":`...), quote(mime)...)
 	}
-	out = append(out, `,"blob":"`...)
+	out = append(slices.Grow(out, base64.StdEncoding.EncodedLen(len(head))+4), `,"blob":"`...)
 	out = base64.StdEncoding.AppendEncode(out, head)
-	return append(out, `"}}`...), nil
+	return mcpjson.NewSplice(append(out, `"}}`...)), nil
 }
 
 // linkBlock is a resource_link content block naming an offloaded stream.

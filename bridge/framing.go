@@ -1,7 +1,3 @@
-// Package bridge connects plain MCP peers to MCP-Flow (spec §10). This file
-// holds the stdio framings of seeds 000 and 002 (newline-delimited JSON, and
-// Content-Length headers as in LSP, detected from what the peer sends) and
-// the package's one bounded line reader.
 package bridge
 
 import (
@@ -13,6 +9,10 @@ import (
 	"strconv"
 	"strings"
 )
+
+// The stdio framings of seeds 000 and 002 (newline-delimited JSON, and
+// Content-Length headers as in LSP, detected from what the peer sends) and
+// the package's one bounded line reader (the SSE reader's too).
 
 // framing is how messages are delimited on a stdio pipe.
 type framing int
@@ -251,12 +251,26 @@ func clip(s string) string {
 
 // appendFramed appends msg in framing f. Content-Length counts UTF-8 bytes.
 func appendFramed(dst []byte, f framing, msg []byte) []byte {
-	if f == framingContentLength {
-		dst = append(dst, "Content-Length: "...)
-		dst = strconv.AppendInt(dst, int64(len(msg)), 10)
-		dst = append(dst, "\r\n\r\n"...)
-		return append(dst, msg...)
+	return appendFrameTail(append(appendFrameHead(dst, f, len(msg)), msg...), f)
+}
+
+// frameOverhead bounds the bytes a framing adds to a message.
+const frameOverhead = len("Content-Length: \r\n\r\n") + 20
+
+// appendFrameHead appends what framing f writes before a message of n
+// bytes; appendFrameTail what it writes after it.
+func appendFrameHead(dst []byte, f framing, n int) []byte {
+	if f != framingContentLength {
+		return dst
 	}
-	dst = append(dst, msg...)
+	dst = append(dst, "Content-Length: "...)
+	dst = strconv.AppendInt(dst, int64(n), 10)
+	return append(dst, "\r\n\r\n"...)
+}
+
+func appendFrameTail(dst []byte, f framing) []byte {
+	if f == framingContentLength {
+		return dst
+	}
 	return append(dst, '\n')
 }

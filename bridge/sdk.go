@@ -9,6 +9,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
+// The go-sdk adapters, above both sides: a go-sdk client over a stdio front
+// (ClientTransport), a go-sdk server as an upstream (ServeSDK).
+
 // ClientTransport is an mcp.Transport of the official Go SDK
 // (github.com/modelcontextprotocol/go-sdk, v1.8) that reaches an MCP-Flow
 // server: a go-sdk client runs over MCP-Flow by swapping its transport. It

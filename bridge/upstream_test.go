@@ -174,6 +174,35 @@ func TestHTTPUpstreamNeither(t *testing.T) {
 // then each tools/call with the next of results, as written; at a result
 // of "" it dies (its output ends; its input is read to its end).
 func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
+	return func(ctx context.Context) (io.WriteCloser, io.Reader, func(), error) {
+		next := 0 // per session
+		return pipeServer(func(m pipeMessage) (string, bool) {
+			switch {
+			case m.Method == "initialize":
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`, m.ID), false
+			case m.Method == "tools/call" && next < len(results) && results[next] == "":
+				return "", true
+			case m.Method == "tools/call" && next < len(results):
+				next++
+				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, m.ID, results[next-1]), false
+			}
+			return "", false
+		})(ctx)
+	}
+}
+
+// pipeMessage is a message to a pipeServer.
+type pipeMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// pipeServer is an in-process stdio MCP server (for NewPipeUpstream) that
+// writes the line answer returns for each message it reads ("": none);
+// when answer says die, its output ends and its input is read to its end.
+// answer is called from the goroutine of each session it starts.
+func pipeServer(answer func(m pipeMessage) (line string, die bool)) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 	return func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 		inR, inW := io.Pipe()
 		outR, outW := io.Pipe()
@@ -182,25 +211,19 @@ func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.R
 			defer close(done)
 			defer outW.Close()
 			dec := json.NewDecoder(inR)
-			next := 0
 			for {
-				var m struct {
-					ID     json.RawMessage `json:"id"`
-					Method string          `json:"method"`
-				}
+				var m pipeMessage
 				if dec.Decode(&m) != nil {
 					return
 				}
-				switch {
-				case m.Method == "initialize":
-					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`+"\n", m.ID)
-				case m.Method == "tools/call" && next < len(results) && results[next] == "":
+				line, die := answer(m)
+				if die {
 					outW.Close()
 					io.Copy(io.Discard, inR)
 					return
-				case m.Method == "tools/call" && next < len(results):
-					fmt.Fprintf(outW, `{"jsonrpc":"2.0","id":%s,"result":%s}`+"\n", m.ID, results[next])
-					next++
+				}
+				if line != "" {
+					fmt.Fprintln(outW, line)
 				}
 			}
 		}()

@@ -1,13 +1,13 @@
 package flow
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"strings"
 	"sync"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -46,7 +46,9 @@ type Response struct {
 	c      *call
 	ID     jsonrpc.ID
 	Result json.RawMessage
-	// Refs lists the ref/stream content blocks of the result, in order.
+	// Refs lists the ref/stream content blocks of the result, in order,
+	// each with its span in Result (Start, End): a bridge replaces them
+	// there without reading the result again (spec §10).
 	Refs []StreamRef
 }
 
@@ -78,17 +80,19 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	for _, o := range opts {
 		o(c)
 	}
-	raw, err := marshalParams(params, c)
+	var meta []mcpjson.Edit
+	if c.onProgress != nil {
+		meta = append(meta, mcpjson.Set(protocol.MetaProgressToken, []byte(c.id.Raw())))
+	}
+	if v := s.statelessVersion; v != "" && !strings.HasPrefix(method, protocol.MethodPrefix) {
+		meta = append(meta, statelessMeta(v, s.statelessCaps)...)
+	}
+	raw, err := marshalParams(params, meta)
 	if err != nil {
 		return nil, err
 	}
-	if v := s.statelessVersion; v != "" && !strings.HasPrefix(method, protocol.MethodPrefix) {
-		if raw, err = withStatelessMeta(raw, v, s.statelessCaps); err != nil {
-			return nil, err
-		}
-	}
 	s.mu.Lock()
-	if s.shutdown && method != protocol.MethodPing {
+	if s.dr.refusing() && method != protocol.MethodPing {
 		s.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
@@ -108,7 +112,11 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 			s.settleCall(c, nil)
 			return nil, resp.Error
 		}
-		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result, Refs: findRefs(resp.Result)}
+		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result}
+		if mcpjson.MentionsRef(resp.Result) {
+			s.passResult("mcpjson.Refs", mcpjson.Scan, resp)
+			r.Refs, _ = mcpjson.Refs(resp.Result) // a result that does not read names no stream
+		}
 		s.settleCall(c, r.Refs)
 		return r, nil
 	}
@@ -137,34 +145,26 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	}
 }
 
-// marshalParams marshals params, adding _meta.progressToken when c asks for
-// progress.
-func marshalParams(params any, c *call) (json.RawMessage, error) {
-	if params == nil && c.onProgress == nil {
+// marshalParams marshals params (json.RawMessage params go as they are)
+// and applies meta to their _meta: _meta.progressToken when the call asks
+// for progress (spec §6.2), the 2026-07-28 members (spec §11.5). Members
+// keep their order and bytes (mcpjson.EditMeta).
+func marshalParams(params any, meta []mcpjson.Edit) (json.RawMessage, error) {
+	if params == nil && len(meta) == 0 {
 		return nil, nil
 	}
 	req, err := jsonrpc.NewRequest(jsonrpc.ID{}, "", params)
 	if err != nil {
 		return nil, err
 	}
-	raw := req.Params
-	if c.onProgress == nil {
-		return raw, nil
+	if len(meta) == 0 {
+		return req.Params, nil
 	}
-	m := map[string]json.RawMessage{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "progress needs object params")
-		}
+	raw, err := mcpjson.EditMeta(req.Params, meta...)
+	if err != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object to carry _meta (progress, 2026-07-28 requests): "+err.Error())
 	}
-	meta := map[string]json.RawMessage{}
-	if m["_meta"] != nil {
-		_ = json.Unmarshal(m["_meta"], &meta)
-	}
-	meta["progressToken"] = json.RawMessage(c.id.Raw())
-	b, _ := json.Marshal(meta)
-	m["_meta"] = b
-	return json.Marshal(m)
+	return raw, nil
 }
 
 // deliver hands a response to the call waiting for it.
@@ -240,27 +240,6 @@ func (s *Session) maybeForgetCall(c *call) {
 	if done {
 		s.maybeFinish()
 	}
-}
-
-// findRefs returns the ref/stream blocks of a result's content.
-func findRefs(result json.RawMessage) []StreamRef {
-	if !bytes.Contains(result, []byte(protocol.ContentTypeRef)) {
-		return nil
-	}
-	var r struct {
-		Content []json.RawMessage `json:"content"`
-	}
-	if json.Unmarshal(result, &r) != nil {
-		return nil
-	}
-	var refs []StreamRef
-	for _, c := range r.Content {
-		var ref StreamRef
-		if json.Unmarshal(c, &ref) == nil && ref.Type == protocol.ContentTypeRef {
-			refs = append(refs, ref)
-		}
-	}
-	return refs
 }
 
 // Close releases the response's execution streams that were not read: each

@@ -43,7 +43,59 @@ type serverSide struct {
 	cfg *ServerConfig
 }
 
-// handleInitialize answers initialize (spec §4): it picks the encoding,
+// chooseTransport is the server's half of every negotiation: initialize's
+// transport member (spec §4.1) and $/hello (§11.3) alike. t is the client's
+// transport object (nil: it named none), version the MCP-Flow version the
+// answer names. It returns the transport object to answer with, and whether
+// datagrams are on; or the error to answer instead.
+//
+// The encoding is the first of the client's that the server speaks (json
+// when it named none). A client that follows the published schema cannot
+// ask for datagrams: it gets them unless it said datagrams: false (§4.1,
+// §6), or the server disabled them.
+func (s *Session) chooseTransport(t *ClientTransport, version string) (ServerTransport, bool, *jsonrpc.Error) {
+	cfg := s.srv.cfg
+	tr := ServerTransport{
+		Type:                 protocol.TransportType,
+		Version:              version,
+		Encoding:             codec.JSON,
+		MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
+		DatagramsSupported:   !cfg.DisableDatagrams,
+		MaxFrameSize:         s.lim.MaxFrameSize,
+	}
+	datagrams := !cfg.DisableDatagrams
+	if t == nil {
+		return tr, datagrams, nil
+	}
+	if t.Type != protocol.TransportType {
+		return tr, false, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
+	}
+	prefs := make([]string, len(t.Encodings))
+	for i, e := range t.Encodings {
+		prefs[i] = string(e)
+	}
+	enc, err := codec.Negotiate(prefs, cfg.Encodings)
+	if err != nil {
+		return tr, false, jsonrpc.NewError(jsonrpc.CodeInvalidParams, err.Error())
+	}
+	tr.Encoding = enc
+	if t.Datagrams != nil && !*t.Datagrams {
+		datagrams = false
+	}
+	return tr, datagrams, nil
+}
+
+// settle ends the server's half of a negotiation (spec §4.2, §11.3): it
+// publishes hs, answers with resp in JSON, then switches both directions to
+// enc. The reading goroutine calls it, so the next frame is read in enc.
+func (s *Session) settle(hs *handshake, resp *jsonrpc.Response, answer func(*jsonrpc.Response), enc codec.Name) {
+	s.hs.Store(hs)
+	answer(resp)
+	s.enc.Store(&codecBox{s.codecs[enc]})
+}
+
+// handleInitialize answers initialize (spec §4): it negotiates the
+// transport (chooseTransport; after $/hello, the hello's stands, §11.4),
 // answers in JSON, then switches both directions to the chosen encoding
 // before the next frame is read (the reading goroutine calls it).
 func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
@@ -56,32 +108,15 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		fail(jsonrpc.CodeInvalidParams, "initialize params must be an object with protocolVersion, capabilities and clientInfo")
 		return
 	}
-	enc := codec.JSON
-	// A client that follows the published schema cannot ask for datagrams:
-	// it gets them unless it said datagrams: false (spec §4.1, §6).
-	wantDatagrams := true
 	hello := s.hello.Load()
 	if hello && p.Transport != nil {
 		fail(jsonrpc.CodeInvalidRequest, "$/hello already settled the transport: initialize carries none (spec §11.4)")
 		return
 	}
-	if t := p.Transport; t != nil {
-		if t.Type != protocol.TransportType {
-			fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
-			return
-		}
-		prefs := make([]string, len(t.Encodings))
-		for i, e := range t.Encodings {
-			prefs[i] = string(e)
-		}
-		var err error
-		if enc, err = codec.Negotiate(prefs, cfg.Encodings); err != nil {
-			fail(jsonrpc.CodeInvalidParams, err.Error())
-			return
-		}
-		if t.Datagrams != nil {
-			wantDatagrams = *t.Datagrams
-		}
+	tr, datagrams, jerr := s.chooseTransport(p.Transport, protocol.Version)
+	if jerr != nil {
+		answer(jsonrpc.NewErrorResponse(m.ID, jerr))
+		return
 	}
 	version := p.ProtocolVersion
 	if !slices.Contains(mcpVersions, version) {
@@ -109,44 +144,53 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		}
 		res = up
 	}
-	res.Transport = ServerTransport{
-		Type:                 protocol.TransportType,
-		Version:              protocol.Version,
-		Encoding:             enc,
-		MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
-		DatagramsSupported:   !cfg.DisableDatagrams,
-		MaxFrameSize:         s.lim.MaxFrameSize,
-	}
+	res.Transport = tr
 	resp, err := jsonrpc.NewResult(m.ID, res)
 	if err != nil {
 		fail(jsonrpc.CodeInternalError, err.Error())
 		return
 	}
 	s.setState(StateInitializing)
-	hs := &handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: wantDatagrams && !cfg.DisableDatagrams, params: &p, result: res}
+	enc := tr.Encoding
 	if hello {
-		// The transport is $/hello's (spec §11.4); so is the encoding.
-		enc = s.Encoding()
-		hs.datagrams = s.handshake().datagrams
+		// The transport is $/hello's (spec §11.4); so are the encoding and
+		// the datagrams. The result written (marshalled above) names json
+		// and version 0.1, as it always has, where §11.4 says it repeats
+		// the hello's transport; only the published handshake has them.
+		enc, datagrams = s.Encoding(), s.handshake().datagrams
 		res.Transport.Encoding = enc
 	}
-	s.hs.Store(hs)
+	if s.faults().NoEncodingSwitch {
+		enc = s.Encoding()
+	}
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
-	answer(resp)
-	if !s.faults().NoEncodingSwitch {
-		s.enc.Store(&codecBox{s.codecs[enc]})
-	}
+	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams, params: &p, result: res}, resp, answer, enc)
 	s.setState(StateReady)
-	s.log.Debug("session ready", "encoding", enc, "datagrams", hs.datagrams, "client", p.ClientInfo.Name)
+	s.log.Debug("session ready", "encoding", res.Transport.Encoding, "datagrams", datagrams, "client", p.ClientInfo.Name)
 	if cfg.OnSession != nil {
 		go cfg.OnSession(s)
 	}
 }
 
-// initialize runs the client side of the handshake (spec §4). It is called
-// before the reading goroutine starts, and reads the result itself so that
-// the encoding switch happens before any later frame is read.
+// offer is the client's transport object (spec §4.1, §11.3): the MCP-Flow
+// version the method names and the encodings it takes, preferred first. Of
+// datagrams only the refusal is sent: the published schema's
+// ClientTransportCapabilities allows no other members, and absent means
+// datagrams.
+func offer(version string, encs []codec.Name, cfg *ClientConfig) *ClientTransport {
+	t := &ClientTransport{Type: protocol.TransportType, Version: version, Encodings: encs}
+	if cfg.DisableDatagrams {
+		t.Datagrams = new(false)
+	}
+	return t
+}
+
+// initialize runs the client side of the handshake (spec §4): $/hello first
+// when asked for or for a 2026-07-28 session (§11.4), then initialize unless
+// the session is stateless. It is called before the reading goroutine
+// starts, and reads each answer itself so that the encoding switch happens
+// before any later frame is read.
 func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	encs := cfg.Encodings
 	if len(encs) == 0 {
@@ -161,6 +205,7 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 		caps = json.RawMessage("{}")
 	}
 	stateless := slices.Contains(protocol.MCPStatelessVersions(), version)
+	hello := false
 	if stateless || cfg.Hello {
 		ok, err := s.sayHello(ctx, cfg, encs)
 		if err != nil {
@@ -174,22 +219,12 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 			s.setState(StateReady)
 			return nil
 		}
-		if ok {
-			// The transport is settled: initialize carries none (§11.4).
-			return s.initializeAfterHello(ctx, version, caps, cfg)
-		}
+		hello = ok
 	}
-	p := InitializeParams{
-		ProtocolVersion: version,
-		Capabilities:    caps,
-		ClientInfo:      cfg.Info,
-		Transport:       &ClientTransport{Type: protocol.TransportType, Version: protocol.Version, Encodings: encs},
-	}
-	if cfg.DisableDatagrams {
-		// Only the refusal is sent: the published schema's
-		// ClientTransportCapabilities allows no other members, and absent
-		// means datagrams (spec §4.1).
-		p.Transport.Datagrams = new(false)
+	p := InitializeParams{ProtocolVersion: version, Capabilities: caps, ClientInfo: cfg.Info}
+	if !hello {
+		// Once $/hello settled the transport, initialize carries none (§11.4).
+		p.Transport = offer(protocol.Version, encs, cfg)
 	}
 	s.setState(StateInitializing)
 	r, err := s.firstExchange(ctx, protocol.MethodInitialize, p)
@@ -203,7 +238,11 @@ func (s *Session) initialize(ctx context.Context, cfg *ClientConfig) error {
 	if err := json.Unmarshal(r.Result, &res); err != nil {
 		return fmt.Errorf("initialize result: %w", err)
 	}
-	if err := s.adoptTransport(res.Transport, encs, cfg, &res); err != nil {
+	if hello {
+		hs := *s.handshake() // $/hello's, now with the result: published a second time
+		hs.result = &res
+		s.hs.Store(&hs)
+	} else if err := s.adoptTransport(res.Transport, encs, cfg, &res); err != nil {
 		return err
 	}
 	s.setState(StateReady)
@@ -216,26 +255,4 @@ func joinNames(ns []codec.Name) string {
 		ss[i] = string(n)
 	}
 	return strings.Join(ss, ", ")
-}
-
-// initializeAfterHello runs a 2025 initialize on a session whose transport
-// $/hello settled (spec §11.4): no transport member, no encoding switch.
-func (s *Session) initializeAfterHello(ctx context.Context, version string, caps json.RawMessage, cfg *ClientConfig) error {
-	s.setState(StateInitializing)
-	r, err := s.firstExchange(ctx, protocol.MethodInitialize, InitializeParams{ProtocolVersion: version, Capabilities: caps, ClientInfo: cfg.Info})
-	if err != nil {
-		return err
-	}
-	if r.Error != nil {
-		return r.Error
-	}
-	var res InitializeResult
-	if err := json.Unmarshal(r.Result, &res); err != nil {
-		return fmt.Errorf("initialize result: %w", err)
-	}
-	hs := *s.handshake() // $/hello's, now with the result: published a second time
-	hs.result = &res
-	s.hs.Store(&hs)
-	s.setState(StateReady)
-	return s.Notify(protocol.MethodInitialized, nil)
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -23,9 +24,10 @@ type HelloResult struct {
 	Transport ServerTransport `json:"transport"`
 }
 
-// handleHello answers $/hello (spec §11.3): it negotiates as initialize's
-// transport member does (§4.1), answers in JSON, then switches both
-// directions to the chosen encoding before the next frame is read. The
+// handleHello answers $/hello (spec §11.3): it negotiates with
+// chooseTransport, as initialize does (§4.1), and settles as initialize
+// does: answers in JSON, then switches both directions to the chosen
+// encoding before the next frame is read. The
 // session stays CONTROL_OPENED: a 2025 initialize or 2026-07-28 requests
 // follow (§11.4).
 //
@@ -34,54 +36,33 @@ type HelloResult struct {
 // frame was that refused request. The session survives: the client may
 // still fall back to initialize, as it would with a guide-only server.
 func (s *Session) handleHello(m *jsonrpc.Request, answer func(*jsonrpc.Response)) {
-	cfg := s.srv.cfg
 	if s.refusedInit.Load() {
 		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"a $/hello or initialize was already refused on this session: a second $/hello is refused (spec §11.4)")))
 		return
 	}
-	fail := func(code jsonrpc.Code, msg string) {
+	refuse := func(e *jsonrpc.Error) {
 		s.refusedInit.Store(true)
-		answer(jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(code, msg)))
+		answer(jsonrpc.NewErrorResponse(m.ID, e))
 	}
 	var p HelloParams
 	if len(m.Params) == 0 || json.Unmarshal(m.Params, &p) != nil || p.Transport == nil {
-		fail(jsonrpc.CodeInvalidParams, "$/hello params must be {transport: ClientTransportCapabilities} (spec §11.3)")
+		refuse(jsonrpc.NewError(jsonrpc.CodeInvalidParams, "$/hello params must be {transport: ClientTransportCapabilities} (spec §11.3)"))
 		return
 	}
-	t := p.Transport
-	if t.Type != protocol.TransportType {
-		fail(jsonrpc.CodeInvalidRequest, fmt.Sprintf("unknown transport type %q: this server speaks %q (spec §4.1)", t.Type, protocol.TransportType))
+	tr, datagrams, jerr := s.chooseTransport(p.Transport, protocol.VersionHello)
+	if jerr != nil {
+		refuse(jerr)
 		return
 	}
-	prefs := make([]string, len(t.Encodings))
-	for i, e := range t.Encodings {
-		prefs[i] = string(e)
-	}
-	enc, err := codec.Negotiate(prefs, cfg.Encodings)
+	resp, err := jsonrpc.NewResult(m.ID, HelloResult{Transport: tr})
 	if err != nil {
-		fail(jsonrpc.CodeInvalidParams, err.Error())
+		refuse(jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))
 		return
 	}
-	wantDatagrams := t.Datagrams == nil || *t.Datagrams
-	res := HelloResult{Transport: ServerTransport{
-		Type:                 protocol.TransportType,
-		Version:              protocol.VersionHello,
-		Encoding:             enc,
-		MaxConcurrentStreams: s.lim.MaxConcurrentStreams,
-		DatagramsSupported:   !cfg.DisableDatagrams,
-		MaxFrameSize:         s.lim.MaxFrameSize,
-	}}
-	resp, err := jsonrpc.NewResult(m.ID, res)
-	if err != nil {
-		fail(jsonrpc.CodeInternalError, err.Error())
-		return
-	}
-	s.hs.Store(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: wantDatagrams && !cfg.DisableDatagrams})
 	s.hello.Store(true)
-	answer(resp) // always JSON (spec §11.3)
-	s.enc.Store(&codecBox{s.codecs[enc]})
-	s.log.Debug("$/hello settled the transport", "encoding", enc, "datagrams", wantDatagrams && !cfg.DisableDatagrams)
+	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams}, resp, answer, tr.Encoding) // always JSON (spec §11.3)
+	s.log.Debug("$/hello settled the transport", "encoding", tr.Encoding, "datagrams", datagrams)
 }
 
 // isStateless reports whether m is a 2026-07-28 request (IsStatelessRequest).
@@ -143,17 +124,15 @@ func (s *Session) admitStateless(m *jsonrpc.Request, answer func(*jsonrpc.Respon
 	return false
 }
 
-// withResultType adds resultType "complete" to a 2026-07-28 result that has
-// none (spec §11.5); errors and results with one pass as they are.
-func withResultType(answer func(*jsonrpc.Response)) func(*jsonrpc.Response) {
+// withResultType adds resultType "complete" last to a 2026-07-28 result
+// that has none (spec §11.5; mcpjson.WithResultType keeps every other
+// member in its place); errors and results with one pass as they are.
+func (s *Session) withResultType(answer func(*jsonrpc.Response)) func(*jsonrpc.Response) {
 	return func(r *jsonrpc.Response) {
-		if r.Error == nil && len(r.Result) > 1 && r.Result[0] == '{' {
-			var m map[string]json.RawMessage
-			if json.Unmarshal(r.Result, &m) == nil && m["resultType"] == nil {
-				m["resultType"] = json.RawMessage(`"complete"`)
-				if b, err := json.Marshal(m); err == nil {
-					r = &jsonrpc.Response{ID: r.ID, Result: b}
-				}
+		if r.Error == nil && len(r.Result) > 0 {
+			if res := mcpjson.WithResultType(r.Result); len(res) != len(r.Result) {
+				r = &jsonrpc.Response{ID: r.ID, Result: res}
+				s.passResult("mcpjson.WithResultType", mcpjson.Copy, r)
 			}
 		}
 		answer(r)
@@ -165,11 +144,7 @@ func withResultType(answer func(*jsonrpc.Response)) func(*jsonrpc.Response) {
 // guide-only server): the session is still in JSON and the caller falls
 // back (§11.4).
 func (s *Session) sayHello(ctx context.Context, cfg *ClientConfig, encs []codec.Name) (ok bool, err error) {
-	t := &ClientTransport{Type: protocol.TransportType, Version: protocol.VersionHello, Encodings: encs}
-	if cfg.DisableDatagrams {
-		t.Datagrams = new(false)
-	}
-	r, err := s.firstExchange(ctx, protocol.MethodHello, HelloParams{Transport: t})
+	r, err := s.firstExchange(ctx, protocol.MethodHello, HelloParams{Transport: offer(protocol.VersionHello, encs, cfg)})
 	if err != nil {
 		return false, err
 	}
@@ -260,31 +235,14 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 	}
 }
 
-// withStatelessMeta adds the 2026-07-28 _meta members (protocol version and
-// client capabilities) to the params of a request (spec §11.5); members the
-// request already has win (a front forwards its client's own, §11.6).
-func withStatelessMeta(raw json.RawMessage, version string, caps json.RawMessage) (json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if len(raw) > 0 {
-		if err := json.Unmarshal(raw, &m); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "2026-07-28 requests need object params")
-		}
-	}
-	meta := map[string]json.RawMessage{}
-	if m["_meta"] != nil {
-		_ = json.Unmarshal(m["_meta"], &meta)
-	}
-	if meta[protocol.MetaProtocolVersion] == nil {
-		v, _ := json.Marshal(version)
-		meta[protocol.MetaProtocolVersion] = v
-	}
+// statelessMeta are the edits that add the 2026-07-28 _meta members
+// (protocol version and client capabilities) to the params of a request
+// (spec §11.5); members the request already has win (a front forwards its
+// client's own, §11.6).
+func statelessMeta(version string, caps json.RawMessage) []mcpjson.Edit {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	if meta[protocol.MetaClientCapabilities] == nil {
-		meta[protocol.MetaClientCapabilities] = caps
-	}
-	b, _ := json.Marshal(meta)
-	m["_meta"] = b
-	return json.Marshal(m)
+	v, _ := json.Marshal(version)
+	return []mcpjson.Edit{mcpjson.Add(protocol.MetaProtocolVersion, v), mcpjson.Add(protocol.MetaClientCapabilities, caps)}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -56,7 +57,7 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		if !s.admitStateless(m, answer) {
 			return
 		}
-		answer = withResultType(answer)
+		answer = s.withResultType(answer)
 	case m.Method == protocol.MethodInitialize:
 		if s.server && st == StateControlOpened {
 			s.handleInitialize(m, func(r *jsonrpc.Response) {
@@ -74,10 +75,10 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		return
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	in := &inbound{id: m.ID, cancel: cancel, answer: answer, token: progressToken(m.Params)}
+	in := &inbound{id: m.ID, cancel: cancel, answer: answer, token: mcpjson.ProgressToken(m.Params)}
 	s.mu.Lock()
 	switch {
-	case s.shutdown:
+	case s.dr.refusing():
 		s.mu.Unlock()
 		cancel(nil)
 		fail(jsonrpc.CodeShuttingDown, "session is shutting down; no new requests (spec §7.2)")
@@ -126,6 +127,8 @@ func (s *Session) run(ctx context.Context, req *Request) {
 		resp = &jsonrpc.Response{ID: req.ID, Result: raw}
 	} else if resp, err = jsonrpc.NewResult(req.ID, result); err != nil {
 		resp = jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "result does not marshal: "+err.Error()))
+	} else {
+		s.passResult("jsonrpc.NewResult", mcpjson.Encode, resp)
 	}
 	s.respond(req.in, resp)
 }
@@ -199,22 +202,6 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		s.mu.Unlock()
 		s.settleInbound(in)
 	}
-}
-
-// progressToken returns params._meta.progressToken, if present.
-func progressToken(params json.RawMessage) json.RawMessage {
-	if len(params) == 0 || params[0] != '{' {
-		return nil
-	}
-	var p struct {
-		Meta struct {
-			ProgressToken json.RawMessage `json:"progressToken"`
-		} `json:"_meta"`
-	}
-	if json.Unmarshal(params, &p) != nil {
-		return nil
-	}
-	return p.Meta.ProgressToken
 }
 
 // Progress reports progress on this request (MCP progress; spec §6.2). When

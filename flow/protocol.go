@@ -6,6 +6,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/quic-go/webtransport-go"
 )
@@ -87,11 +88,9 @@ type ShutdownParams struct {
 
 // StreamRef is the content block that names an execution stream in a result
 // (spec §5.2): {"type":"ref/stream","streamTag":1,"mimeType":"text/plain"}.
-type StreamRef struct {
-	Type      string `json:"type"`
-	StreamTag uint32 `json:"streamTag"`
-	MimeType  string `json:"mimeType,omitempty"`
-}
+// Package mcpjson reads and writes it; a ref of Response.Refs carries its
+// block's span in Response.Result.
+type StreamRef = mcpjson.Ref
 
 // Progress is the params of notifications/progress, and the payload of a
 // progress datagram (spec §6.2).

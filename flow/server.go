@@ -422,7 +422,7 @@ func (s *Session) watchIdle() {
 		default:
 		}
 		s.mu.Lock()
-		busy := s.inflightLocked() > 0 || s.shutdown
+		busy := s.inflightLocked() > 0 || s.dr.refusing()
 		s.mu.Unlock()
 		if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
 			s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)

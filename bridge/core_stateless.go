@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -26,6 +26,10 @@ import (
 func mcpVersions() []string {
 	return append(protocol.MCPStatelessVersions(), httpVersions...)
 }
+
+// httpVersions are the MCP revisions of the 2025 era the fronts speak:
+// those the HTTP front accepts in MCP-Protocol-Version.
+var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
 // unsupportedVersion is UnsupportedProtocolVersionError (-32022, 2026-07-28
 // schema) for the version v, listing the versions the fronts speak.
@@ -84,75 +88,6 @@ func (b *core) takeStateless(m *jsonrpc.Request) bool {
 	return b.stateless
 }
 
-func (b *core) isStateless() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.stateless
-}
-
-// statelessSession returns the core's 2026-07-28 MCP-Flow session, dialling
-// it when there is none; one dial at a time, whose error the requests that
-// waited for it get (a *ServerLostError).
-func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
-	for {
-		b.mu.Lock()
-		if s := b.sess; s != nil && s.Err() == nil && s.State() == flow.StateReady {
-			b.mu.Unlock()
-			return s, nil
-		}
-		if b.closing {
-			err := b.lostErr
-			b.mu.Unlock()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
-		}
-		if d := b.dialing; d != nil {
-			b.mu.Unlock()
-			select {
-			case <-d:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			b.mu.Lock()
-			err := b.dialErr
-			b.mu.Unlock()
-			if err != nil {
-				return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
-			}
-			continue
-		}
-		d := make(chan struct{})
-		b.dialing = d
-		b.mu.Unlock()
-		// The dial is the core's, not the request's: a client that goes
-		// away does not fail it for the others waiting.
-		s, err := b.dial(b.stop, flow.InitializeParams{})
-		b.mu.Lock()
-		b.dialing, b.dialErr = nil, err
-		if err == nil && b.closing {
-			err = fmt.Errorf("the bridge is closing")
-			b.dialErr = err
-			b.mu.Unlock()
-			close(d)
-			s.Close()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
-		}
-		if err == nil {
-			b.lostErr = nil
-			b.setSessionLocked(s)
-		} else {
-			b.lostErr = err
-		}
-		b.mu.Unlock()
-		close(d)
-		if err != nil {
-			b.log.Warn("cannot reach the MCP-Flow server", "server", b.cfg.URL, "err", err)
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
-		}
-		b.watch(s)
-		return s, nil
-	}
-}
-
 // cacheable are the methods whose 2026-07-28 result is a CacheableResult
 // (schema 2026-07-28: ttlMs and cacheScope required).
 var cacheable = map[string]bool{
@@ -162,36 +97,18 @@ var cacheable = map[string]bool{
 
 // withCacheHints adds the most cautious cache hints, ttlMs 0 (stale at once)
 // and cacheScope "private" (never shared across authorization contexts),
-// to a cacheable result of a 2026-07-28 request that lacks them: an MCP-Flow
-// server's handlers need not know the era (spec §11.6), and a client of that
-// revision refuses a list result without them. Everything else in the
-// result is kept as it came.
-func withCacheHints(method string, result json.RawMessage) json.RawMessage {
-	trimmed := bytes.TrimRight(result, " \t\r\n")
-	if !cacheable[method] || len(trimmed) < 2 || trimmed[0] != '{' || trimmed[len(trimmed)-1] != '}' {
+// last, to a cacheable result of a 2026-07-28 request that lacks them: an
+// MCP-Flow server's handlers need not know the era (spec §11.6), and a
+// client of that revision refuses a list result without them. Everything
+// else in the result is kept as it came (mcpjson.EditObject); other
+// results come back as they are.
+func withCacheHints(method string, result *mcpjson.Splice) *mcpjson.Splice {
+	if !cacheable[method] {
 		return result
 	}
-	var has struct {
-		TTL   json.RawMessage `json:"ttlMs"`
-		Scope json.RawMessage `json:"cacheScope"`
-	}
-	if json.Unmarshal(result, &has) != nil {
+	out, err := mcpjson.EditObject(result.Bytes(), mcpjson.Add("ttlMs", []byte("0")), mcpjson.Add("cacheScope", []byte(`"private"`)))
+	if err != nil {
 		return result
 	}
-	var add []byte
-	if has.TTL == nil {
-		add = append(add, `,"ttlMs":0`...)
-	}
-	if has.Scope == nil {
-		add = append(add, `,"cacheScope":"private"`...)
-	}
-	if add == nil {
-		return result
-	}
-	body := trimmed[:len(trimmed)-1]
-	if len(bytes.TrimSpace(body[1:])) == 0 { // {}: no member before ours
-		add = add[1:]
-	}
-	out := make([]byte, 0, len(body)+len(add)+1)
-	return append(append(append(out, body...), add...), '}')
+	return mcpjson.NewSplice(out)
 }

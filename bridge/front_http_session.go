@@ -3,16 +3,18 @@ package bridge
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"sync"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/protocol"
 )
+
+// httpSession: one client of the HTTP front in any era (a 2025 session, a
+// 2024-11-05 HTTP+SSE stream, a 2026-07-28 client's holder), each with its
+// own core; its life (made, registered, idle, ended), and the front's table
+// of sessions and their limits.
 
 // httpSession is one session of the HTTP front (spec §10): a Streamable
 // HTTP session, or a 2024-11-05 HTTP+SSE one (legacy), each with its own
@@ -118,20 +120,6 @@ func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 	return s
 }
 
-var _ front = (*httpSession)(nil)
-
-// emit sends one message of the core to where the client waits for it
-// (route); it never blocks.
-func (s *httpSession) emit(m jsonrpc.Message) { s.route(m) }
-
-// emitBatch sends the responses to a batch one by one, each on the stream
-// its request waits on.
-func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
-	for _, r := range rs {
-		s.route(r)
-	}
-}
-
 // enter marks activity on the session; the returned function ends it.
 func (s *httpSession) enter() func() {
 	s.mu.Lock()
@@ -153,216 +141,6 @@ func (s *httpSession) idleFor() time.Duration {
 		return 0
 	}
 	return time.Since(s.lastActive)
-}
-
-// Finished POST streams are kept for resumption within these bounds per
-// session; the oldest go first.
-const (
-	keepFinished      = 64
-	keepFinishedBytes = 32 << 20
-)
-
-// retire keeps a finished POST stream for resumption, within the session's
-// bounds; the oldest finished streams go first.
-func (s *httpSession) retire(st *sseStream) {
-	s.mu.Lock()
-	s.finished = append(s.finished, st)
-	total := 0
-	for _, f := range s.finished {
-		total += f.bytes()
-	}
-	var gone []*sseStream
-	for len(s.finished) > 1 && (len(s.finished) > keepFinished || total > keepFinishedBytes) {
-		old := s.finished[0]
-		total -= old.bytes()
-		delete(s.streams, old.id)
-		gone = append(gone, old)
-		s.finished[0] = nil
-		s.finished = s.finished[1:]
-	}
-	s.mu.Unlock()
-	for _, old := range gone {
-		old.release()
-	}
-}
-
-// evict frees what the session holds only for resumption, to make room
-// for new events past a held-bytes cap: the events already written out, on
-// every stream (events a client has not read yet are never dropped).
-func (s *httpSession) evict() {
-	s.mu.Lock()
-	all := make([]*sseStream, 0, len(s.streams))
-	for _, st := range s.streams {
-		all = append(all, st)
-	}
-	s.mu.Unlock()
-	for _, st := range all {
-		st.dropDelivered()
-	}
-}
-
-// register adds a call of the client in flight: its answer goes to post
-// (nil: the standalone stream). s.mu must be held.
-func (s *httpSession) registerLocked(id string, c *httpCall, params json.RawMessage) {
-	if tok := progressToken(params); tok != nil {
-		c.token = string(tok)
-		s.byToken[c.token] = c
-	}
-	s.calls[id] = c
-	s.front.calls.Add(1)
-	if c.post != nil {
-		c.post.pending++
-	}
-}
-
-// settleLocked forgets the call id (answered or cancelled). s.mu must be
-// held. Its POST stream counts it as answered only once its answer is in
-// the stream's log (answered): the stream never ends before an answer.
-func (s *httpSession) settleLocked(id string) *httpCall {
-	c := s.calls[id]
-	if c == nil {
-		return nil
-	}
-	delete(s.calls, id)
-	if c.token != "" && s.byToken[c.token] == c {
-		delete(s.byToken, c.token)
-	}
-	if c.hold != nil {
-		c.hold.settledLocked()
-	}
-	return c
-}
-
-// answered counts one request of the POST stream p as answered, and ends
-// the stream when it was the last.
-func (s *httpSession) answered(p *postStream) {
-	if p == nil {
-		return
-	}
-	s.mu.Lock()
-	p.pending--
-	last := p.pending == 0
-	s.mu.Unlock()
-	if last {
-		s.complete(p)
-	}
-}
-
-// complete ends a POST stream whose requests are all answered.
-func (s *httpSession) complete(p *postStream) {
-	p.finish()
-	s.retire(p.sseStream)
-	p.done()
-}
-
-// cancelled ends the wait for a request the client cancelled: MCP sends no
-// response to it, so its POST stream ends once its other requests are
-// answered (at once when it was alone).
-func (s *httpSession) cancelled(params json.RawMessage) {
-	var p flow.CancelParams
-	if json.Unmarshal(params, &p) != nil {
-		return
-	}
-	s.mu.Lock()
-	c := s.settleLocked(p.RequestID.Raw())
-	s.mu.Unlock()
-	if c == nil {
-		return
-	}
-	s.answered(c.post)
-	s.front.callsDone()
-}
-
-// route sends one message of the core to where the client waits for it:
-// a response on its request's stream, a progress notification on the
-// stream of the request it is about, a server request on the stream of a
-// request in flight, anything else on the standalone stream. It never
-// blocks: the stream's log holds the event for its followers.
-func (s *httpSession) route(m jsonrpc.Message) {
-	var post *postStream
-	var response bool
-	s.mu.Lock()
-	switch m := m.(type) {
-	case *jsonrpc.Response:
-		c := s.settleLocked(m.ID.Raw())
-		if c == nil {
-			s.mu.Unlock()
-			// A response to a request cancelled or no longer waited for:
-			// a response never goes on the standalone stream.
-			s.front.log.Debug("a response no request waits for", "id", m.ID.String())
-			return
-		}
-		defer s.front.callsDone()
-		if c.init != nil {
-			s.mu.Unlock()
-			c.init <- m // capacity 1, one answer: never blocks
-			return
-		}
-		post, response = c.post, true
-	case *jsonrpc.Request:
-		if m.Method == protocol.MethodProgress {
-			var p struct {
-				Token json.RawMessage `json:"progressToken"`
-			}
-			_ = json.Unmarshal(m.Params, &p)
-			if c := s.byToken[string(p.Token)]; c != nil {
-				post = c.post
-			}
-		} else if m.IsCall() {
-			// A server request (sampling, elicitation) most likely serves a
-			// request in flight: send it on that request's stream, where
-			// the client is listening for sure (MCP 2025-11-25 transports).
-			for _, c := range s.calls {
-				if c.post != nil {
-					post = c.post
-					break
-				}
-			}
-		}
-	}
-	st := s.standalone
-	if post != nil {
-		st = post.sseStream
-	}
-	s.mu.Unlock()
-	s.add(st, m)
-	if response {
-		s.answered(post)
-	}
-}
-
-// add puts one message on a stream within the held-bytes caps: past them,
-// once what is held only for resumption is freed (the session's, then past
-// MaxHeld every session's), a response becomes a -32603 error naming the
-// cap and anything else is dropped.
-func (s *httpSession) add(st *sseStream, m jsonrpc.Message) {
-	e := jsonrpc.AppendJSON(nil, m)
-	if !s.budget.take(len(e)) {
-		s.evict()
-		if !s.budget.take(len(e)) {
-			// Past MaxHeld, what every session keeps for resumption only
-			// gives way too.
-			for _, o := range s.front.all() {
-				o.evict()
-			}
-			if !s.budget.take(len(e)) {
-				s.refused(st, m, len(e))
-				return
-			}
-		}
-	}
-	st.appendEvent(e)
-}
-
-func (s *httpSession) refused(st *sseStream, m jsonrpc.Message, n int) {
-	r, ok := m.(*jsonrpc.Response)
-	if !ok {
-		s.front.log.Warn("SSE event refused", "why", heldWhy(s, n))
-		return
-	}
-	e := heldRefusal(s, r, n)
-	s.budget.force(len(e))
-	st.appendEvent(e)
 }
 
 // end removes a session: its id gets 404 from now on, an open GET stream
@@ -500,4 +278,73 @@ func (h *HTTPFront) promote(s *httpSession) bool {
 	s.initialized = true
 	s.mu.Unlock()
 	return true
+}
+
+func (h *HTTPFront) lookup(id string) *httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.sessions[id]
+}
+
+// tooMany refuses a new session: 503 with Retry-After.
+func (h *HTTPFront) tooMany(w http.ResponseWriter, what string) {
+	w.Header().Set("Retry-After", "5")
+	http.Error(w, what, http.StatusServiceUnavailable)
+}
+
+func (h *HTTPFront) tooManySessions(w http.ResponseWriter) {
+	h.tooMany(w, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions))
+}
+
+// full reports whether MaxSessions are open, or the front is closing.
+func (h *HTTPFront) full() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing || h.openLocked() >= h.cfg.MaxSessions
+}
+
+// openLocked counts what MaxSessions bounds: the sessions past their
+// initialize and the 2026-07-28 clients' holders. h.mu must be held.
+func (h *HTTPFront) openLocked() int {
+	return len(h.sessions) - h.uninitialized + len(h.stateless)
+}
+
+func (h *HTTPFront) isClosing() bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.closing
+}
+
+// callsDone counts one request of a client answered or cancelled.
+func (h *HTTPFront) callsDone() {
+	if h.calls.Add(-1) == 0 {
+		h.wakeMu.Lock()
+		close(h.wake)
+		h.wake = make(chan struct{})
+		h.wakeMu.Unlock()
+	}
+}
+
+// all lists the open sessions.
+func (h *HTTPFront) all() []*httpSession {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	ss := make([]*httpSession, 0, len(h.sessions)+len(h.stateless))
+	for _, s := range h.sessions {
+		ss = append(ss, s)
+	}
+	for _, s := range h.stateless {
+		ss = append(ss, s)
+	}
+	return ss
+}
+
+// discard ends the core of a session that was never registered.
+func (h *HTTPFront) discard(s *httpSession) {
+	h.cores.Add(1)
+	go func() {
+		defer h.cores.Done()
+		s.core.finish()
+		h.removeFiles(s)
+	}()
 }

@@ -12,73 +12,14 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
-	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 )
 
-// StdioConfig configures the MCP-Flow side of a front (spec §10): the stdio
-// front's, where an MCP host spawns the bridge as its stdio server, and the
-// HTTP front's (HTTPConfig.Stdio).
-type StdioConfig struct {
-	// URL of the MCP-Flow server, and how to dial it. Info, Capabilities
-	// and ProtocolVersion are taken from the host's initialize.
-	URL    string
-	Client flow.ClientConfig
-	// InlineLimit is the largest execution stream inlined into a result
-	// (as text, or as a base64 blob). A larger one is offloaded by the
-	// front (the stdio front: a file in StreamDir) and named with a
-	// resource_link. Default 8 MiB: under the 16 MiB line cap of the
-	// go-sdk's stdio client.
-	InlineLimit int64
-	// StreamDir receives the files of streams past InlineLimit (spec §10).
-	// Default: a directory of the front's own, made in os.TempDir() on
-	// first use. The files (and that directory) are deleted when the
-	// front's session ends: for the stdio front, when Run returns.
-	StreamDir string
-	Logger    *slog.Logger
-	// ExitOnDisconnect: when the MCP-Flow session ends other than by the
-	// host's EOF, Run answers the requests in flight and returns a
-	// *ServerLostError instead of reconnecting (spec §10), for hosts that
-	// restart their servers themselves.
-	ExitOnDisconnect bool
-	// ReconnectMin and ReconnectMax bound the backoff between reconnection
-	// attempts: the first waits ReconnectMin, each next one twice as long,
-	// up to ReconnectMax; attempts go on until one succeeds or the host's
-	// input ends. Defaults 100 ms and 5 s.
-	ReconnectMin, ReconnectMax time.Duration
-	// ReconnectWait bounds how long a host request that arrives while the
-	// front reconnects waits for the new session before it fails with
-	// -32603 (default 10 s).
-	ReconnectWait time.Duration
-	// HostQueue bounds the bytes of messages the stdio front holds for a
-	// host that does not read its stdout (default DefaultHostQueue, 32 MiB;
-	// spec §10): past it, notifications are dropped and responses wait.
-	HostQueue int
-}
-
-func (cfg StdioConfig) withDefaults() StdioConfig {
-	if cfg.InlineLimit <= 0 {
-		cfg.InlineLimit = 8 << 20
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.Default()
-	}
-	if cfg.ReconnectMin <= 0 {
-		cfg.ReconnectMin = 100 * time.Millisecond
-	}
-	if cfg.ReconnectMax < cfg.ReconnectMin {
-		cfg.ReconnectMax = max(cfg.ReconnectMin, 5*time.Second)
-	}
-	if cfg.ReconnectWait <= 0 {
-		cfg.ReconnectWait = 10 * time.Second
-	}
-	if cfg.HostQueue <= 0 {
-		cfg.HostQueue = DefaultHostQueue
-	}
-	return cfg
-}
+// The stdio front (spec §10): the host's stdin and stdout, framed as the
+// host frames them (framing.go), queued toward the host
+// (front_stdio_outbox.go); streams past the inline limit go to files.
 
 // Stdio is the stdio front (spec §10): a core that reads the host's
 // messages from stdin and writes its answers to stdout, in the framing the
@@ -183,8 +124,25 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 // emit queues one message for the host: a notification is dropped when the
 // queue is full, anything else waits for room (outbox).
 func (b *Stdio) emit(m jsonrpc.Message) {
+	if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil && len(r.Result) > 0 {
+		b.emitResult(r.ID, mcpjson.NewSplice(r.Result))
+		return
+	}
 	req, ok := m.(*jsonrpc.Request)
 	b.put(jsonrpc.AppendJSON(nil, m), ok && !req.IsCall())
+}
+
+// emitResult queues the response to the host's request id. Its result is
+// written once, straight into the framed message (spec §10: a result with
+// execution streams is spliced there).
+func (b *Stdio) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
+	f := framing(b.framing.Load())
+	n := jsonrpc.ResultHeadLen(id) + result.Len() + 1
+	msg := appendFrameHead(make([]byte, 0, n+frameOverhead), f, n)
+	msg = result.AppendTo(jsonrpc.AppendResultHead(msg, id))
+	msg = appendFrameTail(append(msg, '}'), f)
+	mcpjson.Pass("front", "emitResult", mcpjson.Copy, msg)
+	b.out.put(msg, false)
 }
 
 // emitBatch writes the responses to a batch as one batch.

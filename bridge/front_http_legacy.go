@@ -9,6 +9,9 @@ import (
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
+// The 2024-11-05 HTTP+SSE transport, served for backwards compatibility
+// (2025-11-25 transports).
+
 // legacyStream serves a client of the 2024-11-05 HTTP+SSE transport, for
 // backwards compatibility (2025-11-25 transports): its GET opens the
 // session's one SSE stream, whose first event, "endpoint", names where to

@@ -170,9 +170,10 @@ func TestHTTPFrontStateless(t *testing.T) {
 	}
 
 	// A cacheable result gets the cautious cache hints the server did not
-	// give (CacheableResult requires them), after its own members.
+	// give (CacheableResult requires them), after its own members and the
+	// resultType the MCP-Flow server added last.
 	_, body = send(t, url, "POST", modernBody("l", "tools/list", ""), modern("tools/list", ""))
-	if !strings.Contains(body, `}],"ttlMs":0,"cacheScope":"private"}}`) || !strings.Contains(body, `"name":"echo"`) || !strings.Contains(body, `"resultType":"complete"`) {
+	if !strings.Contains(body, `}],"resultType":"complete","ttlMs":0,"cacheScope":"private"}}`) || !strings.Contains(body, `"name":"echo"`) {
 		t.Fatalf("tools/list: %.300s … %s", body, body[max(0, len(body)-120):])
 	}
 

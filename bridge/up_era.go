@@ -1,7 +1,7 @@
 package bridge
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -10,8 +10,13 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
+
+// Translation between MCP's eras at the upstream (spec §10, "Eras"): the era
+// settings, and each request and answer mapped between a 2025 side and a
+// 2026-07-28 side.
 
 // The upstream's MCP era (spec §10, "Eras"): the value of
 // StdioUpstreamConfig.Protocol and HTTPUpstreamConfig.Protocol
@@ -58,6 +63,13 @@ func normProtocol(p string) (string, error) {
 	return "", fmt.Errorf("upstream protocol %q: want auto, %s or 2025 (any of %s)", p, UpstreamModern, strings.Join(protocol.MCPVersions(), ", "))
 }
 
+// CheckUpstreamProtocol reports whether p names an upstream era
+// (StdioUpstreamConfig.Protocol, HTTPUpstreamConfig.Protocol).
+func CheckUpstreamProtocol(p string) error {
+	_, err := normProtocol(p)
+	return err
+}
+
 // modernLink is a link that speaks differently to a 2026-07-28 upstream
 // (the HTTP upstream: routing headers, no session, cancellation by closing
 // the stream). The stdio link needs nothing: each message carries its _meta.
@@ -72,98 +84,37 @@ func (c *upConn) setModern(v bool) {
 	}
 }
 
-// metaOf returns the _meta members of a request's params.
-func metaOf(params json.RawMessage) map[string]json.RawMessage {
-	var p struct {
-		Meta map[string]json.RawMessage `json:"_meta"`
+// editMeta applies edits to params' _meta (mcpjson.EditMeta: members keep
+// their order and bytes); params that are no object are -32602.
+func editMeta(params json.RawMessage, edits ...mcpjson.Edit) (json.RawMessage, error) {
+	p, err := mcpjson.EditMeta(params, edits...)
+	if err != nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object: "+err.Error())
 	}
-	if len(params) > 0 && params[0] == '{' {
-		_ = json.Unmarshal(params, &p)
-	}
-	if p.Meta == nil {
-		p.Meta = map[string]json.RawMessage{}
-	}
-	return p.Meta
-}
-
-// editMeta rewrites params' _meta with edit (an empty _meta is left out);
-// the other members of params keep their bytes.
-func editMeta(params json.RawMessage, edit func(map[string]json.RawMessage)) (json.RawMessage, error) {
-	m := map[string]json.RawMessage{}
-	if len(params) > 0 {
-		if err := json.Unmarshal(params, &m); err != nil {
-			return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "params must be an object: "+err.Error())
-		}
-	}
-	meta := metaOf(params)
-	edit(meta)
-	if len(meta) == 0 {
-		delete(m, "_meta")
-	} else {
-		m["_meta"], _ = json.Marshal(meta)
-	}
-	return json.Marshal(m)
+	return p, nil
 }
 
 // discoverParams are the params of the bridge's server/discover probe: the
 // client's own _meta (version, capabilities, identity) when it has one.
 func discoverParams(caps, info json.RawMessage) json.RawMessage {
-	p, _ := editMeta(nil, func(m map[string]json.RawMessage) { addModernMeta(m, caps, info) })
+	p, _ := editMeta(nil, modernMeta(caps, info)...)
 	return p
 }
 
-// addModernMeta puts the 2026-07-28 members into a request's _meta.
-func addModernMeta(m map[string]json.RawMessage, caps, info json.RawMessage) {
-	m[protocol.MetaProtocolVersion] = json.RawMessage(`"` + protocol.MCP20260728 + `"`)
+// modernMeta are the edits that put the 2026-07-28 members into a
+// request's _meta.
+func modernMeta(caps, info json.RawMessage) []mcpjson.Edit {
 	if len(caps) == 0 {
 		caps = json.RawMessage("{}")
 	}
-	m[protocol.MetaClientCapabilities] = caps
+	edits := []mcpjson.Edit{
+		mcpjson.Set(protocol.MetaProtocolVersion, []byte(`"`+protocol.MCP20260728+`"`)),
+		mcpjson.Set(protocol.MetaClientCapabilities, caps),
+	}
 	if len(info) > 0 {
-		m[metaClientInfo] = info
+		edits = append(edits, mcpjson.Set(metaClientInfo, info))
 	}
-}
-
-// probe asks the upstream server/discover, within the probe timeout, and
-// reports whether it speaks 2026-07-28 (spec §10: a DiscoverResult naming
-// it; any error or silence means a 2025 server).
-func (c *upConn) probe(ctx context.Context, caps, info json.RawMessage) (json.RawMessage, bool) {
-	c.setModern(true)
-	pctx, cancel := context.WithTimeout(ctx, c.u.probeTimeout)
-	defer cancel()
-	res, err := c.call(pctx, protocol.MethodDiscover, discoverParams(caps, info))
-	var d struct {
-		SupportedVersions []string `json:"supportedVersions"`
-	}
-	if err == nil && json.Unmarshal(res, &d) == nil && slices.Contains(d.SupportedVersions, protocol.MCP20260728) {
-		c.u.log.Debug("upstream speaks 2026-07-28", "supportedVersions", d.SupportedVersions)
-		return res, true
-	}
-	c.u.log.Debug("upstream does not speak 2026-07-28 (server/discover probe)", "err", err)
-	c.setModern(false)
-	return nil, false
-}
-
-// initializeLegacy runs the 2025 handshake with the upstream for a
-// 2026-07-28 session (spec §10, "Eras"): in the bridge's own name
-// (bridgeClientInfo) with empty capabilities, never those of a client. A
-// 2026 client takes no server requests through it anyway: the 2025
-// server's sampling or elicitation toward it is answered -32601
-// (errNoServerRequests).
-func (c *upConn) initializeLegacy(ctx context.Context) error {
-	params, _ := json.Marshal(map[string]json.RawMessage{
-		"protocolVersion": json.RawMessage(`"` + protocol.MCPLatest + `"`),
-		"capabilities":    json.RawMessage("{}"),
-		"clientInfo":      bridgeClientInfo,
-	})
-	res, err := c.call(ctx, protocol.MethodInitialize, params)
-	if err != nil {
-		return err
-	}
-	c.initRes = res
-	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
-	_, err = c.send(ctx, n)
-	return err
+	return edits
 }
 
 // initFromDiscover answers a 2025 client's initialize from a 2026-07-28
@@ -239,12 +190,12 @@ func errNoServerRequests(method string) *jsonrpc.Error {
 // sampling, elicitation) a 2026-07-28 request's _meta clientCapabilities
 // declares, or "".
 func takesServerRequests(params json.RawMessage) string {
-	var caps map[string]json.RawMessage
-	if json.Unmarshal(metaOf(params)[protocol.MetaClientCapabilities], &caps) != nil {
+	caps, err := mcpjson.ReadObject(mcpjson.MetaValue(params, protocol.MetaClientCapabilities), nil)
+	if err != nil {
 		return ""
 	}
 	for _, k := range []string{"sampling", "elicitation", "roots"} {
-		if _, ok := caps[k]; ok {
+		if mcpjson.Find(caps, k) != nil {
 			return k
 		}
 	}
@@ -267,13 +218,11 @@ func errLossyDiscover(capability string) *jsonrpc.Error {
 
 // isInputRequired reports whether a result is a 2026-07-28 InputRequiredResult.
 func isInputRequired(res json.RawMessage) bool {
-	if len(res) == 0 || res[0] != '{' || !strings.Contains(string(res), "input_required") {
+	if len(res) == 0 || res[0] != '{' || !bytes.Contains(res, []byte("input_required")) {
 		return false
 	}
-	var r struct {
-		ResultType string `json:"resultType"`
-	}
-	return json.Unmarshal(res, &r) == nil && r.ResultType == "input_required"
+	ms, err := mcpjson.ReadObject(res, nil)
+	return err == nil && mcpjson.String(ms, "resultType") == "input_required"
 }
 
 // modernMetaKeys are the 2026-07-28 _meta keys a 2025 upstream does not
@@ -295,14 +244,14 @@ func (c *upConn) translate(req *flow.Request) (params, answer json.RawMessage, e
 			a, err := discoverFromInit(c.initRes)
 			return nil, a, err
 		}
-		p, err := editMeta(req.Params, func(m map[string]json.RawMessage) {
-			for _, k := range modernMetaKeys {
-				delete(m, k)
-			}
-		})
+		edits := make([]mcpjson.Edit, len(modernMetaKeys))
+		for i, k := range modernMetaKeys {
+			edits[i] = mcpjson.Delete(k)
+		}
+		p, err := editMeta(req.Params, edits...)
 		return p, nil, err
 	case !c.clientModern && up:
-		p, err := editMeta(req.Params, func(m map[string]json.RawMessage) { addModernMeta(m, c.clientCaps, c.clientInfo) })
+		p, err := editMeta(req.Params, modernMeta(c.clientCaps, c.clientInfo)...)
 		return p, nil, err
 	}
 	return req.Params, nil, nil

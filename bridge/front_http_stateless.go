@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -45,6 +46,8 @@ func (f statelessFront) emit(m jsonrpc.Message) {
 }
 
 func (f statelessFront) emitBatch([]*jsonrpc.Response) {}
+
+func (f statelessFront) emitResult(jsonrpc.ID, *mcpjson.Splice) {}
 
 // statelessHolder returns the holder of r's client (clientKey), making it
 // on the client's first request, with activity marked on it (leave ends
@@ -235,7 +238,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		pending = nil
 		return n
 	}
-	if tok := progressToken(m.Params); tok != nil {
+	if tok := mcpjson.ProgressToken(m.Params); tok != nil {
 		opts = append(opts, flow.WithProgress(func(pr flow.Progress) {
 			pr.ProgressToken = tok
 			n, err := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodProgress, pr)
@@ -354,21 +357,6 @@ func (a answerWriter) writeCharged(e []byte) error {
 	// No deadline left behind for the connection's next request.
 	_ = a.rc.SetWriteDeadline(time.Time{})
 	return nil
-}
-
-// heldRefusal is the -32603 error that stands for a response of n bytes
-// refused by the held-bytes caps (both eras), encoded; it is logged.
-func heldRefusal(s *httpSession, r *jsonrpc.Response, n int) []byte {
-	why := heldWhy(s, n)
-	s.front.log.Warn("answer refused", "why", why)
-	return jsonrpc.AppendJSON(nil, jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, why)))
-}
-
-// heldWhy says which held-bytes cap refused a message of n bytes.
-func heldWhy(s *httpSession, n int) string {
-	h := s.front
-	return fmt.Sprintf("the HTTP front holds %d bytes of events and answers for this client (cap %d, MaxSessionHeld) and %d for all (cap %d, MaxHeld): "+
-		"a %d-byte message was refused; read the streams faster", s.budget.held(), h.cfg.MaxSessionHeld, h.held.held(), h.cfg.MaxHeld, n)
 }
 
 // appendSSEData appends one SSE event whose data is msg (one line: JSON

@@ -6,8 +6,7 @@ import (
 	"sync"
 )
 
-// DefaultHostQueue is the default of StdioConfig.HostQueue (spec §8, §10).
-const DefaultHostQueue = 32 << 20
+// The stdio front's queue toward the host (spec §10, "Backpressure").
 
 // outbox is the stdio front's queue toward the host (spec §10): putting a
 // message never waits for the host to read, so neither the MCP-Flow

@@ -1,0 +1,76 @@
+package bridge
+
+import (
+	"log/slog"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+)
+
+// StdioConfig: the MCP-Flow side of every front (the stdio front's config,
+// and HTTPConfig.Stdio), with its defaults.
+
+// StdioConfig configures the MCP-Flow side of a front (spec §10): the stdio
+// front's, where an MCP host spawns the bridge as its stdio server, and the
+// HTTP front's (HTTPConfig.Stdio).
+type StdioConfig struct {
+	// URL of the MCP-Flow server, and how to dial it. Info, Capabilities
+	// and ProtocolVersion are taken from the host's initialize.
+	URL    string
+	Client flow.ClientConfig
+	// InlineLimit is the largest execution stream inlined into a result
+	// (as text, or as a base64 blob). A larger one is offloaded by the
+	// front (the stdio front: a file in StreamDir) and named with a
+	// resource_link. Default 8 MiB: under the 16 MiB line cap of the
+	// go-sdk's stdio client.
+	InlineLimit int64
+	// StreamDir receives the files of streams past InlineLimit (spec §10).
+	// Default: a directory of the front's own, made in os.TempDir() on
+	// first use. The files (and that directory) are deleted when the
+	// front's session ends: for the stdio front, when Run returns.
+	StreamDir string
+	Logger    *slog.Logger
+	// ExitOnDisconnect: when the MCP-Flow session ends other than by the
+	// host's EOF, Run answers the requests in flight and returns a
+	// *ServerLostError instead of reconnecting (spec §10), for hosts that
+	// restart their servers themselves.
+	ExitOnDisconnect bool
+	// ReconnectMin and ReconnectMax bound the backoff between reconnection
+	// attempts: the first waits ReconnectMin, each next one twice as long,
+	// up to ReconnectMax; attempts go on until one succeeds or the host's
+	// input ends. Defaults 100 ms and 5 s.
+	ReconnectMin, ReconnectMax time.Duration
+	// ReconnectWait bounds how long a host request that arrives while the
+	// front reconnects waits for the new session before it fails with
+	// -32603 (default 10 s).
+	ReconnectWait time.Duration
+	// HostQueue bounds the bytes of messages the stdio front holds for a
+	// host that does not read its stdout (default DefaultHostQueue, 32 MiB;
+	// spec §10): past it, notifications are dropped and responses wait.
+	HostQueue int
+}
+
+func (cfg StdioConfig) withDefaults() StdioConfig {
+	if cfg.InlineLimit <= 0 {
+		cfg.InlineLimit = 8 << 20
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.ReconnectMin <= 0 {
+		cfg.ReconnectMin = 100 * time.Millisecond
+	}
+	if cfg.ReconnectMax < cfg.ReconnectMin {
+		cfg.ReconnectMax = max(cfg.ReconnectMin, 5*time.Second)
+	}
+	if cfg.ReconnectWait <= 0 {
+		cfg.ReconnectWait = 10 * time.Second
+	}
+	if cfg.HostQueue <= 0 {
+		cfg.HostQueue = DefaultHostQueue
+	}
+	return cfg
+}
+
+// DefaultHostQueue is the default of StdioConfig.HostQueue (spec §8, §10).
+const DefaultHostQueue = 32 << 20

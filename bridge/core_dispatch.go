@@ -1,0 +1,291 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// The client's messages through the core (spec §10): each message or batch
+// dispatched in the client's order, requests called on the MCP-Flow session
+// with their cancellation, notifications passed on.
+
+// receive takes one decoded message or batch of the client's: invalid
+// elements are answered, a batch goes to batch, the rest to dispatch.
+func (b *core) receive(ctx context.Context, p jsonrpc.Payload) {
+	msgs, replies := jsonrpc.Validate(p)
+	if p.Batch {
+		b.batch(ctx, msgs, replies)
+		return
+	}
+	for _, rep := range replies {
+		b.write(rep)
+	}
+	for _, m := range msgs {
+		b.dispatch(ctx, m)
+	}
+}
+
+// parseError answers a message that could not be read or decoded.
+func (b *core) parseError(err error) {
+	b.write(jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
+}
+
+// decodeJSON decodes one message or batch of the client's.
+func decodeJSON(msg []byte) (jsonrpc.Payload, error) { return codec.Default(codec.JSON).Decode(msg) }
+
+// batchesAllowed reports whether MCP protocol version v has JSON-RPC
+// batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
+// 2025-06-18).
+func batchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
+
+// batchError is the answer to a batch the session's protocol version does
+// not allow, or one sent before initialize (which 2025-03-26 forbids in a
+// batch).
+func batchError(version string) *jsonrpc.Response {
+	msg := "JSON-RPC batches are not part of MCP " + version + " (only 2025-03-26 has them)"
+	if version == "" {
+		msg = "a batch before initialize: initialize must be sent alone (MCP 2025-03-26 lifecycle)"
+	}
+	return jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, msg))
+}
+
+func alreadyInitialized(id jsonrpc.ID) *jsonrpc.Response {
+	return jsonrpc.NewErrorResponse(id, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "already initialized"))
+}
+
+// batch answers a batch (JSON-RPC 2.0 §6) where the protocol version allows
+// it: its requests run concurrently and their responses go out together in
+// one array, in any order, once all are in; a batch of notifications and
+// responses only gets no answer. Elsewhere the whole batch is refused with
+// one -32600 error and nothing in it is processed.
+func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
+	if v := b.version(); !batchesAllowed(v) {
+		b.write(batchError(v))
+		return
+	}
+	var mu sync.Mutex
+	out := slices.Clone(replies)
+	var calls sync.WaitGroup
+	for _, m := range msgs {
+		req, ok := m.(*jsonrpc.Request)
+		if !ok || !req.IsCall() {
+			b.dispatch(ctx, m) // notifications and responses
+			continue
+		}
+		if req.Method == protocol.MethodInitialize {
+			out = append(out, alreadyInitialized(req.ID))
+			continue
+		}
+		b.wg.Add(1)
+		calls.Add(1)
+		cctx, release := b.track(ctx, req.ID)
+		go func() {
+			defer b.wg.Done()
+			defer calls.Done()
+			defer release()
+			if r := b.call(ctx, cctx, req); r != nil {
+				mu.Lock()
+				out = append(out, r)
+				mu.Unlock()
+			}
+		}()
+	}
+	b.wg.Add(1)
+	go func() {
+		defer b.wg.Done()
+		calls.Wait()
+		if len(out) > 0 {
+			for _, r := range out {
+				b.logMessage("to host", r)
+			}
+			b.front.emitBatch(out)
+		}
+	}()
+}
+
+func (b *core) dispatch(ctx context.Context, m jsonrpc.Message) {
+	b.logMessage("from host", m)
+	switch m := m.(type) {
+	case *jsonrpc.Response:
+		b.hostWait.deliver(m)
+	case *jsonrpc.Request:
+		if !m.IsCall() {
+			b.notification(m)
+			return
+		}
+		if b.takeStateless(m) {
+			if r := statelessRefusal(m); r != nil {
+				b.write(r)
+				return
+			}
+		} else if m.Method == protocol.MethodInitialize {
+			b.mu.Lock()
+			done := b.initReq != nil
+			b.mu.Unlock()
+			if done {
+				b.write(alreadyInitialized(m.ID))
+				return
+			}
+			// On the reading goroutine: requests that follow wait for it.
+			b.write(b.initialize(ctx, m))
+			return
+		}
+		b.wg.Add(1)
+		cctx, release := b.track(ctx, m.ID)
+		go func() {
+			defer b.wg.Done()
+			defer release()
+			if r := b.answer(ctx, cctx, m); r != nil {
+				b.send(r)
+			}
+		}()
+	}
+}
+
+func (b *core) notification(n *jsonrpc.Request) {
+	switch n.Method {
+	case protocol.MethodCancelled:
+		var p flow.CancelParams
+		if json.Unmarshal(n.Params, &p) == nil {
+			b.mu.Lock()
+			cancel := b.pending[p.RequestID.Raw()]
+			b.mu.Unlock()
+			if cancel != nil {
+				cancel() // Call sends $/cancel
+			}
+		}
+	case protocol.MethodInitialized:
+		// flow.Dial has sent it already.
+	default:
+		if s := b.session(); s != nil {
+			_ = s.Notify(n.Method, n.Params)
+		}
+	}
+}
+
+// track registers a request of the host, on the reading goroutine so that
+// a notifications/cancelled read after it finds it (while it waits for a
+// session, too): cctx is ctx cancelled by it; release forgets the request.
+func (b *core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, release func()) {
+	cctx, cancel := context.WithCancel(ctx)
+	b.mu.Lock()
+	b.pending[id.Raw()] = cancel
+	b.mu.Unlock()
+	return cctx, func() {
+		cancel()
+		b.mu.Lock()
+		delete(b.pending, id.Raw())
+		b.mu.Unlock()
+	}
+}
+
+// reply is the core's answer to one request of the client: resp (an
+// error, say), or the request's id and its result as inline left it, a
+// splice that the front writes once (front.emitResult, spec §10).
+type reply struct {
+	resp   *jsonrpc.Response
+	id     jsonrpc.ID
+	result *mcpjson.Splice
+}
+
+// response returns r as one response, its result written out (nil for
+// nil).
+func (r *reply) response() *jsonrpc.Response {
+	switch {
+	case r == nil:
+		return nil
+	case r.result != nil:
+		return &jsonrpc.Response{ID: r.id, Result: r.result.Bytes()}
+	}
+	return r.resp
+}
+
+// send hands r to the front.
+func (b *core) send(r *reply) {
+	if r.result == nil {
+		b.write(r.resp)
+		return
+	}
+	b.logMessage("to host", &jsonrpc.Response{ID: r.id})
+	b.front.emitResult(r.id, r.result)
+}
+
+// call is answer's reply as one response: for a batch, and for the HTTP
+// front's 2026-07-28 POSTs.
+func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
+	return b.answer(ctx, cctx, m, opts...).response()
+}
+
+// answer answers one request of the host through the MCP-Flow session;
+// cctx is ctx cancelled by the host (track). nil when the host cancelled
+// it (MCP sends no response then).
+func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *reply {
+	for {
+		s, err := b.current(cctx)
+		switch {
+		case cctx.Err() != nil && ctx.Err() == nil:
+			return nil // the host cancelled: MCP sends no response
+		case err != nil:
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}
+		case s == nil:
+			if m.Method == protocol.MethodPing {
+				return &reply{resp: &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}}
+			}
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))}
+		}
+		if r, retry := b.callOn(ctx, cctx, s, m, opts...); !retry {
+			return r
+		}
+		// The session began to shut down before the request left: it goes
+		// on the next one.
+	}
+}
+
+// callOn answers m on session s; cctx is ctx cancelled by the host's
+// notifications/cancelled. retry reports that m was not sent because s is
+// shutting down.
+func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, retry bool) {
+	// The params go as they came: a progress token of the host's comes
+	// back in the server's notifications/progress (on the control stream: a
+	// front asks for no datagrams), which reach the host through the
+	// Notification hook like any other notification.
+	resp, err := s.Call(cctx, m.Method, m.Params, opts...)
+	if cctx.Err() != nil && ctx.Err() == nil {
+		return nil, false // the host cancelled: MCP sends no response
+	}
+	var je *jsonrpc.Error
+	var se *flow.SessionError
+	switch {
+	case err == flow.ErrShuttingDown && b.reconnects():
+		return nil, true
+	case errors.As(err, &se):
+		// The session ended with the request in flight (spec §10).
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se}))}, false
+	case errors.As(err, &je):
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, je)}, false
+	case err != nil:
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, false
+	}
+	result, err := b.inline(cctx, resp)
+	if err != nil {
+		if serr := s.Err(); serr != nil {
+			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}, false
+		}
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))}, false
+	}
+	if b.isStateless() {
+		result = withCacheHints(m.Method, result)
+	}
+	return &reply{id: m.ID, result: result}, false
+}

@@ -1,0 +1,357 @@
+package bridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// The core's MCP-Flow session (spec §10, §11.6): dialled with the client's
+// initialize (or on a 2026-07-28 client's first request), watched, lost and
+// redialled; the server's requests to the client; the end (finish).
+
+// initialize dials the MCP-Flow server with the host's initialize and
+// answers with the server's result, minus the transport object. The request
+// is kept: a reconnection sends it again (spec §10).
+func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
+	var p flow.InitializeParams
+	if err := json.Unmarshal(m.Params, &p); err != nil {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error()))
+	}
+	s, err := b.dial(ctx, p)
+	if err != nil {
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
+	}
+	b.mu.Lock()
+	if b.closing {
+		b.mu.Unlock()
+		s.Close()
+		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "the bridge is closing"))
+	}
+	b.initReq = m
+	b.proto = s.InitializeResult().ProtocolVersion
+	b.setSessionLocked(s)
+	b.mu.Unlock()
+	b.watch(s)
+	res := *s.InitializeResult()
+	out := map[string]any{"protocolVersion": res.ProtocolVersion, "capabilities": res.Capabilities, "serverInfo": res.ServerInfo}
+	if res.Instructions != "" {
+		out["instructions"] = res.Instructions
+	}
+	r, _ := jsonrpc.NewResult(m.ID, out)
+	return r
+}
+
+// dial opens an MCP-Flow session with the host's initialize params (flow.Dial
+// sends notifications/initialized).
+func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
+	cc := b.cfg.Client
+	cc.Info, cc.Capabilities, cc.ProtocolVersion = p.ClientInfo, p.Capabilities, p.ProtocolVersion
+	if b.isStateless() {
+		// Each request carries its client's own _meta (version and
+		// capabilities), which the session passes on as they are.
+		cc.ProtocolVersion, cc.Capabilities = protocol.MCP20260728, nil
+	}
+	// A plain MCP host expects every progress notification, in order and
+	// before the result: progress rides the control stream, not datagrams
+	// (which may be lost or overtaken).
+	cc.DisableDatagrams = true
+	cc.Handler = flow.HandlerFunc(b.forwardToHost)
+	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
+		if !strings.HasPrefix(n.Method, "$/") {
+			b.write(n)
+		}
+	}
+	return flow.Dial(ctx, b.cfg.URL, cc)
+}
+
+// forwardToHost sends the server's request (sampling, roots, elicitation)
+// to the host under an id of the bridge's own, and returns its answer.
+func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
+	if b.isStateless() {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no requests from the server (it asks for input with input_required results, spec §11.6)")
+	}
+	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
+	ch, forget := b.hostWait.add(id)
+	defer forget()
+	b.log.Debug("server request to the host", "method", req.Method, "id", id.String())
+	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
+	select {
+	case r := <-ch:
+		if r.Error != nil {
+			return nil, r.Error
+		}
+		return r.Result, nil
+	case <-ctx.Done():
+		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw())})
+		b.write(n)
+		return nil, ctx.Err()
+	}
+}
+
+// current returns the session a request goes on: nil before initialize;
+// while the front reconnects, the next session, waited for up to
+// ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
+// at once when this front does not reconnect.
+func (b *core) current(ctx context.Context) (*flow.Session, error) {
+	if b.isStateless() {
+		return b.statelessSession(ctx)
+	}
+	var timeout <-chan time.Time
+	for {
+		b.mu.Lock()
+		s, changed, inited, closing, lostErr := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr
+		b.mu.Unlock()
+		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
+			return s, nil
+		}
+		switch {
+		case !inited:
+			return nil, nil
+		case s == nil && (closing || !b.reconnects()):
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr}
+		}
+		var ended <-chan struct{} // a draining session: wait for its end
+		if s != nil {
+			select {
+			case <-s.Done():
+			default:
+				ended = s.Done()
+			}
+		}
+		if timeout == nil {
+			t := time.NewTimer(b.cfg.ReconnectWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-ended:
+		case <-timeout:
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+// statelessSession returns the core's 2026-07-28 MCP-Flow session, dialling
+// it when there is none; one dial at a time, whose error the requests that
+// waited for it get (a *ServerLostError).
+func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
+	for {
+		b.mu.Lock()
+		if s := b.sess; s != nil && s.Err() == nil && s.State() == flow.StateReady {
+			b.mu.Unlock()
+			return s, nil
+		}
+		if b.closing {
+			err := b.lostErr
+			b.mu.Unlock()
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+		}
+		if d := b.dialing; d != nil {
+			b.mu.Unlock()
+			select {
+			case <-d:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+			b.mu.Lock()
+			err := b.dialErr
+			b.mu.Unlock()
+			if err != nil {
+				return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+			}
+			continue
+		}
+		d := make(chan struct{})
+		b.dialing = d
+		b.mu.Unlock()
+		// The dial is the core's, not the request's: a client that goes
+		// away does not fail it for the others waiting.
+		s, err := b.dial(b.stop, flow.InitializeParams{})
+		b.mu.Lock()
+		b.dialing, b.dialErr = nil, err
+		if err == nil && b.closing {
+			err = fmt.Errorf("the bridge is closing")
+			b.dialErr = err
+			b.mu.Unlock()
+			close(d)
+			s.Close()
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+		}
+		if err == nil {
+			b.lostErr = nil
+			b.setSessionLocked(s)
+		} else {
+			b.lostErr = err
+		}
+		b.mu.Unlock()
+		close(d)
+		if err != nil {
+			b.log.Warn("cannot reach the MCP-Flow server", "server", b.cfg.URL, "err", err)
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+		}
+		b.watch(s)
+		return s, nil
+	}
+}
+
+// watch waits for the end of s and handles it unless the host ended first.
+func (b *core) watch(s *flow.Session) {
+	b.bg.Add(1)
+	go func() {
+		defer b.bg.Done()
+		select {
+		case <-s.Done():
+		case <-b.stop.Done():
+			return
+		}
+		b.mu.Lock()
+		if b.closing || b.sess != s {
+			b.mu.Unlock()
+			return
+		}
+		err := s.Err()
+		b.lostErr = err
+		b.setSessionLocked(nil)
+		stateless := b.stateless
+		b.mu.Unlock()
+		if stateless { // the next request dials again: no state was lost
+			b.log.Warn("MCP-Flow session lost; its requests in flight failed", "server", b.cfg.URL, "err", err)
+			return
+		}
+		b.log.Warn("MCP-Flow session lost; its requests in flight failed, and the server's state for this host is gone "+
+			"(resource subscriptions, the logging/setLevel level, requests from the server to the host, progress and execution streams)",
+			"server", b.cfg.URL, "err", err)
+		switch {
+		case b.onLost != nil:
+			b.onLost(err)
+		case b.cfg.ExitOnDisconnect:
+			b.lost <- &ServerLostError{URL: b.cfg.URL, Err: err}
+		default:
+			b.bg.Add(1)
+			go b.reconnect()
+		}
+	}()
+}
+
+// reconnect dials the server again with the host's original initialize,
+// with a backoff from ReconnectMin doubling up to ReconnectMax, until it
+// succeeds or the host's input ends (spec §10). Each attempt is logged.
+func (b *core) reconnect() {
+	defer b.bg.Done()
+	b.mu.Lock()
+	req := b.initReq
+	b.mu.Unlock()
+	var p flow.InitializeParams
+	_ = json.Unmarshal(req.Params, &p) // it was decoded once already
+	delay := b.cfg.ReconnectMin
+	t := time.NewTimer(delay)
+	defer t.Stop()
+	for attempt := 1; ; attempt++ {
+		select {
+		case <-t.C:
+		case <-b.stop.Done():
+			return
+		}
+		b.log.Warn("reconnecting to the MCP-Flow server", "server", b.cfg.URL, "attempt", attempt)
+		s, err := b.dial(b.stop, p)
+		if b.stop.Err() != nil { // the host's input ended
+			if s != nil {
+				s.Close()
+			}
+			return
+		}
+		if err == nil {
+			b.mu.Lock()
+			if b.closing {
+				b.mu.Unlock()
+				s.Close()
+				return
+			}
+			b.lostErr = nil
+			b.setSessionLocked(s)
+			b.mu.Unlock()
+			b.watch(s)
+			b.log.Warn("reconnected to the MCP-Flow server; the host's initialize was sent again", "server", b.cfg.URL,
+				"attempt", attempt, "serverInfo", s.InitializeResult().ServerInfo.Name)
+			if v := s.InitializeResult().ProtocolVersion; v != b.version() {
+				b.log.Warn("the server now answers another MCP version than the host was told", "was", b.version(), "now", v)
+			}
+			return
+		}
+		delay = min(2*delay, b.cfg.ReconnectMax)
+		b.log.Warn("reconnection failed", "server", b.cfg.URL, "attempt", attempt, "err", err, "next", delay)
+		b.mu.Lock()
+		b.lostErr = err
+		b.mu.Unlock()
+		t.Reset(delay)
+	}
+}
+
+// ServerLostError answers the host's requests when the MCP-Flow session
+// ended other than by the host's EOF (spec §10): the requests in flight,
+// and those that found no new session in time.
+type ServerLostError struct {
+	URL    string
+	Err    error         // why the session ended (or the last reconnection failed)
+	Waited time.Duration // how long the request waited for a reconnection
+}
+
+var _ error = (*ServerLostError)(nil)
+
+func (e *ServerLostError) Error() string {
+	msg := "MCP-Flow server " + e.URL + " lost"
+	if e.Err != nil {
+		msg += ": " + e.Err.Error()
+	}
+	if e.Waited > 0 {
+		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)
+	}
+	return msg
+}
+
+func (e *ServerLostError) Unwrap() error { return e.Err }
+
+// lostError is the JSON-RPC error for a request that lost its server.
+func lostError(err error) *jsonrpc.Error {
+	e := jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
+	var le *ServerLostError
+	if errors.As(err, &le) {
+		why := ""
+		if le.Err != nil {
+			why = le.Err.Error()
+		}
+		e.Data, _ = json.Marshal(map[string]string{"server": le.URL, "reason": why})
+	}
+	return e
+}
+
+// finish waits for the host's requests in flight, then ends the session
+// and stops reconnecting.
+func (b *core) finish() error {
+	b.wg.Wait()
+	b.mu.Lock()
+	s := b.sess
+	b.closing = true
+	b.mu.Unlock()
+	b.halt()
+	if s != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := s.Shutdown(ctx, "the MCP client went away"); err != nil {
+			b.log.Debug("shutdown", "err", err)
+		}
+	}
+	b.bg.Wait()
+	return nil
+}

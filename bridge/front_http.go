@@ -1,0 +1,373 @@
+package bridge
+
+import (
+	"context"
+	"crypto/subtle"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// The Streamable HTTP front (spec §10, §11.6): its config, the handler that
+// checks each request and hands it to its era (front_http_2025.go,
+// front_http_legacy.go, front_http_stateless.go) or to a download, and the
+// front's drain and close.
+
+// HTTPConfig configures a Streamable HTTP front (MCP 2025-11-25 transports):
+// plain MCP clients reach an MCP-Flow server through it. Its limits are in
+// spec §8 and §10.
+type HTTPConfig struct {
+	Stdio StdioConfig // the MCP-Flow side, as for the stdio front
+	// AllowedOrigins may send requests from browsers; others get 403. A
+	// request without Origin is allowed.
+	AllowedOrigins []string
+	// Token, if set, is required as "Authorization: Bearer <token>" (401).
+	Token string
+	// MaxSessions bounds the sessions open at once; an initialize past it
+	// gets 503 (default 256). Each holds an MCP-Flow session.
+	MaxSessions int
+	// IdleTimeout ends a session with no request and no open stream for
+	// that long; its id then gets 404 (default 30 minutes).
+	IdleTimeout time.Duration
+	// MaxBody bounds a POST body of a session; a larger one gets 413
+	// (default and ceiling: MaxMessage, 64 MiB). The session id is checked
+	// before the body is read.
+	MaxBody int
+	// MaxInitBody bounds a POST body without a session id (it can only be
+	// an initialize); a larger one gets 413 (default 1 MiB).
+	MaxInitBody int
+	// MaxBodiesInFlight bounds the bytes of request bodies being read and
+	// decoded at once, over all sessions; a POST that would pass it gets
+	// 503 with Retry-After (default 256 MiB).
+	MaxBodiesInFlight int
+	// MaxUninitialized bounds the 2024-11-05 HTTP+SSE streams open before
+	// their initialize (they do not count against MaxSessions until it
+	// succeeds); a GET past it gets 503 (default 16). InitTimeout ends such
+	// a stream when no initialize succeeded in it (default 30 s).
+	MaxUninitialized int
+	InitTimeout      time.Duration
+	// MaxSessionHeld bounds the bytes of SSE events one session holds (its
+	// open streams' unsent events and what it keeps for resumption);
+	// MaxHeld those of all sessions. Past either, once the session has
+	// dropped what it held only for resumption, a response becomes a
+	// -32603 error naming the cap and a notification is dropped (defaults
+	// 64 MiB and 1 GiB).
+	MaxSessionHeld int
+	MaxHeld        int
+	// MaxSessionOffload bounds the bytes of the execution streams past the
+	// inline limit that one session keeps on disk for download; MaxOffload
+	// those of all sessions. Past either, the stream fails and so does its
+	// call, with -32603 (defaults 1 GiB and 4 GiB). The files live in a
+	// directory of the session under Stdio.StreamDir (default: the temporary directory), removed with it.
+	MaxSessionOffload int64
+	MaxOffload        int64
+	// MaxClientBodies bounds the bytes of request bodies one client has in
+	// flight (spec §11.6 says who a client is): read, decoded, or waiting
+	// for their answers; past it a POST gets 503 with Retry-After. A body
+	// counts until its requests are answered, not only while it is read
+	// (default and floor: MaxBody).
+	MaxClientBodies int
+	// PublicURL is the endpoint's URL as clients reach it (scheme, host,
+	// port and path), when that is not the listener's own address: behind a
+	// reverse proxy, or a name in DNS. Download links name it; without it
+	// they name the address of the listener the client connected to, never
+	// a request's Host header. Its host is also allowed in Host headers.
+	PublicURL string
+	// ClientKey names the client a request comes from, for the per-client
+	// budgets of the 2026-07-28 era (spec §11.6): requests with the same key
+	// share one MCP-Flow session, one offload budget, one held-bytes budget
+	// and one bodies budget. Default: the remote IP address (clients behind
+	// one NAT or proxy share them); an authenticated deployment returns the
+	// verified token's subject.
+	ClientKey func(*http.Request) string
+	// DownloadLifetime bounds how long an offloaded stream stays
+	// downloadable (and on disk) after its result was sent; a complete
+	// download (a GET without Range that received every byte) removes it at
+	// once (default 10 minutes).
+	DownloadLifetime time.Duration
+	// WriteTimeout bounds one write of an answer or an SSE event to a
+	// client that does not read: past it the response ends; a 2026-07-28
+	// request still running is cancelled ($/cancel), a 2025 stream's events
+	// stay held for resumption within MaxSessionHeld (default 30 s).
+	WriteTimeout time.Duration
+}
+
+// HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
+// DELETE on one path). Shutdown drains it; Close ends it at once. Its
+// methods are safe for concurrent use.
+type HTTPFront struct {
+	cfg           HTTPConfig
+	log           *slog.Logger
+	held          *heldBudget  // all sessions' SSE events and unwritten answers (MaxHeld)
+	offloaded     *heldBudget  // all sessions' offloaded streams (MaxOffload)
+	bodies        *heldBudget  // request bodies in flight, until answered (MaxBodiesInFlight)
+	public        *url.URL     // PublicURL, parsed; nil: the listener's address
+	calls         atomic.Int64 // the clients' requests in flight, over all sessions
+	wakeMu        sync.Mutex
+	wake          chan struct{}  // closed (and replaced) when calls drops to 0
+	cores         sync.WaitGroup // the cores of ended sessions, finishing
+	mu            sync.Mutex
+	sessions      map[string]*httpSession
+	downloads     map[string]*download    // offloaded streams by token
+	finishing     map[*httpSession]bool   // ended, their cores not yet finished
+	uninitialized int                     // legacy sessions before their initialize
+	stateless     map[string]*httpSession // the 2026-07-28 clients' holders by ClientKey (statelessHolder)
+	closing       bool
+}
+
+// NewHTTPFront returns the handler. It panics when PublicURL is set but
+// fails CheckPublicURL (a programming error, as a bad pattern is to
+// http.ServeMux): check a URL from a user with CheckPublicURL first.
+func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
+	log := cfg.Stdio.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	if cfg.MaxSessions <= 0 {
+		cfg.MaxSessions = 256
+	}
+	if cfg.IdleTimeout <= 0 {
+		cfg.IdleTimeout = 30 * time.Minute
+	}
+	if cfg.MaxBody <= 0 || cfg.MaxBody > MaxMessage {
+		cfg.MaxBody = MaxMessage
+	}
+	if cfg.MaxInitBody <= 0 {
+		cfg.MaxInitBody = min(1<<20, cfg.MaxBody)
+	}
+	if cfg.MaxBodiesInFlight <= 0 {
+		cfg.MaxBodiesInFlight = 256 << 20
+	}
+	if cfg.MaxUninitialized <= 0 {
+		cfg.MaxUninitialized = 16
+	}
+	if cfg.InitTimeout <= 0 {
+		cfg.InitTimeout = 30 * time.Second
+	}
+	if cfg.MaxSessionHeld <= 0 {
+		cfg.MaxSessionHeld = 64 << 20
+	}
+	if cfg.MaxHeld <= 0 {
+		cfg.MaxHeld = 1 << 30
+	}
+	if cfg.MaxSessionOffload <= 0 {
+		cfg.MaxSessionOffload = 1 << 30
+	}
+	if cfg.MaxOffload <= 0 {
+		cfg.MaxOffload = 4 << 30
+	}
+	if cfg.MaxClientBodies < cfg.MaxBody {
+		cfg.MaxClientBodies = cfg.MaxBody
+	}
+	if cfg.DownloadLifetime <= 0 {
+		cfg.DownloadLifetime = DefaultDownloadLifetime
+	}
+	if cfg.WriteTimeout <= 0 {
+		cfg.WriteTimeout = DefaultWriteTimeout
+	}
+	var public *url.URL
+	if cfg.PublicURL != "" {
+		u, err := CheckPublicURL(cfg.PublicURL)
+		if err != nil {
+			panic("bridge: HTTPConfig.PublicURL: " + err.Error())
+		}
+		public = u
+	}
+	cfg.Stdio = cfg.Stdio.withDefaults()
+	return &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
+		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
+		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
+		stateless: map[string]*httpSession{}}
+}
+
+// CheckPublicURL parses an endpoint URL for HTTPConfig.PublicURL: absolute,
+// http or https, with a host and without user information, query or
+// fragment.
+func CheckPublicURL(s string) (*url.URL, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return nil, err
+	}
+	if (u.Scheme != "http" && u.Scheme != "https") || u.Hostname() == "" || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, fmt.Errorf("%q: want an absolute http or https URL with a host and without user, query or fragment", s)
+	}
+	return u, nil
+}
+
+// Defaults of HTTPConfig (spec §8.3, §10).
+const (
+	DefaultDownloadLifetime = 10 * time.Minute
+	DefaultWriteTimeout     = 30 * time.Second
+)
+
+func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
+	if !h.originAllowed(r) {
+		http.Error(w, "origin not allowed", http.StatusForbidden)
+		return false
+	}
+	if why := h.hostRefused(r); why != "" {
+		http.Error(w, "host not allowed: "+why, http.StatusForbidden)
+		return false
+	}
+	if h.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.cfg.Token)) != 1 {
+		w.Header().Set("WWW-Authenticate", "Bearer")
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return false
+	}
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(httpVersions, v) && !statelessVersion(v) {
+		// A 2026-07-28 client recognises this answer and does not fall
+		// back (2026-07-28 transports, Backward Compatibility).
+		writeJSON(w, http.StatusBadRequest, unsupportedVersion(jsonrpc.NullID, v))
+		return false
+	}
+	return true
+}
+
+// ServeHTTP implements the endpoint.
+func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !h.checkHeaders(w, r) {
+		return
+	}
+	stateless := statelessVersion(r.Header.Get("MCP-Protocol-Version"))
+	switch r.Method {
+	case http.MethodPost:
+		if stateless { // an MCP-Session-Id is ignored (2026-07-28 transports)
+			h.statelessPost(w, r)
+			return
+		}
+		if r.URL.Query().Has("session") {
+			h.legacyPost(w, r)
+			return
+		}
+		h.post(w, r)
+	case http.MethodGet:
+		if token := r.URL.Query().Get("download"); token != "" {
+			h.serveDownload(w, r, token)
+			return
+		}
+		if stateless { // 2026-07-28 has no GET stream
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "MCP 2026-07-28 has no GET stream", http.StatusMethodNotAllowed)
+			return
+		}
+		if r.Header.Get("MCP-Session-Id") == "" && r.Header.Get("Last-Event-ID") == "" &&
+			strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+			h.legacyStream(w, r)
+			return
+		}
+		h.getStream(w, r)
+	case http.MethodDelete:
+		if stateless { // nor sessions to delete
+			w.Header().Set("Allow", "POST")
+			http.Error(w, "MCP 2026-07-28 has no sessions", http.StatusMethodNotAllowed)
+			return
+		}
+		if s := h.session(w, r); s != nil {
+			h.end(s, "deleted by the client")
+			w.WriteHeader(http.StatusNoContent)
+		}
+	default:
+		w.Header().Set("Allow", "GET, POST, DELETE")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	}
+}
+
+// Shutdown drains the front: new sessions and new requests get 503, the
+// requests in flight are answered (their POST streams end), then every
+// session ends and its MCP-Flow session shuts down gracefully (spec §7.2).
+// When ctx ends first, Shutdown closes what is left (Close) and returns
+// ctx's error. Serve the front's http.Server until Shutdown returns, and
+// shut the server down alongside (its open GET streams end with their
+// sessions).
+func (h *HTTPFront) Shutdown(ctx context.Context) error {
+	h.mu.Lock()
+	h.closing = true
+	h.mu.Unlock()
+	for {
+		h.wakeMu.Lock()
+		wake := h.wake
+		h.wakeMu.Unlock()
+		if h.calls.Load() <= 0 {
+			break
+		}
+		select {
+		case <-wake:
+		case <-ctx.Done():
+			h.Close()
+			return ctx.Err()
+		}
+	}
+	for _, s := range h.all() {
+		h.end(s, "the bridge is shutting down")
+	}
+	done := make(chan struct{})
+	go func() {
+		h.cores.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		h.Close()
+		return ctx.Err()
+	}
+}
+
+// Close ends every session at once: their MCP-Flow sessions are closed,
+// the requests in flight fail, the streams end. It returns once every
+// session's core has finished.
+func (h *HTTPFront) Close() error {
+	h.mu.Lock()
+	h.closing = true
+	ending := make([]*httpSession, 0, len(h.finishing))
+	for s := range h.finishing {
+		ending = append(ending, s)
+	}
+	h.mu.Unlock()
+	for _, s := range h.all() {
+		h.endSession(s, "the bridge closed", true)
+	}
+	for _, s := range ending {
+		if fs := s.core.session(); fs != nil {
+			fs.Close()
+		}
+	}
+	h.cores.Wait()
+	return nil
+}
+
+// originAllowed applies the one origin policy of spec §9, the same as the
+// WebTransport server's: a request without Origin (a non-browser client) is
+// allowed; a page on this machine (flow.LoopbackOrigin) is allowed when the
+// front is reached on a loopback address; any other Origin must be in
+// AllowedOrigins ("*" allows any).
+func (h *HTTPFront) originAllowed(r *http.Request) bool {
+	o := r.Header.Get("Origin")
+	if o == "" || slices.Contains(h.cfg.AllowedOrigins, o) || slices.Contains(h.cfg.AllowedOrigins, "*") {
+		return true
+	}
+	if !flow.LoopbackOrigin(o) {
+		return false
+	}
+	a, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr)
+	if !ok {
+		return false
+	}
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
