@@ -35,7 +35,9 @@ type front interface {
 	// offload stores an execution stream past the inline limit, reading r
 	// to its end, and returns the URI the client fetches it from and its
 	// size; name is the link's name, the file name a download suggests. On
-	// error nothing is left under that URI.
+	// error nothing is left under that URI. A front that does not offload
+	// returns an error without reading r: the call fails with -32603 and
+	// the stream is released (inlineStream).
 	offload(ctx context.Context, name, mime string, r io.Reader) (uri string, size int64, err error)
 }
 

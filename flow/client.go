@@ -44,15 +44,9 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		tlsConf.MinVersion = tls.VersionTLS13
 		t := &webtransport.Transport{
 			TLSClientConfig: tlsConf,
-			QUICConfig: &quic.Config{
-				EnableDatagrams:                  true,
-				EnableStreamResetPartialDelivery: true,
-				HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
-				MaxIdleTimeout:                   lim.PeerIdleTimeout,
-				KeepAlivePeriod:                  lim.keepAlive(),
-				MaxIncomingUniStreams:            lim.incomingUniStreams(),
-			},
+			QUICConfig:      lim.quicConfig(),
 		}
+		t.QUICConfig.MaxIncomingUniStreams = lim.incomingUniStreams()
 		lim.setReceiveWindows(t.QUICConfig)
 		t.DialAddr = conn.dial
 		d = t

@@ -114,6 +114,19 @@ const DefaultStreamWriteStallTimeout = 30 * time.Second
 
 // quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
 // shorter than quic-go's default, so that a short HandshakeTimeout is
+// quicConfig is the QUIC configuration both roles start from: datagrams
+// (spec §6), RESET_STREAM_AT for execution streams (§5.4), and the handshake,
+// idle and keep-alive times of l. Each role adds its own stream limits.
+func (l Limits) quicConfig() *quic.Config {
+	return &quic.Config{
+		EnableDatagrams:                  true,
+		EnableStreamResetPartialDelivery: true,
+		HandshakeIdleTimeout:             l.quicHandshakeIdle(),
+		MaxIdleTimeout:                   l.PeerIdleTimeout,
+		KeepAlivePeriod:                  l.keepAlive(),
+	}
+}
+
 // enforced by the session, which says why.
 func (l Limits) quicHandshakeIdle() time.Duration { return max(l.HandshakeTimeout, 5*time.Second) }
 

@@ -96,18 +96,11 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, s.serveHTTP)
 	s.h3 = &http3.Server{
-		TLSConfig: http3.ConfigureTLSConfig(tlsConf),
-		QUICConfig: &quic.Config{
-			EnableDatagrams:                  true,
-			EnableStreamResetPartialDelivery: true,
-			HandshakeIdleTimeout:             lim.quicHandshakeIdle(),
-			MaxIdleTimeout:                   lim.PeerIdleTimeout,
-			KeepAlivePeriod:                  lim.keepAlive(),
-			MaxIncomingStreams:               100,
-			MaxIncomingUniStreams:            100,
-		},
-		Handler: mux,
+		TLSConfig:  http3.ConfigureTLSConfig(tlsConf),
+		QUICConfig: lim.quicConfig(),
+		Handler:    mux,
 	}
+	s.h3.QUICConfig.MaxIncomingStreams, s.h3.QUICConfig.MaxIncomingUniStreams = 100, 100
 	webtransport.ConfigureHTTP3Server(s.h3)
 	s.wt = &webtransport.Server{
 		H3: s.h3,
