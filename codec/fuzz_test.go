@@ -137,7 +137,7 @@ func FuzzRoundTrip(f *testing.F) {
 		if !jsontext.Value(data).IsValid() || bytes.Count(data, []byte{'['})+bytes.Count(data, []byte{'{'}) > 60 {
 			return
 		}
-		for _, n := range []Name{CBOR, Protobuf, JSON} {
+		for _, n := range Names {
 			c := Default(n)
 			b, err := c.AppendValue(nil, json.RawMessage(data))
 			if err != nil {

@@ -51,6 +51,9 @@ func batchOfZeros(enc Name, n int) []byte {
 		return []byte("[" + strings.Repeat("0,", n-1) + "0]")
 	case CBOR:
 		return append(appendHead(nil, 4, uint64(n)), make([]byte, n)...)
+	case Protobuf:
+	default:
+		panic("batchOfZeros: no batch written for encoding " + string(enc) + ": add its bytes here")
 	}
 	inner := bytes.Repeat([]byte{0x0a, 0x00}, n) // Batch.messages: n empty Messages
 	b := protowire.AppendTag(nil, 2, protowire.BytesType)

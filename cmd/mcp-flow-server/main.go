@@ -55,7 +55,7 @@ func run(args []string) int {
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
 		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers) besides loopback pages, which a loopback listener allows anyway; '*' allows any (spec §9)")
-		encodings = fs.String("encodings", "cbor,protobuf,json", "encodings the server accepts")
+		encodings = fs.String("encodings", joinNames(codec.Names), "encodings the server accepts, in its order of preference (every encoding of package codec by default)")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
 		drain     = fs.Duration("drain", 30*time.Second, "how long a shutdown waits for in-flight work")
 		sessions  = fs.Int("max-sessions", 1024, "sessions held at once; past it a CONNECT gets HTTP 503 (flow.Limits.MaxSessions, spec §8)")
@@ -259,4 +259,13 @@ func drainFailures(err error) (gone int, failed error) {
 		return 1, nil
 	}
 	return 0, err
+}
+
+// joinNames is names as the -encodings flag takes them.
+func joinNames(names []codec.Name) string {
+	s := make([]string, len(names))
+	for i, n := range names {
+		s[i] = string(n)
+	}
+	return strings.Join(s, ",")
 }
