@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -65,9 +64,7 @@ func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session
 	cc.DisableDatagrams = true
 	cc.Handler = flow.HandlerFunc(b.forwardToHost)
 	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
-		if !strings.HasPrefix(n.Method, "$/") {
-			b.write(n)
-		}
+		b.write(n) // flow keeps $/ notifications to itself
 	}
 	return flow.Dial(ctx, b.cfg.URL, cc)
 }

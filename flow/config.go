@@ -240,7 +240,8 @@ func (m Mux) HandleRequest(ctx context.Context, req *Request) (any, error) {
 type Hooks struct {
 	// Notification receives every notification the session does not handle
 	// itself (it handles $/cancel, $/streamError, $/shutdown and progress for
-	// its own calls).
+	// its own calls). A $/ notification it does not know is ignored, never
+	// passed here: MCP has no method under $/ (spec §1).
 	Notification func(s *Session, n *jsonrpc.Request)
 	// Datagram receives audio and log datagrams, and progress datagrams for
 	// no call of this session, with the payload decoded to JSON.

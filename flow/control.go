@@ -243,6 +243,13 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 		s.notify(n)
 	case protocol.MethodInitialized:
 	default:
+		if strings.HasPrefix(n.Method, protocol.MethodPrefix) {
+			// A transport notification this session does not know: ignored
+			// (JSON-RPC), and never handed to the application, which would
+			// take it for MCP and a bridge pass it on to a plain MCP peer.
+			s.log.Debug("an unknown MCP-Flow notification, ignored", "method", n.Method)
+			return
+		}
 		s.notify(n)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,5 +105,42 @@ func TestLogAndAudioDatagrams(t *testing.T) {
 				t.Errorf("audio sent without datagrams")
 			}
 		}
+	}
+}
+
+// TestUnknownTransportNotificationIgnored: a $/ notification the session does
+// not know is ignored, never handed to Hooks.Notification (MCP has no method
+// under $/, spec §1): the application would take it for MCP, and a bridge
+// would pass it on to a plain MCP peer. The MCP notification sent after it
+// still arrives. Fails with the hook's default branch passing everything on.
+func TestUnknownTransportNotificationIgnored(t *testing.T) {
+	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		if err := req.Session.Notify("$/futureThing", map[string]any{"seconds": 5}); err != nil {
+			return nil, err
+		}
+		if err := req.Session.Notify("notifications/message", map[string]any{"level": "info", "data": "after"}); err != nil {
+			return nil, err
+		}
+		return map[string]any{}, nil
+	})
+	srv := customServer(t, handler, nil)
+	var mu sync.Mutex
+	var got []string
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
+			mu.Lock()
+			got = append(got, n.Method)
+			mu.Unlock()
+		}
+	})
+	// The hook runs on the reading goroutine, before the result that follows
+	// both notifications on the ordered control stream is delivered.
+	if _, err := s.Call(context.Background(), "x", nil); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) != 1 || got[0] != "notifications/message" {
+		t.Fatalf("Hooks.Notification saw %q, want only notifications/message", got)
 	}
 }
