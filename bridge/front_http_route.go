@@ -181,11 +181,9 @@ func (s *httpSession) route(m jsonrpc.Message) {
 		post, response = c.post, true
 	case *jsonrpc.Request:
 		if m.Method == protocol.MethodProgress {
-			var p struct {
-				Token json.RawMessage `json:"progressToken"`
-			}
+			var p flow.Progress // its params (spec §6.2)
 			_ = json.Unmarshal(m.Params, &p)
-			if c := s.byToken[string(p.Token)]; c != nil {
+			if c := s.byToken[string(p.ProgressToken)]; c != nil {
 				post = c.post
 			}
 		} else if m.IsCall() {
