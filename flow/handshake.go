@@ -24,6 +24,7 @@ type handshake struct {
 	datagrams    bool              // progress, logs and audio travel as datagrams (spec §6)
 	params       *InitializeParams // what the client sent (server side)
 	result       *InitializeResult
+	hello        *ServerTransport // what $/hello answered (server side, spec §11.3); nil without one
 }
 
 // beforeHandshake is what a session assumes until its handshake is
@@ -144,6 +145,13 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 		}
 		res = up
 	}
+	var helloTr *ServerTransport
+	if hello {
+		// The transport is $/hello's (spec §11.4): the result repeats it,
+		// and its encoding and datagrams stand.
+		helloTr = s.handshake().hello
+		tr, datagrams = *helloTr, s.handshake().datagrams
+	}
 	res.Transport = tr
 	resp, err := jsonrpc.NewResult(m.ID, res)
 	if err != nil {
@@ -152,20 +160,12 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	}
 	s.setState(StateInitializing)
 	enc := tr.Encoding
-	if hello {
-		// The transport is $/hello's (spec §11.4); so are the encoding and
-		// the datagrams. The result written (marshalled above) names json
-		// and version 0.1, as it always has, where §11.4 says it repeats
-		// the hello's transport; only the published handshake has them.
-		enc, datagrams = s.Encoding(), s.handshake().datagrams
-		res.Transport.Encoding = enc
-	}
 	if s.faults().NoEncodingSwitch {
 		enc = s.Encoding()
 	}
 	// initialize and its result are always JSON (spec §4.2); everything
 	// after, in both directions, is in the chosen encoding.
-	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams, params: &p, result: res}, resp, answer, enc)
+	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams, params: &p, result: res, hello: helloTr}, resp, answer, enc)
 	s.setState(StateReady)
 	s.log.Debug("session ready", "encoding", res.Transport.Encoding, "datagrams", datagrams, "client", p.ClientInfo.Name)
 	if cfg.OnSession != nil {

@@ -61,7 +61,7 @@ func (s *Session) handleHello(m *jsonrpc.Request, answer func(*jsonrpc.Response)
 		return
 	}
 	s.hello.Store(true)
-	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams}, resp, answer, tr.Encoding) // always JSON (spec §11.3)
+	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams, hello: &tr}, resp, answer, tr.Encoding) // always JSON (spec §11.3)
 	s.log.Debug("$/hello settled the transport", "encoding", tr.Encoding, "datagrams", datagrams)
 }
 

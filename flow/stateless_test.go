@@ -91,7 +91,9 @@ func statelessCancel(t *testing.T, s *flow.Session) {
 }
 
 // TestHelloThenInitialize: a 2025 client with Hello settles CBOR with
-// $/hello, then initializes without a transport member (spec §11.4).
+// $/hello, then initializes without a transport member (spec §11.4), and
+// initialize's result repeats the hello's transport (CBOR, version 0.2),
+// on the wire as the client read it and in the server's record.
 func TestHelloThenInitialize(t *testing.T) {
 	srv := startServer(t, nil)
 	s := dial(t, srv, func(c *flow.ClientConfig) {
@@ -100,6 +102,9 @@ func TestHelloThenInitialize(t *testing.T) {
 	})
 	if s.Encoding() != codec.CBOR || !flow.HelloUsed(s) {
 		t.Fatalf("encoding = %s, $/hello used = %v; want cbor by $/hello", s.Encoding(), flow.HelloUsed(s))
+	}
+	if tr := s.InitializeResult().Transport; tr.Encoding != codec.CBOR || tr.Version != protocol.VersionHello {
+		t.Fatalf("initialize's result names transport %+v; want the hello's (cbor, %s)", tr, protocol.VersionHello)
 	}
 	r := callTool(t, s, "echo", map[string]any{"text": "hi"})
 	if got := textOf(t, r); got != "hi" {
