@@ -43,7 +43,14 @@ func TestMain(m *testing.M) {
 	case "relay":
 		os.Exit(traceRole(relayRole))
 	}
-	os.Exit(m.Run())
+	os.Exit(flowtest.LeaveNothing(func() int {
+		code := m.Run()
+		if fixturePath != "" {
+			// sdkFixture's build, shared by the benchmarks of this process.
+			os.RemoveAll(filepath.Dir(fixturePath))
+		}
+		return code
+	}))
 }
 
 // serverRole serves on 127.0.0.1 and prints "url: …" and "hash: …" on

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
 // serverBin is mcp-flow-server, built once for the test binary; or the one
@@ -19,10 +21,16 @@ var serverBin = os.Getenv("MCP_FLOW_HOSTILE_SERVER")
 var cliBin = os.Getenv("MCP_FLOW_HOSTILE_CLI")
 
 func TestMain(m *testing.M) {
+	os.Exit(flowtest.LeaveNothing(func() int { return run(m) }))
+}
+
+// run builds the binaries the attacks need, runs the tests and removes the
+// binaries.
+func run(m *testing.M) int {
 	dir, err := os.MkdirTemp("", "hostile-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		return 1
 	}
 	var want []string
 	if serverBin == "" {
@@ -50,7 +58,7 @@ func TestMain(m *testing.M) {
 		code = m.Run()
 	}
 	os.RemoveAll(dir)
-	os.Exit(code)
+	return code
 }
 
 // env is one attack's server, with a well-behaved observer session whose

@@ -24,7 +24,10 @@ func (e *env) startHTTPFront(args ...string) (string, *Stdio) {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	front := StartStdio(e.t, cliBin, append(append([]string{"-cert-hash", e.srv.Hash, "-listen", addr}, args...), "bridge", "http", e.srv.URL)...)
+	// Offloaded streams go under the test's own directory: the front is
+	// killed at the end (Stdio's cleanup), which leaves no time to remove
+	// a session's files itself.
+	front := StartStdio(e.t, cliBin, append(append([]string{"-cert-hash", e.srv.Hash, "-listen", addr, "-stream-dir", e.t.TempDir()}, args...), "bridge", "http", e.srv.URL)...)
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for {
