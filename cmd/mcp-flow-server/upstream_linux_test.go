@@ -24,7 +24,7 @@ func TestMain(m *testing.M) {
 		flowtest.UpstreamChild(mode)
 		return
 	}
-	os.Exit(m.Run())
+	os.Exit(flowtest.LeaveNothing(m.Run))
 }
 
 // TestUpstreamFlags: mcp-flow-server -upstream stdio:… with

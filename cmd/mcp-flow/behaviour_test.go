@@ -88,13 +88,15 @@ func TestMain(m *testing.M) {
 		slowUpstream(d) // this binary is a test's stdio upstream
 		return
 	}
-	code := m.Run()
-	for _, p := range []string{cliBin.path, serverBin.path} {
-		if p != "" {
-			os.RemoveAll(filepath.Dir(p))
+	os.Exit(flowtest.LeaveNothing(func() int {
+		code := m.Run()
+		for _, p := range []string{cliBin.path, serverBin.path} {
+			if p != "" {
+				os.RemoveAll(filepath.Dir(p))
+			}
 		}
-	}
-	os.Exit(code)
+		return code
+	}))
 }
 
 // toolsServer serves the test tools; each tools/call's handler context
