@@ -83,6 +83,11 @@ type HTTPConfig struct {
 	// they name the address of the listener the client connected to, never
 	// a request's Host header. Its host is also allowed in Host headers.
 	PublicURL string
+	// HostNames are further host names the front answers to in Host
+	// headers, besides its listener's address and PublicURL's host (spec
+	// §9): mcp-flow-server passes its certificate's DNS names. They never
+	// enter download links.
+	HostNames []string
 	// ClientKey names the client a request comes from, for the per-client
 	// budgets of the 2026-07-28 era (spec §11.6): requests with the same key
 	// share one MCP-Flow session, one offload budget, one held-bytes budget

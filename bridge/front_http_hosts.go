@@ -19,13 +19,14 @@ func localAddr(r *http.Request) *net.TCPAddr {
 }
 
 // hostRefused checks a request's Host header on every listener (spec §9,
-// hostcheck.Refused): PublicURL's host name is allowed besides the
-// listener's own names. It returns why not, "" when allowed.
+// hostcheck.Refused): PublicURL's host name and HostNames are allowed
+// besides the listener's own names. It returns why not, "" when allowed.
 func (h *HTTPFront) hostRefused(r *http.Request) string {
+	names := h.cfg.HostNames
 	if h.public != nil {
-		return hostcheck.Refused(r, h.public.Hostname())
+		names = append([]string{h.public.Hostname()}, names...)
 	}
-	return hostcheck.Refused(r)
+	return hostcheck.Refused(r, names...)
 }
 
 // endpointURL is the URL download links are made from: PublicURL, else the

@@ -66,10 +66,11 @@ func TestHTTPFrontHostsAndLinks(t *testing.T) {
 	t.Run("non-loopback listener", func(t *testing.T) {
 		// The handler as net/http calls it for a connection to 192.0.2.7:8080
 		// (no such listener is needed to judge the Host header).
-		front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(), Logger: flowtest.Quiet}})
+		// HostNames (mcp-flow-server's certificate names) are allowed too.
+		front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(), Logger: flowtest.Quiet}, HostNames: []string{"mcp.example.com"}})
 		t.Cleanup(func() { front.Close() })
 		for host, want := range map[string]int{
-			"192.0.2.7:8080": http.StatusMethodNotAllowed, "192.0.2.7": http.StatusMethodNotAllowed,
+			"192.0.2.7:8080": http.StatusMethodNotAllowed, "192.0.2.7": http.StatusMethodNotAllowed, "mcp.example.com:8080": http.StatusMethodNotAllowed,
 			"localhost:8080": http.StatusForbidden, "127.0.0.1:8080": http.StatusForbidden, "evil.example": http.StatusForbidden, "192.0.2.7:9": http.StatusForbidden,
 		} {
 			req := httptest.NewRequest("PUT", "http://"+host+"/mcp", nil)
