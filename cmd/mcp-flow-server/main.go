@@ -5,7 +5,9 @@
 // a file server: read_file serves regular files under -root, of at most
 // -read-file-max bytes (default 1 GiB), to whoever can connect.
 //
-// It listens on 127.0.0.1:4433 at /mcp-flow by default, creates a
+// It listens on 127.0.0.1:4433 at /mcp-flow by default, on UDP for
+// MCP-Flow and on TCP for Streamable HTTP (HTTP/1.1 and HTTP/2, the same
+// tools, answering Alt-Svc: h3; -no-tcp turns it off), creates a
 // development certificate on first run (ECDSA P-256, valid 13 days, renewed
 // when it expires), and prints the URL and certificate hash on stdout. Logs
 // go to stderr. SIGINT or SIGTERM starts a graceful shutdown: $/shutdown to
@@ -47,7 +49,8 @@ const stdioUpstreamHandshake = 60 * time.Second
 func run(args []string) int {
 	fs := flag.NewFlagSet("mcp-flow-server", flag.ContinueOnError)
 	var (
-		addr      = fs.String("addr", "127.0.0.1:4433", "UDP address to listen on")
+		addr      = fs.String("addr", "127.0.0.1:4433", "address to listen on: UDP for MCP-Flow (WebTransport over HTTP/3), and TCP at the same host and port for Streamable HTTP (unless -no-tcp)")
+		noTCP     = fs.Bool("no-tcp", false, "serve MCP-Flow on UDP only: no Streamable HTTP listener on TCP (spec §10.1)")
 		path      = fs.String("path", flow.DefaultPath, "URL path of the WebTransport endpoint")
 		root      = fs.String("root", ".", "directory that the test tool read_file serves (no path may escape it; regular files only)")
 		fileMax   = fs.Int64("read-file-max", testtools.DefaultMaxFileSize, "largest file read_file serves, in bytes")
@@ -179,14 +182,20 @@ func run(args []string) int {
 	if upstreamOf != nil {
 		upstreamOf.Configure(&cfg)
 	}
-	srv, err := flow.NewServer(cfg)
+	srv, tcpLn, err := listen(cfg, *noTCP)
 	if err != nil {
-		log.Error("server", "err", err)
-		return 1
-	}
-	if err := srv.Listen(); err != nil {
 		log.Error("listen", "err", err)
 		return 1
+	}
+	var web *httpSide
+	if tcpLn != nil {
+		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, log); err != nil {
+			tcpLn.Close()
+			srv.Close()
+			log.Error("Streamable HTTP listener", "err", err)
+			return 1
+		}
+		log.Info("serving Streamable HTTP (HTTP/1.1, HTTP/2) on TCP", "url", "https://"+tcpLn.Addr().String()+*path)
 	}
 	// Signals are taken before the address is announced: a script (or a
 	// test) that reads the URL and then sends SIGINT or SIGTERM gets a
@@ -198,20 +207,51 @@ func run(args []string) int {
 	log.Info("serving", "url", srv.URL(), "root", *root)
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve() }()
+	var webServed <-chan error // nil without the TCP listener
+	if web != nil {
+		webServed = web.served
+	}
 	select {
 	case err := <-served:
+		if web != nil {
+			web.close()
+		}
 		if err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Error("serve", "err", err)
 			return 1
 		}
 		return 0
+	case err := <-webServed:
+		log.Error("Streamable HTTP listener", "err", err)
+		web.front.Close()
+		srv.Close()
+		return 1
 	case s := <-sig:
 		log.Info("shutting down", "signal", s.String(), "sessions", srv.Sessions())
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *drain+5*time.Second)
 	defer cancel()
-	go func() { <-sig; log.Warn("second signal: closing now"); srv.Close() }()
+	go func() {
+		<-sig
+		log.Warn("second signal: closing now")
+		if web != nil {
+			web.close()
+		}
+		srv.Close()
+	}()
+	// Both sides drain at once: the HTTP front's MCP-Flow sessions are
+	// sessions of srv too, and its drain answers their requests in flight.
+	var webErr chan error
+	if web != nil {
+		webErr = make(chan error, 1)
+		go func() { webErr <- web.shutdown(ctx) }()
+	}
 	err = srv.Shutdown(ctx)
+	if web != nil {
+		if werr := <-webErr; werr != nil {
+			log.Warn("Streamable HTTP drain cut short", "err", werr)
+		}
+	}
 	if upstreamOf != nil {
 		// No upstream process outlives the server: each gets end of
 		// input, then SIGTERM, then SIGKILL, and is reaped (spec §10).
