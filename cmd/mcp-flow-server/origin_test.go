@@ -1,0 +1,175 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	neturl "net/url"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+)
+
+// TestOneOriginStreamableHTTP (issue 26): the server's TCP port, the same
+// as its UDP one, serves Streamable HTTP over HTTP/2 at the WebTransport
+// path, with Alt-Svc: h3=":PORT" on every response (spec §10.1): a 2025
+// session (initialize, then tools/call echo in it) and a 2026-07-28
+// request. The server then drains on SIGTERM and exits 0.
+func TestOneOriginStreamableHTTP(t *testing.T) {
+	url, hash, stderr, srv := runServer(t, buildServer(t))
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAltSvc := `h3=":` + u.Port() + `"`
+	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: flowtest.PinnedTLS(t, hash), ForceAttemptHTTP2: true}}
+	defer client.CloseIdleConnections()
+	post := func(body string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		r, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s: %v; server stderr:\n%s", url, err, stderr)
+		}
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ProtoMajor != 2 {
+			t.Errorf("answered over %s, want HTTP/2", r.Proto)
+		}
+		if got := r.Header.Get("Alt-Svc"); got != wantAltSvc {
+			t.Errorf("Alt-Svc %q, want %q", got, wantAltSvc)
+		}
+		return r, string(b)
+	}
+
+	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
+		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"mcp-flow-server"`) {
+		t.Fatalf("initialize: %d, session %q, %.300s; want 200, a session and the server's info", r.StatusCode, sid, body)
+	}
+	session := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
+	if r, body := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %.300s, want 202", r.StatusCode, body)
+	}
+	if r, body := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, session); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
+		t.Fatalf("tools/call echo in the session: %d %.300s, want hi", r.StatusCode, body)
+	}
+	if r, body := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
+		t.Fatalf("a 2026-07-28 tools/call echo: %d %.300s, want hi", r.StatusCode, body)
+	}
+	// Every response of the TCP listener says where HTTP/3 is, a 404 too.
+	resp, err := client.Get("https://" + u.Host + "/elsewhere")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := resp.Header.Get("Alt-Svc"); resp.StatusCode != http.StatusNotFound || got != wantAltSvc {
+		t.Errorf("GET /elsewhere: %d, Alt-Svc %q; want 404 and %q", resp.StatusCode, got, wantAltSvc)
+	}
+	// The server drains both transports (the HTTP session is still open)
+	// and exits 0.
+	select {
+	case err := <-srv.signal(syscall.SIGTERM):
+		if err != nil || !strings.Contains(stderr.String(), "shut down cleanly") {
+			t.Fatalf("server exit after SIGTERM: %v, want 0 after a clean drain; stderr:\n%s", err, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("server still running 20 s after SIGTERM; stderr:\n%s", stderr)
+	}
+	if c, err := net.DialTimeout("tcp", u.Host, time.Second); err == nil {
+		c.Close()
+		t.Error("something still listens on the TCP port after the server exited")
+	}
+}
+
+// TestNoTCPFlag: with -no-tcp nothing listens on TCP (a dial is refused),
+// and MCP-Flow is served on UDP as before.
+func TestNoTCPFlag(t *testing.T) {
+	url, hash, stderr, srv := runServer(t, buildServer(t), "-no-tcp")
+	defer func() {
+		if err := <-srv.signal(syscall.SIGTERM); err != nil {
+			t.Errorf("server exit: %v; stderr:\n%s", err, stderr)
+		}
+	}()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := net.DialTimeout("tcp", u.Host, 5*time.Second)
+	if err == nil {
+		c.Close()
+		t.Fatalf("a TCP dial to %s succeeded with -no-tcp", u.Host)
+	}
+	if !errors.Is(err, syscall.ECONNREFUSED) {
+		t.Fatalf("TCP dial with -no-tcp: %v, want connection refused", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	s, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet})
+	if err != nil {
+		t.Fatalf("MCP-Flow with -no-tcp: %v; stderr:\n%s", err, stderr)
+	}
+	s.Close()
+}
+
+// TestTCPPortTaken: when the TCP port of -addr is taken the server says so
+// on stderr, naming -no-tcp, and exits 1 without announcing a URL; with
+// -no-tcp (the operator's choice) it serves on UDP.
+func TestTCPPortTaken(t *testing.T) {
+	bin := buildServer(t)
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer taken.Close()
+	addr := taken.Addr().String()
+	dir := t.TempDir()
+	cmd := exec.Command(bin, "-addr", addr, "-cert-dir", dir, "-root", dir)
+	stderr := &flowtest.SyncBuffer{}
+	cmd.Stderr = stderr
+	done := make(chan struct{})
+	var out []byte
+	go func() { out, err = cmd.Output(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(20 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("the server still runs 20 s after starting on a taken TCP port; stderr:\n%s", stderr)
+	}
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Fatalf("exit: %v, want status 1; stderr:\n%s", err, stderr)
+	}
+	if len(out) != 0 {
+		t.Errorf("stdout %q, want nothing (no URL announced)", out)
+	}
+	if msg := stderr.String(); !strings.Contains(msg, "cannot listen on TCP "+addr) || !strings.Contains(msg, "-no-tcp") {
+		t.Errorf("stderr does not name the TCP address and -no-tcp:\n%s", msg)
+	}
+	_, _, stderr, srv := runServer(t, bin, "-addr", addr, "-no-tcp")
+	if err := <-srv.signal(syscall.SIGTERM); err != nil {
+		t.Errorf("with -no-tcp on the taken port: exit %v; stderr:\n%s", err, stderr)
+	}
+}
