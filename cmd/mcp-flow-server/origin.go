@@ -7,9 +7,9 @@ package main
 //
 // The Streamable HTTP side is the bridge's HTTP front (bridge.NewHTTPFront),
 // whose MCP-Flow client dials this very server over loopback UDP: one
-// QUIC hop on the loopback interface per request (and one MCP-Flow session
-// per HTTP session), which costs a few hundred microseconds and a little
-// CPU per call. It is accepted for now because it is the only way that
+// QUIC hop on the loopback interface per message (and one MCP-Flow session
+// per HTTP session or 2026 client), a loopback round trip and a little CPU
+// per call (not measured yet). It is accepted for now because it is the only way that
 // reuses every translation of the front (eras, progress, ref/stream,
 // downloads, limits) without a second copy of the protocol code: flow has
 // no in-memory session (its sessions are webtransport-go sessions on
