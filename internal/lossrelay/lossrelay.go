@@ -55,6 +55,8 @@ type Config struct {
 	// Record keeps a Record of every datagram each direction forwards
 	// (Records), for an account of where a datagram's time went.
 	Record bool
+	// Port is the 127.0.0.1 port the relay listens on; 0 picks a free one.
+	Port int
 }
 
 // A Record is the life of one forwarded datagram in the relay: when it
@@ -125,7 +127,7 @@ func New(cfg Config) (*Relay, error) {
 	if err := checkPaths(cfg.Up, cfg.Down); err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: cfg.Port})
 	if err != nil {
 		return nil, err
 	}
