@@ -55,8 +55,9 @@ type Config struct {
 	// Record keeps a Record of every datagram each direction forwards
 	// (Records), for an account of where a datagram's time went.
 	Record bool
-	// Port is the 127.0.0.1 port the relay listens on; 0 picks a free one.
-	Port int
+	// Listen is the address the relay listens on; nil: a free port on
+	// 127.0.0.1.
+	Listen *net.UDPAddr
 }
 
 // A Record is the life of one forwarded datagram in the relay: when it
@@ -127,7 +128,11 @@ func New(cfg Config) (*Relay, error) {
 	if err := checkPaths(cfg.Up, cfg.Down); err != nil {
 		return nil, err
 	}
-	ln, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: cfg.Port})
+	at := cfg.Listen
+	if at == nil {
+		at = &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)}
+	}
+	ln, err := net.ListenUDP("udp", at)
 	if err != nil {
 		return nil, err
 	}

@@ -21,7 +21,7 @@ func TestOriginBlocksUDPKeepsTCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tcp.Close()
-	o, err := NewOrigin(udp.LocalAddr().(*net.UDPAddr), tcp.Addr().String(), Blocked, Blocked)
+	o, err := NewOrigin("127.0.0.2:0", udp.LocalAddr().(*net.UDPAddr), tcp.Addr().String(), Blocked, Blocked)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"io"
 	"net"
-	"strconv"
 	"sync"
 	"time"
 )
@@ -45,15 +44,15 @@ type tcpDirection struct {
 
 // NewTCP starts a TCP relay on 127.0.0.1 (a free port) towards target.
 func NewTCP(target string, up, down Path) (*TCPRelay, error) {
-	return NewTCPAt(0, target, up, down)
+	return NewTCPAt("127.0.0.1:0", target, up, down)
 }
 
-// NewTCPAt is NewTCP listening on 127.0.0.1:port (0: a free port).
-func NewTCPAt(port int, target string, up, down Path) (*TCPRelay, error) {
+// NewTCPAt is NewTCP listening on addr.
+func NewTCPAt(addr, target string, up, down Path) (*TCPRelay, error) {
 	if err := checkPaths(up, down); err != nil {
 		return nil, err
 	}
-	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, err
 	}
