@@ -48,6 +48,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		}
 		t.QUICConfig.MaxIncomingUniStreams = lim.incomingUniStreams()
 		lim.setReceiveWindows(t.QUICConfig)
+		conn.handshaked = cfg.Handshaked
 		t.DialAddr = conn.dial
 		d = t
 	}

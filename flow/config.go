@@ -285,6 +285,13 @@ type ServerConfig struct {
 	AllowedOrigins []string
 	Limits         Limits
 	Hooks          Hooks
+	// HTTPHandler, if set, serves every request on the server's HTTP/3
+	// listener whose method is not CONNECT, on any path: Streamable HTTP
+	// over HTTP/3 for a client that followed Alt-Svc to this origin (spec
+	// §10.1). It checks Host and Origin itself: AllowedOrigins governs
+	// CONNECTs only, which stay the server's. Nil: such a request gets 405
+	// at Path and 404 elsewhere.
+	HTTPHandler http.Handler
 	// Logger receives the server's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// OnInitialize, if set, answers initialize in place of Info,
@@ -347,6 +354,11 @@ type ClientConfig struct {
 	// WebTransport dialect, such as internal/draft02's for draft-02 servers.
 	// TLSConfig is then DialSession's business.
 	DialSession func(ctx context.Context, url string, h http.Header) (*http.Response, WTSession, error)
+	// Handshaked, if set, is called once each QUIC handshake with the
+	// server completes, before the CONNECT goes out, when Dial makes its own
+	// transport (Transport and DialSession nil): a caller racing another
+	// transport learns that UDP gets through (package fallback, spec §10.2).
+	Handshaked func()
 }
 
 // A WebTransportDialer dials WebTransport sessions; *webtransport.Transport

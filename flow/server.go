@@ -95,10 +95,22 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	tlsConf.MinVersion = tls.VersionTLS13 // spec §9: TLS 1.3 only
 	mux := http.NewServeMux()
 	mux.HandleFunc(cfg.Path, s.serveHTTP)
+	var handler http.Handler = mux
+	if plain := cfg.HTTPHandler; plain != nil {
+		// Every CONNECT stays with serveHTTP (its Origin check, its
+		// limits); anything else is Streamable HTTP over HTTP/3 (spec §10.1).
+		handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.Method == http.MethodConnect {
+				mux.ServeHTTP(w, r)
+				return
+			}
+			plain.ServeHTTP(w, r)
+		})
+	}
 	s.h3 = &http3.Server{
 		TLSConfig:  http3.ConfigureTLSConfig(tlsConf),
 		QUICConfig: lim.quicConfig(),
-		Handler:    mux,
+		Handler:    handler,
 	}
 	s.h3.QUICConfig.MaxIncomingStreams, s.h3.QUICConfig.MaxIncomingUniStreams = 100, 100
 	webtransport.ConfigureHTTP3Server(s.h3)
@@ -272,7 +284,7 @@ func LoopbackOrigin(o string) bool {
 }
 
 func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodConnect {
+	if r.Method != http.MethodConnect { // ServerConfig.HTTPHandler nil
 		http.Error(w, "MCP-Flow: this endpoint takes WebTransport CONNECT requests", http.StatusMethodNotAllowed)
 		return
 	}

@@ -303,11 +303,23 @@ func (s *Session) Close() error {
 
 // connCatcher keeps the QUIC connection that webtransport.Transport dials,
 // so that the session can close it (webtransport.Transport.DialAddr).
-type connCatcher struct{ c *quic.Conn }
+type connCatcher struct {
+	c          *quic.Conn
+	handshaked func() // ClientConfig.Handshaked
+}
 
 func (k *connCatcher) dial(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error) {
 	c, err := quic.DialAddrEarly(ctx, addr, tlsConf, conf)
 	k.c = c
+	if f := k.handshaked; err == nil && f != nil {
+		go func() {
+			select {
+			case <-c.HandshakeComplete():
+				f()
+			case <-c.Context().Done():
+			}
+		}()
+	}
 	return c, err
 }
 
