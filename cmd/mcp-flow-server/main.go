@@ -7,7 +7,8 @@
 //
 // It listens on 127.0.0.1:4433 at /mcp-flow by default, on UDP for
 // MCP-Flow and on TCP for Streamable HTTP (HTTP/1.1 and HTTP/2, the same
-// tools, answering Alt-Svc: h3; -no-tcp turns it off), creates a
+// tools, answering Alt-Svc: h3; on UDP too, to a plain HTTP/3 request;
+// -no-tcp turns both off), creates a
 // development certificate on first run (ECDSA P-256, valid 13 days, renewed
 // when it expires), and prints the URL and certificate hash on stdout. Logs
 // go to stderr. SIGINT or SIGTERM starts a graceful shutdown: $/shutdown to
@@ -182,6 +183,16 @@ func run(args []string) int {
 	if upstreamOf != nil {
 		upstreamOf.Configure(&cfg)
 	}
+	// Streamable HTTP over HTTP/3 too (spec §10.1): a client that follows
+	// Alt-Svc to the UDP port with a plain request gets the TCP side's
+	// handler (the front, Alt-Svc included), not 405. The front needs the
+	// server's address, so it comes after listen; plainH3 is set before
+	// Serve, and no request arrives earlier. With -no-tcp there is no front,
+	// and such a request gets 405.
+	var plainH3 http.Handler
+	if !*noTCP {
+		cfg.HTTPHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { plainH3.ServeHTTP(w, r) })
+	}
 	srv, tcpLn, err := listen(cfg, *noTCP)
 	if err != nil {
 		log.Error("listen", "err", err)
@@ -195,7 +206,8 @@ func run(args []string) int {
 			log.Error("Streamable HTTP listener", "err", err)
 			return 1
 		}
-		log.Info("serving Streamable HTTP (HTTP/1.1, HTTP/2) on TCP", "url", "https://"+tcpLn.Addr().String()+*path)
+		plainH3 = web.srv.Handler
+		log.Info("serving Streamable HTTP (HTTP/1.1, HTTP/2) on TCP, and on UDP (HTTP/3) beside WebTransport", "url", "https://"+tcpLn.Addr().String()+*path)
 	}
 	// Signals are taken before the address is announced: a script (or a
 	// test) that reads the URL and then sends SIGINT or SIGTERM gets a

@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/quic-go/quic-go/http3"
 )
 
 // TestOneOriginStreamableHTTP (issue 26): the server's TCP port, the same
@@ -103,8 +104,75 @@ func TestOneOriginStreamableHTTP(t *testing.T) {
 	}
 }
 
+// TestOneOriginStreamableHTTP3: a client that follows Alt-Svc to the UDP
+// port with plain Streamable HTTP over HTTP/3 (no CONNECT) is served there
+// by the same front as on TCP (spec §10.1), Alt-Svc included: a 2025
+// session, initialize then tools/call echo in it. The server then drains
+// on SIGTERM and exits 0.
+func TestOneOriginStreamableHTTP3(t *testing.T) {
+	url, hash, stderr, srv := runServer(t, buildServer(t))
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &http3.Transport{TLSClientConfig: flowtest.PinnedTLS(t, hash)}
+	defer tr.Close()
+	client := &http.Client{Timeout: 20 * time.Second, Transport: tr}
+	post := func(body string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		r, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s over HTTP/3: %v; server stderr:\n%s", url, err, stderr)
+		}
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ProtoMajor != 3 {
+			t.Errorf("answered over %s, want HTTP/3", r.Proto)
+		}
+		if got, want := r.Header.Get("Alt-Svc"), `h3=":`+u.Port()+`"`; got != want {
+			t.Errorf("Alt-Svc %q, want %q (the TCP side's handler)", got, want)
+		}
+		return r, string(b)
+	}
+
+	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
+		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"mcp-flow-server"`) {
+		t.Fatalf("initialize over HTTP/3: %d, session %q, %.300s; want 200, a session and the server's info", r.StatusCode, sid, body)
+	}
+	session := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
+	if r, body := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized: %d %.300s, want 202", r.StatusCode, body)
+	}
+	if r, body := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, session); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
+		t.Fatalf("tools/call echo in the session over HTTP/3: %d %.300s, want hi", r.StatusCode, body)
+	}
+	select {
+	case err := <-srv.signal(syscall.SIGTERM):
+		if err != nil || !strings.Contains(stderr.String(), "shut down cleanly") {
+			t.Fatalf("server exit after SIGTERM: %v, want 0 after a clean drain; stderr:\n%s", err, stderr)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("server still running 20 s after SIGTERM; stderr:\n%s", stderr)
+	}
+}
+
 // TestNoTCPFlag: with -no-tcp nothing listens on TCP (a dial is refused),
-// and MCP-Flow is served on UDP as before.
+// MCP-Flow is served on UDP as before, and a plain HTTP/3 request there
+// gets 405 (no front, spec §10.1).
 func TestNoTCPFlag(t *testing.T) {
 	url, hash, stderr, srv := runServer(t, buildServer(t), "-no-tcp")
 	defer func() {
@@ -131,6 +199,20 @@ func TestNoTCPFlag(t *testing.T) {
 		t.Fatalf("MCP-Flow with -no-tcp: %v; stderr:\n%s", err, stderr)
 	}
 	s.Close()
+	tr := &http3.Transport{TLSClientConfig: flowtest.PinnedTLS(t, hash)}
+	defer tr.Close()
+	req, err := http.NewRequestWithContext(ctx, "POST", url, strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		t.Fatalf("a plain POST over HTTP/3 with -no-tcp: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("a plain POST over HTTP/3 with -no-tcp: %d, want 405", resp.StatusCode)
+	}
 }
 
 // TestTCPPortTaken: when the TCP port of -addr is taken the server says so
