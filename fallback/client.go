@@ -36,11 +36,11 @@ func (c *Client) Call(ctx context.Context, method string, params any, onProgress
 		}
 		return &Response{ID: r.ID, Result: r.Result, Refs: r.Refs, fr: r, c: c}, nil
 	}
-	res, err := c.h.call(ctx, method, params, onProgress)
+	id, res, err := c.h.call(ctx, method, params, onProgress)
 	if err != nil {
 		return nil, err
 	}
-	return &Response{Result: res, c: c}, nil
+	return &Response{ID: jsonrpc.Int64ID(id), Result: res, c: c}, nil
 }
 
 // Cancel cancels a request whose result came but whose execution streams
@@ -87,7 +87,7 @@ func (c *Client) Close() error {
 
 // Response is the successful answer to Call.
 type Response struct {
-	ID     jsonrpc.ID // MCP-Flow only
+	ID     jsonrpc.ID
 	Result json.RawMessage
 	// Refs lists the result's ref/stream blocks (MCP-Flow); none over
 	// Streamable HTTP, where the server's front replaced them (spec §10).
@@ -120,6 +120,60 @@ type Payload struct {
 // resource_link (bridge.linkName): stream-<tag> and an extension.
 var linkName = regexp.MustCompile(`^stream-([0-9]+)(\.[A-Za-z0-9]+)?$`)
 
+// carried is what a content block says of the stream it carries.
+type carried struct {
+	how      string // "stream", "inline", "download"; "" none
+	mimeType string
+	tag      uint32
+	size     int64 // -1: unknown
+	uri      string
+	blob     string
+}
+
+// carries reads a content block: see Payload.
+func (r *Response) carries(block json.RawMessage) carried {
+	var b struct {
+		Type, URI, Name, MimeType string
+		Size                      *int64
+		Resource                  *struct{ URI, MimeType, Blob string }
+	}
+	if err := json.Unmarshal(block, &b); err != nil {
+		return carried{}
+	}
+	switch {
+	case b.Type == protocol.ContentTypeRef && r.fr != nil:
+		if ref, ok := mcpjson.ParseRef(block); ok {
+			return carried{how: "stream", mimeType: ref.MimeType, tag: ref.StreamTag, size: -1}
+		}
+	case r.c.h == nil:
+	case b.Type == "resource" && b.Resource != nil && strings.HasPrefix(b.Resource.URI, streamURIPrefix):
+		var tag uint32
+		fmt.Sscanf(b.Resource.URI[len(streamURIPrefix):], "%*[^/]/%d", &tag)
+		return carried{how: "inline", mimeType: b.Resource.MimeType, tag: tag, size: int64(base64.StdEncoding.DecodedLen(len(b.Resource.Blob))), blob: b.Resource.Blob}
+	case b.Type == "resource_link":
+		m := linkName.FindStringSubmatch(b.Name)
+		if m == nil || !r.c.h.sameHost(b.URI) {
+			break
+		}
+		var tag uint32
+		fmt.Sscan(m[1], &tag)
+		size := int64(-1)
+		if b.Size != nil {
+			size = *b.Size
+		}
+		return carried{how: "download", mimeType: b.MimeType, tag: tag, size: size, uri: b.URI}
+	}
+	return carried{}
+}
+
+// Carries reports whether a content block of the result carries an
+// execution stream (see Payload), and its tag and MIME type, without
+// reading it.
+func (r *Response) Carries(block json.RawMessage) (tag uint32, mimeType string, ok bool) {
+	c := r.carries(block)
+	return c.tag, c.mimeType, c.how != ""
+}
+
 // Payload returns the execution stream a content block of the result
 // carries, or nil when it carries none: a ref/stream (MCP-Flow: the stream
 // itself, spec §5), or what the server's HTTP front made of one (spec
@@ -129,61 +183,39 @@ var linkName = regexp.MustCompile(`^stream-([0-9]+)(\.[A-Za-z0-9]+)?$`)
 // fetched with the session's HTTP client. A text stream small enough
 // arrives as a text block and is not a Payload.
 func (r *Response) Payload(ctx context.Context, block json.RawMessage) (*Payload, error) {
-	var b struct {
-		Type, URI, Name, MimeType string
-		Size                      *int64
-		Resource                  *struct{ URI, MimeType, Blob string }
-	}
-	if err := json.Unmarshal(block, &b); err != nil {
-		return nil, nil
-	}
-	switch {
-	case b.Type == protocol.ContentTypeRef && r.fr != nil:
-		ref, ok := mcpjson.ParseRef(block)
-		if !ok {
-			return nil, nil
-		}
-		sr, err := r.fr.Stream(ctx, ref.StreamTag)
+	c := r.carries(block)
+	p := &Payload{MimeType: c.mimeType, Tag: c.tag, Size: c.size, How: c.how}
+	switch c.how {
+	case "stream":
+		sr, err := r.fr.Stream(ctx, c.tag)
 		if err != nil {
 			return nil, err
 		}
-		return &Payload{ReadCloser: sr, MimeType: ref.MimeType, Tag: ref.StreamTag, Size: -1, How: "stream"}, nil
-	case r.c.h == nil:
-		return nil, nil
-	case b.Type == "resource" && b.Resource != nil && len(b.Resource.URI) > len(streamURIPrefix) && b.Resource.URI[:len(streamURIPrefix)] == streamURIPrefix:
-		data, err := base64.StdEncoding.DecodeString(b.Resource.Blob)
+		p.ReadCloser = sr
+	case "inline":
+		data, err := base64.StdEncoding.DecodeString(c.blob)
 		if err != nil {
-			return nil, fmt.Errorf("fallback: %s: blob: %w", b.Resource.URI, err)
+			return nil, fmt.Errorf("fallback: inline stream %d: blob: %w", c.tag, err)
 		}
-		var tag uint32
-		fmt.Sscanf(b.Resource.URI[len(streamURIPrefix):], "%*[^/]/%d", &tag)
-		return &Payload{ReadCloser: io.NopCloser(bytes.NewReader(data)), MimeType: b.Resource.MimeType, Tag: tag, Size: int64(len(data)), How: "inline"}, nil
-	case b.Type == "resource_link":
-		m := linkName.FindStringSubmatch(b.Name)
-		if m == nil || !r.c.h.sameHost(b.URI) {
-			return nil, nil
-		}
-		var tag uint32
-		fmt.Sscan(m[1], &tag)
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.URI, nil)
+		p.ReadCloser, p.Size = io.NopCloser(bytes.NewReader(data)), int64(len(data))
+	case "download":
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.uri, nil)
 		if err != nil {
 			return nil, err
 		}
 		resp, err := r.c.h.hc.Do(req)
 		if err != nil {
-			return nil, fmt.Errorf("fallback: download %s: %w", b.Name, err)
+			return nil, fmt.Errorf("fallback: download of stream %d: %w", c.tag, err)
 		}
 		if resp.StatusCode != http.StatusOK {
 			resp.Body.Close()
-			return nil, fmt.Errorf("fallback: download %s: HTTP %s", b.Name, resp.Status)
+			return nil, fmt.Errorf("fallback: download of stream %d: HTTP %s", c.tag, resp.Status)
 		}
-		size := int64(-1)
-		if b.Size != nil {
-			size = *b.Size
-		}
-		return &Payload{ReadCloser: &sized{resp.Body, size}, MimeType: b.MimeType, Tag: tag, Size: size, How: "download"}, nil
+		p.ReadCloser = &sized{resp.Body, c.size}
+	default:
+		return nil, nil
 	}
-	return nil, nil
+	return p, nil
 }
 
 // streamURIPrefix is the URI prefix of the front's inline blobs.

@@ -69,7 +69,7 @@ func dialHTTP(ctx context.Context, url string, cfg Config) (*httpSession, error)
 	if len(caps) == 0 {
 		caps = json.RawMessage(`{}`)
 	}
-	res, err := h.call(ctx, protocol.MethodInitialize, map[string]any{
+	_, res, err := h.call(ctx, protocol.MethodInitialize, map[string]any{
 		"protocolVersion": protocol.MCP20251125, "capabilities": caps, "clientInfo": info}, nil)
 	if err != nil {
 		h.Close()
@@ -153,7 +153,7 @@ func (h *httpSession) progress(params json.RawMessage) {
 // call sends a request and waits for its answer; ctx ending sends
 // notifications/cancelled (the MCP spec's cancellation) and returns ctx's
 // error.
-func (h *httpSession) call(ctx context.Context, method string, params any, onProgress func(flow.Progress)) (json.RawMessage, error) {
+func (h *httpSession) call(ctx context.Context, method string, params any, onProgress func(flow.Progress)) (int64, json.RawMessage, error) {
 	num := h.nextID.Add(1)
 	var meta []mcpjson.Edit
 	if onProgress != nil {
@@ -161,14 +161,14 @@ func (h *httpSession) call(ctx context.Context, method string, params any, onPro
 	}
 	raw, err := marshalParams(params, meta)
 	if err != nil {
-		return nil, err
+		return num, nil, err
 	}
 	id, _ := sdkrpc.MakeID(float64(num))
 	c := &httpCall{resp: make(chan *sdkrpc.Response, 1), onProgress: onProgress}
 	h.mu.Lock()
 	if h.err != nil {
 		h.mu.Unlock()
-		return nil, h.err
+		return num, nil, h.err
 	}
 	h.pending[num] = c
 	h.mu.Unlock()
@@ -182,27 +182,27 @@ func (h *httpSession) call(ctx context.Context, method string, params any, onPro
 	if err := h.conn.Write(ctx, &sdkrpc.Request{ID: id, Method: method, Params: raw}); err != nil {
 		forget()
 		if ctx.Err() != nil {
-			return nil, ctx.Err()
+			return num, nil, ctx.Err()
 		}
-		return nil, fmt.Errorf("fallback: %s: %w", method, err)
+		return num, nil, fmt.Errorf("fallback: %s: %w", method, err)
 	}
 	select {
 	case r := <-c.resp:
 		if r.Error != nil {
 			var we *sdkrpc.Error
 			if errors.As(r.Error, &we) {
-				return nil, &jsonrpc.Error{Code: jsonrpc.Code(we.Code), Message: we.Message, Data: we.Data}
+				return num, nil, &jsonrpc.Error{Code: jsonrpc.Code(we.Code), Message: we.Message, Data: we.Data}
 			}
-			return nil, r.Error
+			return num, nil, r.Error
 		}
-		return r.Result, nil
+		return num, r.Result, nil
 	case <-ctx.Done():
 		forget()
 		_ = h.notify(h.ctx, protocol.MethodCancelled, map[string]any{"requestId": num, "reason": context.Cause(ctx).Error()})
-		return nil, ctx.Err()
+		return num, nil, ctx.Err()
 	case <-h.done:
 		forget()
-		return nil, h.Err()
+		return num, nil, h.Err()
 	}
 }
 

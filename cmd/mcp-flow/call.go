@@ -16,15 +16,15 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/mcp-flow/mcp-flow/fallback"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // listTools prints each tool with its arguments (name, type, required) from
 // its inputSchema, or with -json the tools/list result alone.
-func listTools(ctx context.Context, s *flow.Session, o options, t *term, stdout io.Writer) int {
-	r, err := s.Call(ctx, "tools/list", nil)
+func listTools(ctx context.Context, c *fallback.Client, o options, t *term, stdout io.Writer) int {
+	r, err := c.Call(ctx, "tools/list", nil, nil)
 	if err != nil {
 		return failure(ctx, t, o, err, "waiting for tools/list")
 	}
@@ -97,8 +97,11 @@ func listTools(ctx context.Context, s *flow.Session, o options, t *term, stdout 
 // streams' raw bytes and nothing else, the other content going to stderr;
 // without streams, the text content; with -json, the JSON result alone.
 // The transfer meter knows the streams' size when the server told it as
-// progress in bytes (spec §6.3), and then shows an ETA.
-func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMessage, o options, t *term, stdout io.Writer) int {
+// progress in bytes (spec §6.3), and then shows an ETA. Over the
+// Streamable HTTP fallback, a stream arrives as the server's front made it
+// (an inline blob, or a download the CLI fetches): the CLI writes its bytes
+// as it writes a stream's (fallback.Response.Payload).
+func callTool(ctx context.Context, c *fallback.Client, name string, args json.RawMessage, o options, t *term, stdout io.Writer) int {
 	var streamSize atomic.Int64 // 0: not told
 	onProgress := func(p flow.Progress) {
 		if p.Bytes() {
@@ -107,7 +110,7 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 		}
 		t.draw(progressLine(p))
 	}
-	r, err := s.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, flow.WithProgress(onProgress))
+	r, err := c.Call(ctx, "tools/call", map[string]any{"name": name, "arguments": args}, onProgress)
 	t.clear()
 	if err != nil {
 		return failure(ctx, t, o, err, "waiting for the result of "+name)
@@ -129,11 +132,14 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 		// spec §6.4); those that trail it get a moment to come.
 		o.audio.await(res.StructuredContent.Chunks)
 	}
-	if len(r.Refs) > 0 && o.out == "" && !o.raw && isTerminal(stdout) {
-		// Binary bytes would garble the terminal; text may go there.
-		for _, ref := range r.Refs {
-			if !isText(ref.MimeType) {
-				t.say("mcp-flow: execution stream %d is %s, not text: not writing it to a terminal; pipe stdout (| sha256sum, > FILE) or use -out DIR", ref.StreamTag, mimeName(ref.MimeType))
+	// The content blocks that carry a stream's bytes.
+	streams := 0
+	for _, b := range res.Content {
+		if tag, mt, ok := r.Carries(b); ok {
+			streams++
+			if o.out == "" && !o.raw && isTerminal(stdout) && !isText(mt) {
+				// Binary bytes would garble the terminal; text may go there.
+				t.say("mcp-flow: execution stream %d is %s, not text: not writing it to a terminal; pipe stdout (| sha256sum, > FILE) or use -out DIR", tag, mimeName(mt))
 				return exitUsage
 			}
 		}
@@ -141,9 +147,7 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 	// Once the result is in, the request lives on in its streams: an
 	// interrupt or -timeout cancels it with $/cancel (spec §7.1), which
 	// resets them.
-	stop := context.AfterFunc(ctx, func() {
-		_ = s.Notify(protocol.MethodCancel, flow.CancelParams{RequestID: r.ID, Reason: context.Cause(ctx).Error()})
-	})
+	stop := context.AfterFunc(ctx, func() { c.Cancel(r, context.Cause(ctx).Error()) })
 	defer stop()
 	// Where non-stream content goes: stdout unless stream bytes go there.
 	text := func(line string) {
@@ -151,7 +155,7 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 		fmt.Fprintln(stdout, line)
 		t.mu.Unlock()
 	}
-	if len(r.Refs) > 0 && o.out == "" && !o.raw {
+	if streams > 0 && o.out == "" && !o.raw {
 		text = func(line string) { t.say("%s", line) }
 	}
 	if o.raw {
@@ -160,27 +164,25 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 	// One meter for all the call's streams: the size the server told covers
 	// them all. The progress that told it came before the result (spec §6.2).
 	var m *meter
-	if len(r.Refs) > 0 {
+	if streams > 0 {
 		m = newMeter(t, streamSize.Load())
 		defer m.end()
 	}
 	code := exitOK
-	for _, c := range res.Content {
-		var block struct {
-			Type, Text string
-			StreamTag  uint32
-		}
-		_ = json.Unmarshal(c, &block)
+	for _, b := range res.Content {
+		var block struct{ Type, Text string }
+		_ = json.Unmarshal(b, &block)
+		_, _, carries := r.Carries(b)
 		switch {
-		case block.Type == protocol.ContentTypeRef:
-			if c := copyStream(ctx, r, block.StreamTag, m, o, t, stdout); c != exitOK && code == exitOK {
+		case carries:
+			if c := copyStream(ctx, r, b, m, o, t, stdout); c != exitOK && code == exitOK {
 				code = c
 			}
 		case o.raw:
 		case block.Type == "text":
 			text(block.Text)
 		default:
-			text(string(c))
+			text(string(b))
 		}
 	}
 	if res.IsError && code == exitOK {
@@ -189,12 +191,16 @@ func callTool(ctx context.Context, s *flow.Session, name string, args json.RawMe
 	return code
 }
 
-// copyStream copies one execution stream to stdout, to a new file under
-// -out, or (with -json and no -out) only counts and hashes it, counting its
-// bytes on the call's meter m.
-func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o options, t *term, stdout io.Writer) int {
+// copyStream copies the execution stream a content block carries to
+// stdout, to a new file under -out, or (with -json and no -out) only counts
+// and hashes it, counting its bytes on the call's meter m.
+func copyStream(ctx context.Context, r *fallback.Response, block json.RawMessage, m *meter, o options, t *term, stdout io.Writer) int {
+	tag, _, _ := r.Carries(block)
 	what := fmt.Sprintf("reading execution stream %d", tag)
-	sr, err := r.Stream(ctx, tag)
+	sr, err := r.Payload(ctx, block)
+	if sr != nil {
+		defer sr.Close()
+	}
 	var je *jsonrpc.Error
 	if err != nil && ctx.Err() == nil && errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidStreamRef {
 		// No stream within the wait (spec §5.3): a failed stream.
@@ -215,7 +221,7 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o o
 			return failure(ctx, t, o, err, fmt.Sprintf("%s after %d bytes", what, n))
 		}
 		if o.raw {
-			t.say("mcp-flow: execution stream %d: %d bytes (%s), sha256 %s; not printed with -json (-out DIR keeps it)", tag, n, sr.Ref().MimeType, hex.EncodeToString(h.Sum(nil)))
+			t.say("mcp-flow: execution stream %d: %d bytes (%s), sha256 %s; not printed with -json (-out DIR keeps it)", tag, n, sr.MimeType, hex.EncodeToString(h.Sum(nil)))
 		}
 		return exitOK
 	}
@@ -246,7 +252,7 @@ func copyStream(ctx context.Context, r *flow.Response, tag uint32, m *meter, o o
 		return exitUsage
 	}
 	f = nil
-	t.say("mcp-flow: wrote %d bytes (%s) to %s", n, sr.Ref().MimeType, name)
+	t.say("mcp-flow: wrote %d bytes (%s) to %s", n, sr.MimeType, name)
 	return exitOK
 }
 

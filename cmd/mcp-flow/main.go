@@ -61,6 +61,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/fallback"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -106,6 +107,8 @@ type options struct {
 	url, encoding, certHash, caFile, out string
 	audioOut                             string
 	webtransport                         string
+	transport                            string
+	fallbackBudget                       time.Duration
 	mcpVersion                           string
 	insecure, raw, debug                 bool
 	timeout                              time.Duration
@@ -139,6 +142,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")
 	fs.StringVar(&o.mcpVersion, "mcp-version", protocol.MCPLatest, "the MCP revision the client commands speak: "+strings.Join(protocol.MCPVersions(), ", ")+" (initialize), or "+protocol.MCP20260728+" (stateless: $/hello, per-request _meta, no initialize; spec §11); the bridges speak each client's own")
+	fs.StringVar(&o.transport, "transport", "auto", "auto: MCP-Flow where its QUIC handshake answers within -fallback-budget, else Streamable HTTP at the same URL (the server's TCP side, spec §10.2); mcp-flow or streamable-http forces one")
+	fs.DurationVar(&o.fallbackBudget, "fallback-budget", fallback.DefaultBudget, "-transport auto: how long MCP-Flow's QUIC handshake may take before Streamable HTTP is dialled too")
 	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.StringVar(&o.audioOut, "audio-out", "", "call: write the PCM bytes of the call's audio datagrams ({seq, data}, as tone sends them) to this file, in order of arrival; late ones are dropped, lost ones missing (stderr counts both)")
@@ -229,6 +234,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		rest = append([]string{c}, args...)
 	}
+	switch fallback.Transport(o.transport) {
+	case "auto", fallback.MCPFlow, fallback.StreamableHTTP:
+	default:
+		return usage(stderr, "-transport is auto, mcp-flow or streamable-http")
+	}
 	switch o.webtransport {
 	case "auto", "current", "draft02":
 	default:
@@ -284,34 +294,34 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stop := interruptible(ctx, t)
 	defer stop()
-	var call func(*flow.Session) int
+	var call func(*fallback.Client) int
 	switch cmd := rest[0]; cmd {
 	case "ping":
 		if len(rest) != 1 {
 			return usage(stderr, "ping takes no arguments")
 		}
-		call = func(s *flow.Session) int {
+		call = func(c *fallback.Client) int {
 			t0 := time.Now()
-			ping := s.Ping
-			if o.mcpVersion == protocol.MCP20260728 {
-				// 2026-07-28 has no ping: a server/discover round trip
-				// stands in for it.
-				ping = func(ctx context.Context) error {
-					_, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{})
-					return err
+			method, params, encoding := protocol.MethodPing, any(nil), "json over Streamable HTTP"
+			if s := c.Session(); s != nil {
+				encoding = string(s.Encoding())
+				if o.mcpVersion == protocol.MCP20260728 {
+					// 2026-07-28 has no ping: a server/discover round
+					// trip stands in for it.
+					method, params = protocol.MethodDiscover, map[string]any{}
 				}
 			}
-			if err := ping(ctx); err != nil {
+			if _, err := c.Call(ctx, method, params, nil); err != nil {
 				return failure(ctx, t, o, err, "waiting for ping")
 			}
-			fmt.Fprintf(stdout, "pong from %s in %v (encoding %s)\n", o.url, time.Since(t0).Round(time.Microsecond), s.Encoding())
+			fmt.Fprintf(stdout, "pong from %s in %v (encoding %s)\n", o.url, time.Since(t0).Round(time.Microsecond), encoding)
 			return exitOK
 		}
 	case "tools":
 		if len(rest) != 1 {
 			return usage(stderr, "tools takes no arguments")
 		}
-		call = func(s *flow.Session) int { return listTools(ctx, s, o, t, stdout) }
+		call = func(c *fallback.Client) int { return listTools(ctx, c, o, t, stdout) }
 	case "call":
 		if len(rest) < 2 {
 			return usage(stderr, "call needs a tool name")
@@ -320,7 +330,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return usage(stderr, err.Error())
 		}
-		call = func(s *flow.Session) int { return callTool(ctx, s, rest[1], argsJSON, o, t, stdout) }
+		call = func(c *fallback.Client) int { return callTool(ctx, c, rest[1], argsJSON, o, t, stdout) }
 	default:
 		return usage(stderr, "unknown command "+strconv.Quote(cmd))
 	}
@@ -351,11 +361,18 @@ func run(args []string, stdout, stderr io.Writer) int {
 	waiting := time.AfterFunc(dialPatience, func() {
 		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", o.url, o.handshake)
 	})
-	s, err := flow.Dial(ctx, o.url, cfg)
+	fc := fallback.Config{Flow: cfg, Transport: fallback.Transport(o.transport), Budget: o.fallbackBudget}
+	if fc.Transport == "auto" {
+		fc.Transport = fallback.Auto
+	}
+	if o.webtransport == "draft02" {
+		fc.Transport = fallback.MCPFlow // a v0.1 server has no TCP side
+	}
+	c, err := fallback.Dial(ctx, o.url, fc)
 	if err != nil && o.webtransport == "auto" && draft02.Needed(err) {
 		log.Debug("the server speaks WebTransport draft-02; dialing again in that dialect", "err", err)
-		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
-		s, err = flow.Dial(ctx, o.url, cfg)
+		fc.Flow.DialSession, fc.Transport = draft02.FlowDialer(tlsConf, nil), fallback.MCPFlow
+		c, err = fallback.Dial(ctx, o.url, fc)
 	}
 	waiting.Stop()
 	if err != nil && ctx.Err() != nil {
@@ -371,8 +388,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		return exitConnect
 	}
-	code := call(s)
-	closeSession(s, log)
+	// Which transport, and why: once, on stderr (spec §10.2).
+	t.say("mcp-flow: %s (%s)", c.Transport(), c.Reason())
+	code := call(c)
+	if s := c.Session(); s != nil {
+		closeSession(s, log)
+	} else {
+		_ = c.Close()
+	}
 	if o.audio != nil {
 		summary, err := o.audio.close(o.audioOut)
 		t.say("%s", summary)
