@@ -48,6 +48,7 @@ var charts = []chart{
 	{"large.svg", "Large result, end to end (16 and 256 MiB; bare stacks at each write size)", "BenchmarkLarge/", "MB/s"},
 	{"streams.svg", "Parallel streams, aggregate", "BenchmarkParallelStreams/", "MB/s"},
 	{"setup.svg", "Connect + initialize, p50", "BenchmarkSetup/", "p50-µs"},
+	{"first-result.svg", "Time to the first result (dial, initialize, one echo; blocked: UDP dropped), p50", "BenchmarkFirstResult/", "ttfr-p50-ms"},
 }
 
 // point is one ping of a series: when it was scheduled, how long it took.

@@ -30,6 +30,9 @@ const (
 	streamVsBare = "BenchmarkStreamVsBare"
 	// echoInterleaved compares the encodings in turns, on one machine load.
 	echoInterleaved = "BenchmarkEcho/flow-interleaved/c=16"
+	// firstResult pairs each fallback dial on a blocked network with one
+	// of Streamable HTTP alone (issue 26).
+	firstResult = "BenchmarkFirstResult/fallback-blocked"
 )
 
 var goals = []goal{
@@ -50,6 +53,8 @@ var goals = []goal{
 	{what: "idle sessions held by the server process vs asked (10,000 in full mode)", num: [2]string{sessions, "sessions"}, den: [2]string{sessions, "sessions-asked"}, cmp: ">=", threshold: 1},
 	{what: "heap per idle session, server process alone (KiB)", num: [2]string{sessions, "KiB-heap/session"}, cmp: "<=", threshold: 64},
 	{what: "burst of 1,000 concurrent dials + initialize: dials refused or failed", num: [2]string{sessions, "burst-refused"}, cmp: "<=", threshold: 0},
+	{what: "time to the first result (dial, initialize, one echo) on a network that drops UDP, through the fallback minus Streamable HTTP alone (ms, median of interleaved pairs)", num: [2]string{firstResult, "over-http-p50-ms"}, cmp: "<=", threshold: 1000},
+	{what: "the same, the largest difference of a pair (ms)", num: [2]string{firstResult, "over-http-max-ms"}, cmp: "<=", threshold: 1000},
 	{what: "echo calls/s at concurrency 16 vs go-sdk stdio", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-stdio/c=16", "calls/s"}, cmp: ">=", threshold: 2},
 	{what: "echo calls/s at concurrency 16 vs go-sdk Streamable HTTP", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-http/c=16", "calls/s"}, cmp: ">=", threshold: 2},
 	{what: "echo calls/s at concurrency 16, cbor vs json (medians of interleaved rounds)", num: [2]string{echoInterleaved, "cbor/json"}, cmp: ">=", threshold: 1},
