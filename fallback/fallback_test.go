@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,7 @@ func TestMain(m *testing.M) {
 // that trusts it.
 func server(t *testing.T) (string, flow.ClientConfig) {
 	t.Helper()
+	leftGoroutines(t) // its check runs after every other cleanup of the test
 	url, hash := flowtest.ServerProcess(t, bin)
 	return url, flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Logger(),
 		Info: flow.Implementation{Name: "fallback-test", Version: "1"}}
@@ -63,6 +65,25 @@ func dial(t *testing.T, url string, cfg fallback.Config) (*fallback.Client, time
 	t.Cleanup(func() { c.Close() })
 	t.Logf("%s in %v: %s", c.Transport(), took, c.Reason())
 	return c, took
+}
+
+// leftGoroutines fails the test when, once its cleanups (which close the
+// Client) have run, more goroutines run than before: the race's loser, the
+// HTTP session's reader, its SSE streams and idle connections all end with
+// the Client. Goroutines end without an event to wait on, so their count
+// is polled, for up to 10 s.
+func leftGoroutines(t *testing.T) {
+	before := runtime.NumGoroutine()
+	t.Cleanup(func() {
+		deadline := time.Now().Add(10 * time.Second)
+		for runtime.NumGoroutine() > before && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if n := runtime.NumGoroutine(); n > before {
+			buf := make([]byte, 1<<20)
+			t.Errorf("%d goroutines left behind by the test's clients and relays (%d before):\n%s", n-before, before, buf[:runtime.Stack(buf, true)])
+		}
+	})
 }
 
 // TestBlockedUDPFallsBack (issue 26): with every UDP datagram dropped and
