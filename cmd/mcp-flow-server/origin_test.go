@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -253,5 +254,30 @@ func TestTCPPortTaken(t *testing.T) {
 	_, _, stderr, srv := runServer(t, bin, "-addr", addr, "-no-tcp")
 	if err := <-srv.signal(syscall.SIGTERM); err != nil {
 		t.Errorf("with -no-tcp on the taken port: exit %v; stderr:\n%s", err, stderr)
+	}
+}
+
+// TestCurlHTTP2 (issue 26): the README's curl command, `curl --http2 -k`
+// with the MCP headers and an initialize body, gets a Streamable HTTP
+// answer over HTTP/2 from the server's TCP side, with Alt-Svc naming the
+// UDP port and a session id.
+func TestCurlHTTP2(t *testing.T) {
+	curl := browsertest.Debian(t, "curl", "curl")
+	url, _, stderr, _ := runServer(t, buildServer(t))
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, curl, "--http2", "-k", "-sS", "-i", url,
+		"-H", "Content-Type: application/json", "-H", "Accept: application/json, text/event-stream",
+		"-H", "MCP-Protocol-Version: 2025-11-25",
+		"-d", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"curl","version":"0"}}}`).CombinedOutput()
+	got := strings.ReplaceAll(string(out), "\r\n", "\n")
+	for _, want := range []string{"HTTP/2 200", "\nalt-svc: h3=\":" + u.Port() + "\"\n", "\nmcp-session-id: ", `"serverInfo":{"name":"mcp-flow-server"`} {
+		if err != nil || !strings.Contains(got, want) {
+			t.Fatalf("curl --http2: %v; want %q in:\n%s\nserver stderr:\n%s", err, want, got, stderr)
+		}
 	}
 }

@@ -1,9 +1,10 @@
 // Package browsertest runs pages in headless Chromium for the tests of the
 // browser peer (browser/), the npm package (js/) and the inspector (mcp-flow
 // ui). It installs what is missing by the project's own files: Debian's
-// chromium with apt-get, and a folder's npm packages at the versions of its
-// package-lock.json. Under CI=true a missing piece fails the test; elsewhere
-// the test is skipped, saying what is missing.
+// chromium (or another Debian package a test runs, such as curl) with
+// apt-get, and a folder's npm packages at the versions of its
+// package-lock.json. Under CI=true a missing piece fails the test;
+// elsewhere the test is skipped, saying what is missing.
 package browsertest
 
 import (
@@ -39,22 +40,29 @@ func Chromium(t testing.TB) string {
 	if p := os.Getenv("CHROMIUM"); p != "" {
 		return p
 	}
+	return Debian(t, "chromium", "chromium")
+}
+
+// Debian returns the path of the command name, installing Debian's package
+// pkg with apt-get when it is not on PATH (curl, for instance).
+func Debian(t testing.TB, name, pkg string) string {
+	t.Helper()
 	aptMu.Lock()
 	defer aptMu.Unlock()
-	if p, err := exec.LookPath("chromium"); err == nil {
+	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	t.Log("chromium is missing: installing Debian's chromium with apt-get")
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", "chromium"}} {
+	t.Logf("%s is missing: installing Debian's %s with apt-get", name, pkg)
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
 		if out, err := cmd.CombinedOutput(); err != nil {
-			Need(t, "installing chromium (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, out))
+			Need(t, "installing "+pkg+" (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, out))
 		}
 	}
-	p, err := exec.LookPath("chromium")
+	p, err := exec.LookPath(name)
 	if err != nil {
-		Need(t, "chromium after apt-get install", err)
+		Need(t, name+" after apt-get install "+pkg, err)
 	}
 	return p
 }
