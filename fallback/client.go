@@ -12,6 +12,7 @@ import (
 	neturl "net/url"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -76,14 +77,22 @@ func (c *Client) Err() error {
 	return c.h.Err()
 }
 
-// Close ends the session: $/shutdown on MCP-Flow (spec §7.2), DELETE on
-// Streamable HTTP.
+// Close ends the session: on MCP-Flow a graceful $/shutdown (spec §7.2)
+// of at most CloseWait, then the close; on Streamable HTTP a DELETE of the
+// session. Use Session().Shutdown for a drain of other bounds.
 func (c *Client) Close() error {
 	if c.sess != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), CloseWait)
+		defer cancel()
+		_ = c.sess.Shutdown(ctx, "client done")
 		return c.sess.Close()
 	}
 	return c.h.Close()
 }
+
+// CloseWait bounds Close's drain: the server answers $/shutdown in a round
+// trip when nothing is in flight.
+const CloseWait = time.Second
 
 // Response is the successful answer to Call.
 type Response struct {
