@@ -8,6 +8,7 @@ require (
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/quic-go/quic-go v0.64.1
 	github.com/quic-go/webtransport-go v0.13.0
+	github.com/rs/cors v1.11.1
 	github.com/x448/float16 v0.8.4
 	golang.org/x/sys v0.47.0
 	google.golang.org/protobuf v1.36.12

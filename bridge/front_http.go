@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/rs/cors"
+
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
@@ -128,6 +130,7 @@ type HTTPFront struct {
 	uninitialized int                     // legacy sessions before their initialize
 	stateless     map[string]*httpSession // the 2026-07-28 clients' holders by ClientKey (statelessHolder)
 	closing       bool
+	cors          *cors.Cors
 }
 
 // NewHTTPFront returns the handler. It panics when PublicURL is set but
@@ -189,11 +192,32 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 		public = u
 	}
 	cfg.Stdio = cfg.Stdio.withDefaults()
-	return &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
+	h := &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
 		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
 		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
 		stateless: map[string]*httpSession{}}
+	h.cors = cors.New(cors.Options{
+		// The one Origin policy (spec §9): an Origin the front would serve
+		// is told so; any other gets no Access-Control-Allow-Origin (and
+		// its actual request 403).
+		AllowOriginRequestFunc: func(r *http.Request, _ string) bool { return h.originAllowed(r) },
+		AllowedMethods:         []string{http.MethodGet, http.MethodPost, http.MethodDelete},
+		AllowedHeaders:         corsRequestHeaders,
+		ExposedHeaders:         []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"},
+		MaxAge:                 int(corsMaxAge / time.Second),
+	})
+	return h
 }
+
+// CORS (spec §9): a page on an allowed Origin may use the front from
+// fetch (the js/ transport's Streamable HTTP fallback, spec §10.2). A
+// preflight is answered before the front's other checks; bearer tokens go
+// in Authorization, never in cookies, so credentials are not allowed.
+var corsRequestHeaders = []string{"Content-Type", "Accept", "Authorization", "Last-Event-ID",
+	"Mcp-Protocol-Version", "Mcp-Session-Id", "Mcp-Method", "Mcp-Name"}
+
+// corsMaxAge is how long a browser may keep a preflight's answer.
+const corsMaxAge = 10 * time.Minute
 
 // CheckPublicURL parses an endpoint URL for HTTPConfig.PublicURL: absolute,
 // http or https, with a host and without user information, query or
@@ -238,8 +262,13 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// ServeHTTP implements the endpoint.
+// ServeHTTP implements the endpoint: CORS (a preflight is answered
+// there), then the front.
 func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	h.cors.ServeHTTP(w, r, h.serve)
+}
+
+func (h *HTTPFront) serve(w http.ResponseWriter, r *http.Request) {
 	if !h.checkHeaders(w, r) {
 		return
 	}
