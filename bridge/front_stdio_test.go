@@ -308,7 +308,8 @@ func TestStdioFrontBatchesByVersion(t *testing.T) {
 
 // TestStdioFrontDebugLogs: debug logs go to stderr with MCP_FLOW_DEBUG=1 or
 // -debug, the flag wins over the variable, and stdout carries protocol
-// messages only.
+// messages only. Without debug, stderr carries one line: the transport the
+// front chose and why (spec §10.2).
 func TestStdioFrontDebugLogs(t *testing.T) {
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
@@ -331,17 +332,25 @@ func TestStdioFrontDebugLogs(t *testing.T) {
 		}
 		return o.String(), e.String()
 	}
+	// quiet is stderr less the one line that names the transport.
+	quiet := func(errs string) string {
+		line, rest, _ := strings.Cut(errs, "\n")
+		if !strings.HasPrefix(line, "mcp-flow: bridge stdio: mcp-flow (QUIC answered in ") {
+			return errs
+		}
+		return rest
+	}
 	if out, errs := run("1"); !strings.Contains(errs, `msg="from host" method=ping`) || strings.Count(out, "\n") != 2 {
 		t.Errorf("MCP_FLOW_DEBUG=1: stderr %q, stdout %q", errs, out)
 	}
-	if _, errs := run("1", "-debug=false"); errs != "" {
+	if _, errs := run("1", "-debug=false"); quiet(errs) != "" {
 		t.Errorf("-debug=false must win over MCP_FLOW_DEBUG=1: stderr %q", errs)
 	}
 	if _, errs := run("", "-debug"); !strings.Contains(errs, "level=DEBUG") {
 		t.Errorf("-debug: stderr %q", errs)
 	}
-	if _, errs := run(""); errs != "" {
-		t.Errorf("quiet by default: stderr %q", errs)
+	if _, errs := run(""); quiet(errs) != "" || errs == "" {
+		t.Errorf("quiet by default but for the transport's line: stderr %q", errs)
 	}
 }
 

@@ -267,14 +267,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
 		}
 		if rest[1] == "http" {
+			// MCP-Flow only: -transport does not apply (its clients speak
+			// Streamable HTTP to it already).
 			return bridgeHTTP(o, sc, log, stderr)
 		}
-		b := bridge.NewStdio(sc)
-		if err := b.Run(ctx, os.Stdin, stdout); err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
-			return exitConnect
-		}
-		return exitOK
+		// Probes MCP-Flow, else relays to the server's Streamable HTTP.
+		return bridgeStdio(ctx, o, sc, os.Stdin, stdout, stderr)
 	}
 	t := newTerm(stderr)
 	if o.audioOut != "" {
