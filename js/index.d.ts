@@ -56,6 +56,75 @@ export interface WebTransportClientTransportOptions {
   streamWait?: number;
   /** The WebTransport constructor (default globalThis.WebTransport; e.g. @fails-components/webtransport's in Node). */
   WebTransport?: unknown;
+  /**
+   * Which transport to use: 'auto' (the default) opens MCP-Flow over
+   * WebTransport and, when `fallback` is given, takes Streamable HTTP at the
+   * same URL if WebTransport is missing, fails, or is not ready within
+   * `fallbackAfter` ms; 'mcp-flow' uses WebTransport only (as without
+   * `fallback`); 'streamable-http' uses the fallback only (it needs `fallback`).
+   */
+  transport?: TransportOption;
+  /**
+   * The SDK's own Streamable HTTP client transport, for the fallback: its
+   * class, constructed as `new fallback(new URL(url), fallbackOptions)`
+   * (v2: `StreamableHTTPClientTransport` of '@modelcontextprotocol/client';
+   * v1: of '@modelcontextprotocol/sdk/client/streamableHttp.js'), or a function
+   * `(url: URL) => Transport | Promise<Transport>`. The package bundles no SDK,
+   * so the page passes the one it uses. Without it, there is no fallback.
+   */
+  fallback?: FallbackTransportClass | ((url: URL) => FallbackTransport | Promise<FallbackTransport>);
+  /** The second argument of the fallback class's constructor (its options: requestInit, authProvider, fetch, …). */
+  fallbackOptions?: unknown;
+  /**
+   * Milliseconds that 'auto' waits for the WebTransport session before it
+   * takes the fallback (default DEFAULT_FALLBACK_AFTER_MS, 400; Infinity: wait
+   * for WebTransport to succeed or fail). A failure before then falls back at
+   * once.
+   */
+  fallbackAfter?: number;
+}
+
+/** The transport option. */
+export type TransportOption = 'auto' | 'mcp-flow' | 'streamable-http';
+
+/**
+ * The SDK transport used as the fallback: the Transport interface of either
+ * SDK (its messages typed loosely, as each SDK types them its own way).
+ */
+export interface FallbackTransport {
+  start(): Promise<void>;
+  send(message: any, options?: any): Promise<void>;
+  close(): Promise<void>;
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: any, extra?: any) => void;
+  sessionId?: string;
+  hasPerRequestStream?: boolean;
+  setProtocolVersion?(version: string): void;
+  setSupportedProtocolVersions?(versions: string[]): void;
+  terminateSession?(): Promise<void>;
+}
+
+/** A class such as the SDKs' StreamableHTTPClientTransport. */
+export type FallbackTransportClass = new (url: URL, options?: any) => FallbackTransport;
+
+/**
+ * Which transport start() took, and why; `transport.choice` and the one
+ * `ontransport` event carry it.
+ */
+export interface TransportChoice {
+  transport: 'mcp-flow' | 'streamable-http';
+  /**
+   * 'ready': the WebTransport session was ready within the budget (or, with
+   * no fallback, at all); 'forced': the transport option named it;
+   * 'timeout': not ready within fallbackAfter; 'failed': WebTransport failed
+   * before the budget; 'unavailable': no WebTransport in this environment.
+   */
+  reason: 'ready' | 'forced' | 'timeout' | 'failed' | 'unavailable';
+  /** The same in words, with WebTransport's error when it failed. */
+  detail: string;
+  /** Milliseconds from start() to the choice. */
+  ms: number;
 }
 
 /** Counters of one session. */
@@ -161,8 +230,29 @@ export declare class WebTransportClientTransport {
   onclose?: () => void;
   onerror?: (error: Error) => void;
   onmessage?: <T extends JSONRPCMessage>(message: T, extra?: unknown) => void;
-  /** MCP-Flow has no session id; always undefined (the SDK would otherwise skip initialize). */
-  sessionId?: string;
+  /**
+   * The fallback's session id (Streamable HTTP's Mcp-Session-Id); undefined
+   * over MCP-Flow, which has none (and before initialize, when the SDK would
+   * otherwise skip it).
+   */
+  readonly sessionId?: string;
+  /** The fallback's (SDK v2 in the 2026-07-28 era: a stream per request); undefined over MCP-Flow. */
+  readonly hasPerRequestStream?: boolean;
+  /** Called by the SDK after initialize; passed on to the fallback (its MCP-Protocol-Version header). */
+  setProtocolVersion(version: string): void;
+  /** Called by SDK v2 before start(); passed on to the fallback. */
+  setSupportedProtocolVersions(versions: string[]): void;
+  /** The transport option ('auto' unless given). */
+  readonly mode: TransportOption;
+  /** fallbackAfter, in ms. */
+  readonly fallbackAfter: number;
+  /** Which transport start() took and why; undefined until then. */
+  readonly choice?: TransportChoice;
+  /**
+   * Called once, when start() has chosen (before the SDK's initialize is
+   * sent): log it, or show it. A throw goes to onerror.
+   */
+  ontransport?: (choice: TransportChoice) => void;
   /**
    * The raw bytes of an execution stream, once: by the uri of the
    * resource_link that stands for it (mcp-flow://stream/REQUEST/TAG), or by
@@ -183,23 +273,32 @@ export declare class WebTransportClientTransport {
    * cleanly. The promise rejects when there is no such stream to take: read
    * already (by stream(), readResource, or inlined), released (unread past
    * unreadStreamTimeout, or its call cancelled), or named by no result.
+   *
+   * Over the fallback there are no execution streams: the server's HTTP
+   * front inlined each stream up to its limit (text, or a resource blob
+   * whose uri is mcp-flow://stream/…) and made a larger one a resource_link
+   * to a download (an https URL on the server). stream() of such a link's uri
+   * fetches it (the response's body, no backpressure beyond fetch's); any
+   * other argument rejects, saying so.
    */
   stream(requestIdOrURI: number | string, tag?: number): Promise<ReadableStream<Uint8Array>>;
-  /** The negotiated encoding ('json' until initialize is answered). */
+  /** The negotiated encoding ('json' until initialize is answered; 'json' over the fallback). */
   readonly encoding: string;
-  /** The server's transport object, once initialized. */
+  /** The server's transport object, once initialized (MCP-Flow only: undefined over the fallback). */
   readonly serverTransport?: ServerTransport;
+  /** MCP-Flow's counters; they stay 0 over the fallback. */
   readonly stats: MCPFlowStats;
-  /** A frame log: every control frame in or out, decoded, with its size in bytes and the encoding it used. */
+  /** A frame log: every control frame in or out, decoded, with its size in bytes and the encoding it used (MCP-Flow only). */
   onframe?: (direction: 'in' | 'out', message: JSONRPCMessage | JSONRPCMessage[], bytes: number, encoding: string) => void;
-  /** Every progress, audio and log datagram: channel (CHANNEL), request id of its header, decoded payload (audio's data as bytes). */
+  /** Every progress, audio and log datagram: channel (CHANNEL), request id of its header, decoded payload (audio's data as bytes). MCP-Flow only. */
   ondatagram?: (channel: number, requestId: number, payload: unknown) => void;
-  /** Every audio datagram (channel 2). Datagrams may be lost: seq tells which. */
+  /** Every audio datagram (channel 2). Datagrams may be lost: seq tells which. MCP-Flow only: Streamable HTTP has no datagrams. */
   onaudio?: (chunk: AudioChunk) => void;
   /**
    * Every log message of the server: log datagrams (channel 3; also handed to
    * the SDK as notifications/message, whose params they carry) and
-   * notifications/message on the control stream (which the SDK gets as it is).
+   * notifications/message on the control stream (which the SDK gets as it
+   * is), or over the fallback (datagram false, as it is on the control stream).
    */
   onlog?: (message: LogMessage) => void;
 }
@@ -219,6 +318,9 @@ export declare const DEFAULT_STREAM_WAIT_MS: number;
 export declare const STREAM_ERROR_WAIT_MS: number;
 /** 3,000 ms. */
 export declare const SHUTDOWN_WAIT_MS: number;
+/** 400 ms: how long 'auto' waits for WebTransport before it takes the fallback. */
+export declare const DEFAULT_FALLBACK_AFTER_MS: number;
+export declare const TRANSPORT: Readonly<{ AUTO: 'auto'; MCP_FLOW: 'mcp-flow'; STREAMABLE_HTTP: 'streamable-http' }>;
 export declare const STREAM_URI_PREFIX: 'mcp-flow://stream/';
 export declare const CHANNEL: Readonly<{ PROGRESS: 1; AUDIO: 2; LOG: 3 }>;
 export declare const FRAME_HEADER: 4;

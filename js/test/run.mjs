@@ -1,16 +1,19 @@
 // run.mjs drives headless Chromium through a test page and prints what the
 // page left in window.__result as one JSON line on stdout.
-//   node test/run.mjs PAGE_URL [TIMEOUT_MS] [SCREENSHOT.png]
+//   node test/run.mjs PAGE_URL [TIMEOUT_MS] [SCREENSHOT.png] [--chromium-flag ...]
 // With SCREENSHOT, the page's window.__screenshotReady (when it is set)
-// decides the moment of the full-page screenshot.
+// decides the moment of the full-page screenshot. Arguments that begin
+// with -- are passed to Chromium.
 import { chromium } from 'playwright-core';
 
-const [pageURL, timeoutArg, screenshot] = process.argv.slice(2);
+const [pageURL, timeoutArg, ...rest] = process.argv.slice(2);
+const flags = rest.filter((a) => a.startsWith('--'));
+const screenshot = rest.find((a) => !a.startsWith('--'));
 const timeout = Number(timeoutArg || 60000);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   headless: true,
-  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'],
+  args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage', ...flags],
 });
 try {
   const page = await browser.newPage({ viewport: { width: 1280, height: 900 } });

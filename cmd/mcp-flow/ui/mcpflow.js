@@ -2376,6 +2376,8 @@ var DEFAULT_STREAM_WAIT_MS = 1e4;
 var STREAM_ERROR_WAIT_MS = 100;
 var SHUTDOWN_WAIT_MS = 3e3;
 var STREAM_URI_PREFIX = "mcp-flow://stream/";
+var DEFAULT_FALLBACK_AFTER_MS = 400;
+var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
 var CODE = Object.freeze({
   INVALID_PARAMS: -32602,
   INTERNAL: -32603,
@@ -2675,6 +2677,15 @@ var WebTransportClientTransport = class {
     this.unreadStreamTimeout = options.unreadStreamTimeout ?? DEFAULT_UNREAD_STREAM_TIMEOUT_MS;
     this.streamWait = options.streamWait ?? DEFAULT_STREAM_WAIT_MS;
     this._WebTransport = options.WebTransport || globalThis.WebTransport;
+    this.mode = options.transport ?? TRANSPORT.AUTO;
+    if (!Object.values(TRANSPORT).includes(this.mode)) throw new MCPFlowError(`transport: ${JSON.stringify(this.mode)} is none of 'auto', 'mcp-flow' and 'streamable-http'`);
+    this.fallbackAfter = options.fallbackAfter ?? DEFAULT_FALLBACK_AFTER_MS;
+    if (typeof this.fallbackAfter !== "number" || !(this.fallbackAfter >= 0)) throw new MCPFlowError(`fallbackAfter: ${JSON.stringify(this.fallbackAfter)} is not a number of milliseconds (Infinity: no budget)`);
+    if (options.fallback !== void 0 && typeof options.fallback !== "function") throw new MCPFlowError("fallback: pass the SDK's StreamableHTTPClientTransport class, or a function (url) => a Transport");
+    if (this.mode === TRANSPORT.STREAMABLE_HTTP && options.fallback === void 0) throw new MCPFlowError("transport 'streamable-http' needs the fallback option: the SDK's StreamableHTTPClientTransport (or a function (url) => a Transport)");
+    this._fallback = options.fallback;
+    this.choice = void 0;
+    this.ontransport = void 0;
     this.encoding = "json";
     this.serverTransport = void 0;
     this.stats = {
@@ -2706,20 +2717,74 @@ var WebTransportClientTransport = class {
     this._streams = /* @__PURE__ */ new Map();
     this._gone = /* @__PURE__ */ new Map();
     this._closed = false;
+    this._http = void 0;
+    this._protocolVersion = void 0;
+    this._supportedVersions = void 0;
   }
-  /** start opens the WebTransport session and the control stream (called by the SDK's connect). */
+  /** sessionId is the fallback's (Streamable HTTP's Mcp-Session-Id); MCP-Flow has none. */
+  get sessionId() {
+    return this._http ? this._http.sessionId : void 0;
+  }
+  /** hasPerRequestStream is the fallback's (v2 SDK, 2026-07-28 era); unset over MCP-Flow, whose requests share the control stream. */
+  get hasPerRequestStream() {
+    return this._http ? this._http.hasPerRequestStream : void 0;
+  }
+  /** setProtocolVersion is called by the SDK after initialize; the fallback sends it as MCP-Protocol-Version. */
+  setProtocolVersion(version) {
+    this._protocolVersion = version;
+    if (this._http && typeof this._http.setProtocolVersion === "function") this._http.setProtocolVersion(version);
+  }
+  /** setSupportedProtocolVersions is called by the v2 SDK before start(); passed on to the fallback. */
+  setSupportedProtocolVersions(versions) {
+    this._supportedVersions = versions;
+    if (this._http && typeof this._http.setSupportedProtocolVersions === "function") this._http.setSupportedProtocolVersions(versions);
+  }
+  /**
+   * start opens the WebTransport session and the control stream (called by
+   * the SDK's connect), or the fallback: with transport 'auto' and a
+   * fallback, Streamable HTTP is taken when WebTransport is missing, fails,
+   * or is not ready within fallbackAfter ms; 'streamable-http' takes it at
+   * once. Once the budget has passed, Streamable HTTP is the choice: the
+   * WebTransport attempt is abandoned, so a session that would have become
+   * ready a moment later (even before the HTTP side answers initialize)
+   * loses. choice and ontransport say which was taken and why.
+   */
   async start() {
-    if (this._wt) throw new MCPFlowError("WebTransportClientTransport already started");
-    if (!this._WebTransport) throw new MCPFlowError("this environment has no WebTransport");
+    if (this._started) throw new MCPFlowError("WebTransportClientTransport already started");
+    this._started = true;
+    const t0 = now();
+    const auto = this.mode === TRANSPORT.AUTO && this._fallback !== void 0;
+    if (this.mode === TRANSPORT.STREAMABLE_HTTP) return this._startFallback(t0, "forced", "the transport option is 'streamable-http'");
+    if (!this._WebTransport) {
+      if (auto) return this._startFallback(t0, "unavailable", "this environment has no WebTransport");
+      throw new MCPFlowError("this environment has no WebTransport" + (this.mode === TRANSPORT.AUTO ? " (pass fallback, the SDK's StreamableHTTPClientTransport, to use Streamable HTTP instead)" : ""));
+    }
     const opts = {};
     if (this._hashes) opts.serverCertificateHashes = this._hashes;
-    this._wt = new this._WebTransport(this.url, opts);
+    let failure;
+    let ready = false;
     try {
-      await this._wt.ready;
+      this._wt = new this._WebTransport(this.url, opts);
+      ready = await readyWithin(this._wt.ready, auto ? this.fallbackAfter : Infinity);
     } catch (e) {
-      const why = this._hashes ? "is the server up, and does its certificate match serverCertificateHashes (ECDSA P-256, valid under 14 days)?" : "is the server up, and is its certificate trusted (or pass serverCertificateHashes)?";
-      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${e && e.message || e}; ${why}`, { cause: e });
+      failure = e;
     }
+    if (!ready && auto) {
+      this._abandonWebTransport();
+      if (failure) return this._startFallback(t0, "failed", `WebTransport failed after ${Math.round(now() - t0)} ms: ${failure && failure.message || failure}`);
+      return this._startFallback(t0, "timeout", `no WebTransport session within fallbackAfter (${this.fallbackAfter} ms)`);
+    }
+    if (failure) {
+      const why = this._hashes ? "is the server up, and does its certificate match serverCertificateHashes (ECDSA P-256, valid under 14 days)?" : "is the server up, and is its certificate trusted (or pass serverCertificateHashes)?";
+      const fb = this.mode === TRANSPORT.AUTO ? " (with fallback, the SDK's StreamableHTTPClientTransport, Streamable HTTP would be tried)" : "";
+      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${failure && failure.message || failure}; ${why}${fb}`, { cause: failure });
+    }
+    this._choose(
+      TRANSPORT.MCP_FLOW,
+      this.mode === TRANSPORT.MCP_FLOW ? "forced" : "ready",
+      this.mode === TRANSPORT.MCP_FLOW ? "the transport option is 'mcp-flow'" : `WebTransport session ready in ${Math.round(now() - t0)} ms`,
+      t0
+    );
     const ctrl = await this._wt.createBidirectionalStream();
     this._writer = ctrl.writable.getWriter();
     this._reader = new ByteReader(ctrl.readable);
@@ -2727,6 +2792,87 @@ var WebTransportClientTransport = class {
     this._acceptStreams();
     this._readDatagrams();
     this._wt.closed.then(() => this._finish(), (e) => this._finish(e));
+  }
+  // _abandonWebTransport gives up the WebTransport attempt: closed while
+  // connecting (the browser aborts it) or, if it got ready meanwhile, at once.
+  _abandonWebTransport() {
+    const wt = this._wt;
+    this._wt = void 0;
+    if (!wt) return;
+    wt.ready.catch(() => {
+    });
+    wt.closed.catch(() => {
+    });
+    try {
+      wt.close({ closeCode: 0, reason: "fell back to Streamable HTTP" });
+    } catch {
+    }
+  }
+  // _startFallback makes the fallback's Transport for this.url, wires it to
+  // the SDK's handlers (which are read at each call, so the SDK may set them
+  // at any time), and starts it.
+  async _startFallback(t0, reason, detail) {
+    const f = this._fallback;
+    const url = new URL(this.url);
+    const inner = isClass(f) ? new f(url, this.options.fallbackOptions) : await f(url);
+    if (!inner || typeof inner.start !== "function" || typeof inner.send !== "function") throw new MCPFlowError("fallback gave no Transport (an object with start, send and close)");
+    this._http = inner;
+    inner.onmessage = (m, extra) => this._fromFallback(m, extra);
+    inner.onerror = (e) => {
+      if (!this._closed) this._error(e);
+    };
+    inner.onclose = () => this._finish();
+    if (this._supportedVersions && typeof inner.setSupportedProtocolVersions === "function") inner.setSupportedProtocolVersions(this._supportedVersions);
+    if (this._protocolVersion && typeof inner.setProtocolVersion === "function") inner.setProtocolVersion(this._protocolVersion);
+    await inner.start();
+    this._choose(TRANSPORT.STREAMABLE_HTTP, reason, detail, t0);
+  }
+  // _choose records the choice, once, and tells ontransport.
+  _choose(transport, reason, detail, t0) {
+    this.choice = Object.freeze({ transport, reason, detail, ms: Math.round(now() - t0) });
+    if (this.ontransport) {
+      try {
+        this.ontransport(this.choice);
+      } catch (e) {
+        this._error(e);
+      }
+    }
+  }
+  // _toFallback sends a message of the SDK's over the fallback, noting the
+  // progress token of each request until its answer comes or the SDK gives
+  // it up: notifications/cancelled, or (v2, 2026-07-28) the abort of the
+  // request's own stream, or a send that failed.
+  async _toFallback(m, options) {
+    let key;
+    if (m && m.method === "notifications/cancelled" && m.params) this._requests.delete(String(m.params.requestId));
+    else if (m && m.method !== void 0 && m.id !== void 0) {
+      key = String(m.id);
+      this._requests.set(key, { progressToken: m.params && m.params._meta && m.params._meta.progressToken });
+      const signal = options && options.requestSignal;
+      if (signal && typeof signal.addEventListener === "function") signal.addEventListener("abort", () => this._requests.delete(key), { once: true });
+    }
+    try {
+      await this._http.send(m, options);
+    } catch (e) {
+      if (key !== void 0) this._requests.delete(key);
+      throw e;
+    }
+  }
+  // _fromFallback passes a message of the fallback to the SDK; logs go to
+  // onlog too. As over MCP-Flow, progress for a call that is answered or
+  // that the SDK cancelled stops here: it may still be on the way when the
+  // SDK forgets the token, and the SDK reports such an update as an error.
+  _fromFallback(m, extra) {
+    if (m && m.method === void 0 && m.id !== void 0) this._requests.delete(String(m.id));
+    if (m && m.method === "notifications/progress" && m.params && m.params.progressToken !== void 0 && !this._tokenLive(String(m.params.progressToken))) return;
+    if (m && m.method === "notifications/message") this._log(m.params, void 0, false);
+    if (this.onmessage) {
+      try {
+        this.onmessage(m, extra);
+      } catch (e) {
+        this._error(e);
+      }
+    }
   }
   _encode(msg) {
     return this.encoding === "cbor" ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
@@ -2756,8 +2902,9 @@ var WebTransportClientTransport = class {
    * $/cancel (§7.1); resources/read of an mcp-flow://stream/ URI is
    * answered here, from the execution stream.
    */
-  async send(message) {
+  async send(message, options) {
     if (this._closed) throw new MCPFlowError("MCP-Flow session closed");
+    if (this._http) return this._toFallback(message, options);
     let msg = message;
     if (msg.method === "resources/read" && msg.id !== void 0 && msg.params && parseStreamURI(msg.params.uri)) {
       this._readResource(msg);
@@ -2987,6 +3134,7 @@ var WebTransportClientTransport = class {
    * stream to take (read already, inlined, released, or never named).
    */
   stream(requestId, tag) {
+    if (this._http) return this._download(requestId);
     const u = parseStreamURI(requestId);
     if (u) ({ requestId, tag } = u);
     requestId = Number(requestId);
@@ -3019,6 +3167,25 @@ var WebTransportClientTransport = class {
         self._release(s, `${s.describe()} was cancelled by its reader${reason !== void 0 ? ": " + (reason && reason.message || reason) : ""}`, CODE.CANCELLED);
       }
     }, { highWaterMark: 0 }));
+  }
+  // _download is stream() over the fallback, which has no execution streams:
+  // the server's HTTP front inlined each one up to its limit (text, or a
+  // resource blob with an mcp-flow://stream/ uri) and made a larger one a
+  // resource_link to a download (an https URL on the server), which this
+  // fetches.
+  async _download(uri) {
+    let u;
+    try {
+      u = new URL(String(uri));
+    } catch {
+      u = void 0;
+    }
+    if (!u || u.protocol !== "https:" && u.protocol !== "http:") {
+      throw new MCPFlowError(`MCP-Flow: stream(${JSON.stringify(uri)}): there are no execution streams over Streamable HTTP (the fallback): the server inlined each stream into its result up to its limit (text, or a resource blob), and made larger ones resource_links to downloads, whose https uri stream() takes`, { code: CODE.RESOURCE_NOT_FOUND });
+    }
+    const r = await fetch(u, { cache: "no-store" });
+    if (!r.ok || !r.body) throw new MCPFlowError(`MCP-Flow: download ${u}: HTTP ${r.status} ${r.statusText}`, { code: CODE.RESOURCE_NOT_FOUND });
+    return r.body;
   }
   // _readResource answers resources/read of a streamURI from the stream:
   // {contents: [{uri, mimeType, text | blob}]}, up to readResourceLimit
@@ -3187,6 +3354,14 @@ var WebTransportClientTransport = class {
   async close() {
     if (this._closed) return;
     this._closed = true;
+    if (this._http) {
+      if (typeof this._http.terminateSession === "function" && this._http.sessionId !== void 0) await this._http.terminateSession().catch(() => {
+      });
+      await this._http.close().catch(() => {
+      });
+      this._finish();
+      return;
+    }
     for (const s of [...this._streams.values()]) if (s.named && !s.owner) this._release(s, `${s.describe()}: the client closed the session before it was read`, CODE.CANCELLED);
     if (this._writer) {
       try {
@@ -3221,6 +3396,17 @@ var WebTransportClientTransport = class {
     if (this.onclose) this.onclose();
   }
 };
+var now = () => globalThis.performance ? performance.now() : Date.now();
+function readyWithin(ready, ms) {
+  if (!Number.isFinite(ms)) return ready.then(() => true);
+  let timer;
+  return Promise.race([ready.then(() => true), new Promise((r) => {
+    timer = setTimeout(() => r(false), ms);
+  })]).finally(() => clearTimeout(timer));
+}
+function isClass(f) {
+  return !!f.prototype && typeof f.prototype.send === "function";
+}
 function contentOf(s, bytes, as) {
   let text;
   if (isText(s.mimeType)) {
@@ -3237,6 +3423,7 @@ function contentOf(s, bytes, as) {
 export {
   CHANNEL,
   DATAGRAM_HEADER,
+  DEFAULT_FALLBACK_AFTER_MS,
   DEFAULT_INLINE_LIMIT,
   DEFAULT_READ_RESOURCE_LIMIT,
   DEFAULT_STREAM_WAIT_MS,
@@ -3247,6 +3434,7 @@ export {
   STREAM_ERROR_WAIT_MS,
   STREAM_HEADER,
   STREAM_URI_PREFIX,
+  TRANSPORT,
   WebTransportClientTransport,
   bytesToBase64,
   streamURI
