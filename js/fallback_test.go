@@ -87,7 +87,7 @@ type blockedRun struct {
 // lossrelay origins stand in front of it:
 //   - blocked: every UDP datagram dropped, TCP forwarded. The SDK v2 and v1
 //     clients, over the transport with only `fallback` set, must see one
-//     ontransport event, 'streamable-http' for 'timeout' after the 400 ms
+//     ontransport event, 'streamable-http' for 'timeout' after the 800 ms
 //     budget, then list the tools, call echo, get progress, cancel a call
 //     (rejected with the abort's reason, no error reported by the SDK, the
 //     session going on), and get generate's 1 MiB as an inlined blob whose
@@ -252,8 +252,8 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		if !chose(name, r.fallbackRun, "streamable-http", "timeout") {
 			continue
 		}
-		if r.Choice.Ms < 400 || r.Choice.Ms > 1000 {
-			t.Errorf("%s: fell back after %d ms, want the 400 ms budget", name, r.Choice.Ms)
+		if r.Choice.Ms < 800 || r.Choice.Ms > 2000 {
+			t.Errorf("%s: fell back after %d ms, want the 800 ms budget", name, r.Choice.Ms)
 		}
 		if r.Tools == nil || !slices.Contains(r.Tools.Names, "echo") || !slices.Contains(r.Tools.Names, "generate") {
 			t.Errorf("%s: tools/list %+v; want the server's test tools", name, r.Tools)
@@ -322,7 +322,7 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		}
 	}
 	if r := res.Refused; r != nil && chose("no UDP listener", r.fallbackRun, "streamable-http", "failed") {
-		if r.Choice.Ms >= 400 {
+		if r.Choice.Ms >= 800 {
 			t.Errorf("no UDP listener: fell back after %d ms; want at once, before the budget", r.Choice.Ms)
 		}
 		echoed("no UDP listener", r.fallbackRun, "hi")

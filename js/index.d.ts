@@ -77,7 +77,7 @@ export interface WebTransportClientTransportOptions {
   fallbackOptions?: unknown;
   /**
    * Milliseconds that 'auto' waits for the WebTransport session before it
-   * takes the fallback (default DEFAULT_FALLBACK_AFTER_MS, 400; Infinity: wait
+   * takes the fallback (default DEFAULT_FALLBACK_AFTER_MS, 800; Infinity: wait
    * for WebTransport to succeed or fail). A failure before then falls back at
    * once.
    */
@@ -318,7 +318,7 @@ export declare const DEFAULT_STREAM_WAIT_MS: number;
 export declare const STREAM_ERROR_WAIT_MS: number;
 /** 3,000 ms. */
 export declare const SHUTDOWN_WAIT_MS: number;
-/** 400 ms: how long 'auto' waits for WebTransport before it takes the fallback. */
+/** 800 ms: how long 'auto' waits for WebTransport before it takes the fallback. */
 export declare const DEFAULT_FALLBACK_AFTER_MS: number;
 export declare const TRANSPORT: Readonly<{ AUTO: 'auto'; MCP_FLOW: 'mcp-flow'; STREAMABLE_HTTP: 'streamable-http' }>;
 export declare const STREAM_URI_PREFIX: 'mcp-flow://stream/';

@@ -2376,7 +2376,7 @@ var DEFAULT_STREAM_WAIT_MS = 1e4;
 var STREAM_ERROR_WAIT_MS = 100;
 var SHUTDOWN_WAIT_MS = 3e3;
 var STREAM_URI_PREFIX = "mcp-flow://stream/";
-var DEFAULT_FALLBACK_AFTER_MS = 400;
+var DEFAULT_FALLBACK_AFTER_MS = 800;
 var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
 var CODE = Object.freeze({
   INVALID_PARAMS: -32602,
