@@ -1,5 +1,8 @@
 // Command mcp-flow is the MCP-Flow client: it lists and calls tools and
-// pings a server over WebTransport.
+// pings a server over WebTransport, or over Streamable HTTP at the same URL
+// where no QUIC handshake answers within -fallback-budget (-transport;
+// package fallback, docs/spec.md §10.2). It says once on stderr which
+// transport it took and why.
 //
 //	mcp-flow [flags] tools [flags]
 //	mcp-flow [flags] call [flags] TOOL [JSON-ARGS | key=value ...]
@@ -20,7 +23,8 @@
 // bridge stdio makes the CLI a stdio MCP server for an MCP host (NDJSON or
 // Content-Length framing, detected from the host) that reaches the MCP-Flow
 // server at -url; execution streams are inlined for the host (see package
-// bridge). bridge http serves plain MCP clients a Streamable HTTP endpoint
+// bridge). Where UDP is blocked it relays the host's session over
+// Streamable HTTP to the same URL instead (NDJSON; fallback.Relay). bridge http serves plain MCP clients a Streamable HTTP endpoint
 // (/mcp) instead; on SIGINT or SIGTERM it answers the requests in flight
 // (within -drain), ends its sessions and exits 0.
 //
