@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -34,34 +35,7 @@ func TestOneOriginStreamableHTTP(t *testing.T) {
 	client := &http.Client{Timeout: 20 * time.Second, Transport: &http.Transport{
 		TLSClientConfig: flowtest.PinnedTLS(t, hash), ForceAttemptHTTP2: true}}
 	defer client.CloseIdleConnections()
-	post := func(body string, hdr map[string]string) (*http.Response, string) {
-		t.Helper()
-		req, err := http.NewRequest("POST", url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		r, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("POST %s: %v; server stderr:\n%s", url, err, stderr)
-		}
-		b, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.ProtoMajor != 2 {
-			t.Errorf("answered over %s, want HTTP/2", r.Proto)
-		}
-		if got := r.Header.Get("Alt-Svc"); got != wantAltSvc {
-			t.Errorf("Alt-Svc %q, want %q", got, wantAltSvc)
-		}
-		return r, string(b)
-	}
+	post := poster(t, client, url, 2, wantAltSvc, stderr)
 
 	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
 		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
@@ -105,6 +79,40 @@ func TestOneOriginStreamableHTTP(t *testing.T) {
 	}
 }
 
+// poster returns a function that POSTs a JSON-RPC body with the MCP
+// headers and hdr to url, and checks that the answer came over HTTP/proto
+// with Alt-Svc altSvc.
+func poster(t *testing.T, client *http.Client, url string, proto int, altSvc string, stderr fmt.Stringer) func(body string, hdr map[string]string) (*http.Response, string) {
+	return func(body string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, err := http.NewRequest("POST", url, strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		r, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("POST %s over HTTP/%d: %v; server stderr:\n%s", url, proto, err, stderr)
+		}
+		b, err := io.ReadAll(r.Body)
+		r.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.ProtoMajor != proto {
+			t.Errorf("answered over %s, want HTTP/%d", r.Proto, proto)
+		}
+		if got := r.Header.Get("Alt-Svc"); got != altSvc {
+			t.Errorf("Alt-Svc %q, want %q", got, altSvc)
+		}
+		return r, string(b)
+	}
+}
+
 // TestOneOriginStreamableHTTP3: a client that follows Alt-Svc to the UDP
 // port with plain Streamable HTTP over HTTP/3 (no CONNECT) is served there
 // by the same front as on TCP (spec §10.1), Alt-Svc included: a 2025
@@ -119,34 +127,7 @@ func TestOneOriginStreamableHTTP3(t *testing.T) {
 	tr := &http3.Transport{TLSClientConfig: flowtest.PinnedTLS(t, hash)}
 	defer tr.Close()
 	client := &http.Client{Timeout: 20 * time.Second, Transport: tr}
-	post := func(body string, hdr map[string]string) (*http.Response, string) {
-		t.Helper()
-		req, err := http.NewRequest("POST", url, strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		for k, v := range hdr {
-			req.Header.Set(k, v)
-		}
-		r, err := client.Do(req)
-		if err != nil {
-			t.Fatalf("POST %s over HTTP/3: %v; server stderr:\n%s", url, err, stderr)
-		}
-		b, err := io.ReadAll(r.Body)
-		r.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if r.ProtoMajor != 3 {
-			t.Errorf("answered over %s, want HTTP/3", r.Proto)
-		}
-		if got, want := r.Header.Get("Alt-Svc"), `h3=":`+u.Port()+`"`; got != want {
-			t.Errorf("Alt-Svc %q, want %q (the TCP side's handler)", got, want)
-		}
-		return r, string(b)
-	}
+	post := poster(t, client, url, 3, `h3=":`+u.Port()+`"`, stderr)
 
 	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
 		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
