@@ -16,6 +16,7 @@ import (
 type call struct {
 	id         jsonrpc.ID
 	num        uint32 // the id as a stream/datagram header names it
+	method     string
 	resp       chan *jsonrpc.Response
 	onProgress func(Progress)
 	// progressMu serialises onProgress; lastProgress is the newest value it
@@ -76,7 +77,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	if num == 0 { // 0 is "session-wide" in datagram headers
 		num = s.nextID.Add(1)
 	}
-	c := &call{id: jsonrpc.Uint32ID(num), num: num, resp: make(chan *jsonrpc.Response, 1)}
+	c := &call{id: jsonrpc.Uint32ID(num), num: num, method: method, resp: make(chan *jsonrpc.Response, 1)}
 	for _, o := range opts {
 		o(c)
 	}
@@ -100,6 +101,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	s.streamCalls[num] = c
 	s.mu.Unlock()
 
+	sent := s.now()
 	if err := s.send(&jsonrpc.Request{ID: c.id, Method: method, Params: raw}); err != nil {
 		s.forget(c)
 		if se := s.Err(); se != nil {
@@ -107,9 +109,14 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}
 		return nil, err
 	}
+	// done emits the call's EventRequest; every way out below calls it once.
+	done := func(outcome string, code jsonrpc.Code) {
+		s.observe(Event{Kind: EventRequest, Method: method, ID: c.id.String(), Outcome: outcome, Code: int64(code), Duration: since(sent)})
+	}
 	answered := func(resp *jsonrpc.Response) (*Response, error) {
 		if resp.Error != nil {
 			s.settleCall(c, nil)
+			done("error", resp.Error.Code)
 			return nil, resp.Error
 		}
 		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result}
@@ -118,6 +125,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 			r.Refs, _ = mcpjson.Refs(resp.Result) // a result that does not read names no stream
 		}
 		s.settleCall(c, r.Refs)
+		done("ok", 0)
 		return r, nil
 	}
 	select {
@@ -126,7 +134,10 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 	case <-ctx.Done():
 		// Keep the call registered: the peer answers $/cancel with -32800,
 		// and that answer settles it.
-		_ = s.Notify(protocol.MethodCancel, CancelParams{RequestID: c.id, Reason: context.Cause(ctx).Error()})
+		if s.Notify(protocol.MethodCancel, CancelParams{RequestID: c.id, Reason: context.Cause(ctx).Error()}) == nil {
+			s.observe(Event{Kind: EventCancel, Method: method, ID: c.id.String()})
+		}
+		done("cancelled", jsonrpc.CodeRequestCancelled)
 		go func() {
 			select {
 			case <-c.resp:
@@ -141,6 +152,7 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 			return answered(resp)
 		default:
 		}
+		done("cancelled", jsonrpc.CodeRequestCancelled)
 		return nil, s.Err()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"net/http"
+	neturl "net/url"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -78,20 +79,20 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		}
 		if attempt < retries && refused(err) {
 			wait := refusedBackoff(attempt)
-			cfg.Logger.Debug("server refused the QUIC connection; dialling again", "url", url, "attempt", attempt+1, "wait", wait)
+			cfg.Logger.Debug("server refused the QUIC connection; dialling again", "url", redactURL(url), "attempt", attempt+1, "wait", wait)
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:
 				continue
 			case <-ctx.Done():
 				t.Stop()
-				return nil, fmt.Errorf("flow: dial %s: %w (and %w while waiting to dial again)", url, err, ctx.Err())
+				return nil, fmt.Errorf("flow: dial %s: %w (and %w while waiting to dial again)", redactURL(url), err, ctx.Err())
 			}
 		}
 		if resp != nil {
-			return nil, fmt.Errorf("flow: dial %s: HTTP %d: %w", url, resp.StatusCode, err)
+			return nil, fmt.Errorf("flow: dial %s: HTTP %d: %w", redactURL(url), resp.StatusCode, err)
 		}
-		return nil, fmt.Errorf("flow: dial %s: %w", url, err)
+		return nil, fmt.Errorf("flow: dial %s: %w", redactURL(url), err)
 	}
 	s := newSession(wts, false, lim, cfg.Hooks, cfg.Handler, cfg.Logger, codecs)
 	s.conn.Store(conn.c)
@@ -116,8 +117,23 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		}
 		return nil, fmt.Errorf("flow: initialize: %w", err)
 	}
+	s.markOpen()
 	go s.readLoop()
 	return s, nil
+}
+
+// redactURL is u as logs and errors name it: without user information,
+// query and fragment, where a token may travel (logs never carry one).
+func redactURL(u string) string {
+	p, err := neturl.Parse(u)
+	if err != nil {
+		return "(an unreadable URL)"
+	}
+	if p.User == nil && p.RawQuery == "" && p.Fragment == "" {
+		return u
+	}
+	p.User, p.RawQuery, p.Fragment, p.ForceQuery = nil, "", "", false
+	return p.String() + " (query and user information left out)"
 }
 
 // DefaultRefusedRetries is ClientConfig.RefusedRetries's default.

@@ -116,7 +116,8 @@ const DefaultStreamWriteStallTimeout = 30 * time.Second
 // shorter than quic-go's default, so that a short HandshakeTimeout is
 // quicConfig is the QUIC configuration both roles start from: datagrams
 // (spec §6), RESET_STREAM_AT for execution streams (§5.4), and the handshake,
-// idle and keep-alive times of l. Each role adds its own stream limits.
+// idle and keep-alive times of l, and a qlog file per connection under
+// $QLOGDIR when it is set (qlog.go). Each role adds its own stream limits.
 func (l Limits) quicConfig() *quic.Config {
 	return &quic.Config{
 		EnableDatagrams:                  true,
@@ -124,6 +125,7 @@ func (l Limits) quicConfig() *quic.Config {
 		HandshakeIdleTimeout:             l.quicHandshakeIdle(),
 		MaxIdleTimeout:                   l.PeerIdleTimeout,
 		KeepAlivePeriod:                  l.keepAlive(),
+		Tracer:                           qlogTracer(),
 	}
 }
 
@@ -254,6 +256,12 @@ type Hooks struct {
 	// as s.Err(); spec §8.2). It runs on the goroutine that closed the
 	// session and must not block.
 	Closed func(s *Session, e *SessionError)
+	// Observe receives every Event of the session (and, in a ServerConfig,
+	// the server's refusals): for metrics (package metrics). It runs on the
+	// session's goroutines, at times under a lock of the session, and must
+	// neither block nor call the session. Which event fires where: flow's
+	// observe.go and docs/design.md, "Events and logs".
+	Observe func(e Event)
 }
 
 // ServerConfig configures a Server. It is copied by NewServer; later changes

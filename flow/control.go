@@ -31,6 +31,9 @@ func (s *Session) readLoop() {
 	}()
 	for {
 		frame, err := s.fr.ReadFrame()
+		if err == nil || errors.Is(err, wire.ErrZeroLength) {
+			s.controlRead(frame)
+		}
 		if errors.Is(err, wire.ErrZeroLength) {
 			// The stream is still in step: answer and read on.
 			s.replyError(jsonrpc.NullID, jsonrpc.CodeInvalidRequest, "control frame of length 0 (spec §3.1)")
@@ -86,6 +89,14 @@ func (s *Session) readFailed(err error) {
 		case <-time.After(controlFailWait):
 			s.closeWith(&SessionError{Code: CloseProtocolError, Reason: "control stream failed", Err: err})
 		}
+	}
+}
+
+// controlRead emits EventControl for a frame read (its payload; a frame
+// of length 0 has none), in the encoding it is decoded in.
+func (s *Session) controlRead(payload []byte) {
+	if s.hooks.Observe != nil {
+		s.observe(Event{Kind: EventControl, Inbound: true, Bytes: int64(wire.FrameHeaderLen + len(payload)), Encoding: s.Encoding()})
 	}
 }
 
@@ -237,8 +248,10 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 		s.startShutdown(false, "")
 	case protocol.MethodProgress:
 		var p Progress
-		if json.Unmarshal(n.Params, &p) == nil && s.deliverProgress(0, p) {
-			return
+		if json.Unmarshal(n.Params, &p) == nil {
+			if took, _ := s.deliverProgress(0, p); took {
+				return
+			}
 		}
 		s.notify(n)
 	case protocol.MethodInitialized:

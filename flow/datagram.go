@@ -21,7 +21,18 @@ func (s *Session) SendDatagram(ch wire.Channel, requestID uint32, payload any) e
 	if !s.handshake().datagrams {
 		return jsonrpc.NewError(jsonrpc.CodeDatagramsNotSupported, "datagrams are not enabled on this session (spec §6)")
 	}
-	return s.sendDatagramValue(ch, requestID, payload)
+	err := s.sendDatagramValue(ch, requestID, payload)
+	if err != nil {
+		s.datagramEvent("dropped", false, ch)
+	}
+	return err
+}
+
+// datagramEvent emits an EventDatagram (datagrams are counted, not logged).
+func (s *Session) datagramEvent(outcome string, inbound bool, ch wire.Channel) {
+	if s.hooks.Observe != nil {
+		s.observe(Event{Kind: EventDatagram, Outcome: outcome, Inbound: inbound, Channel: uint8(ch)})
+	}
 }
 
 func (s *Session) sendDatagramValue(ch wire.Channel, requestID uint32, payload any) error {
@@ -33,7 +44,11 @@ func (s *Session) sendDatagramValue(ch wire.Channel, requestID uint32, payload a
 	if b, err = s.enc.Load().c.AppendValue(b, v); err != nil {
 		return err
 	}
-	return s.wt.SendDatagram(b)
+	if err := s.wt.SendDatagram(b); err != nil {
+		return err
+	}
+	s.datagramEvent("sent", false, ch)
+	return nil
 }
 
 // receiveDatagrams reads datagrams until the session ends, draining the
@@ -50,6 +65,7 @@ func (s *Session) receiveDatagrams() {
 
 func (s *Session) handleDatagram(b []byte) {
 	if !s.handshake().datagrams || s.State() < StateReady {
+		s.datagramEvent("dropped", true, channelOf(b))
 		// -32004, at most once a second so that a flood cannot amplify.
 		if ok, held := s.reports.allow(); ok {
 			s.replyError(jsonrpc.NullID, jsonrpc.CodeDatagramsNotSupported, "datagram received, but datagrams are not enabled on this session (spec §6)"+heldNote(held))
@@ -58,24 +74,43 @@ func (s *Session) handleDatagram(b []byte) {
 	}
 	h, payload, err := wire.ParseDatagram(b)
 	if err != nil {
+		s.datagramEvent("dropped", true, channelOf(b))
 		s.log.Debug("dropped a malformed datagram", "err", err)
 		return
 	}
 	v, err := s.enc.Load().c.DecodeValue(payload)
 	if err != nil {
+		s.datagramEvent("dropped", true, h.Channel)
 		s.log.Debug("dropped an undecodable datagram", "channel", h.Channel, "err", err)
 		return
 	}
 	if h.Channel == wire.ChannelProgress {
 		s.pg.received.Add(1)
 		var p Progress
-		if json.Unmarshal(v, &p) == nil && s.deliverProgress(h.RequestID, p) {
-			return
+		if json.Unmarshal(v, &p) == nil {
+			if took, stale := s.deliverProgress(h.RequestID, p); took {
+				if stale {
+					s.datagramEvent("dropped", true, h.Channel)
+				} else {
+					s.datagramEvent("received", true, h.Channel)
+				}
+				return
+			}
 		}
 	}
+	s.datagramEvent("received", true, h.Channel)
 	if s.hooks.Datagram != nil {
 		s.hooks.Datagram(s, h, v)
 	}
+}
+
+// channelOf is the channel a datagram's first byte names (0 for none), for
+// the event of one that cannot be read.
+func channelOf(b []byte) wire.Channel {
+	if len(b) == 0 {
+		return 0
+	}
+	return wire.Channel(b[0])
 }
 
 // deliverProgress hands progress to the call it belongs to: by the datagram
@@ -84,8 +119,8 @@ func (s *Session) handleDatagram(b []byte) {
 // value is not above the last one delivered for the call is dropped (MCP
 // wants each value above the previous; the newest value may arrive twice, as
 // a datagram and on the control stream before the result, and a datagram
-// may be overtaken).
-func (s *Session) deliverProgress(id uint32, p Progress) bool {
+// may be overtaken); stale reports such a drop.
+func (s *Session) deliverProgress(id uint32, p Progress) (took, stale bool) {
 	s.mu.Lock()
 	var c *call
 	if id != 0 {
@@ -100,18 +135,18 @@ func (s *Session) deliverProgress(id uint32, p Progress) bool {
 	}
 	s.mu.Unlock()
 	if c == nil || c.onProgress == nil {
-		return false
+		return false, false
 	}
 	c.progressMu.Lock()
 	defer c.progressMu.Unlock()
 	if c.progressed && !(p.Progress > c.lastProgress) {
 		s.pg.stale.Add(1)
-		return true
+		return true, true
 	}
 	c.progressed, c.lastProgress = true, p.Progress
 	s.pg.delivered.Add(1)
 	c.onProgress(p)
-	return true
+	return true, false
 }
 
 // ---- progress (spec §6.2) ----
@@ -159,10 +194,12 @@ func (s *Session) queueProgress(in *inbound, id uint32, p *Progress) {
 	}
 	if sl.closed {
 		d.mu.Unlock()
+		s.datagramEvent("dropped", false, progressChannel) // the request was answered meanwhile
 		return
 	}
 	d.updates.Add(1)
-	if sl.next != nil {
+	superseded := sl.next != nil
+	if superseded {
 		d.superseded.Add(1)
 	}
 	sl.next = p
@@ -171,6 +208,9 @@ func (s *Session) queueProgress(in *inbound, id uint32, p *Progress) {
 		d.queue = append(d.queue, sl)
 	}
 	d.mu.Unlock()
+	if superseded {
+		s.datagramEvent("superseded", false, progressChannel)
+	}
 	d.start.Do(func() {
 		d.wake, d.ended = make(chan struct{}, 1), make(chan struct{})
 		go s.sendProgress()
@@ -276,10 +316,15 @@ func (s *Session) finishProgress(in *inbound, flush bool) {
 	if p == nil {
 		p = sl.last
 	}
+	next := sl.next
 	sl.next, sl.last = nil, nil
 	d.mu.Unlock()
 	if p != nil && flush && s.Notify(protocol.MethodProgress, p) == nil {
 		d.control.Add(1)
+	}
+	if next != nil && !flush {
+		// notifications/cancelled: the update that had not left never will.
+		s.datagramEvent("dropped", false, progressChannel)
 	}
 }
 

@@ -196,7 +196,7 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 	if s.server && s.State() < StateControlOpened {
 		// The client has not opened its control stream: nothing has been
 		// accepted, so nothing is drained (a shutdown racing a CONNECT).
-		s.closeWith(&SessionError{Code: CloseOK, Reason: "shut down before the control stream opened", Err: ErrClosed})
+		s.closeWith(&SessionError{Code: CloseOK, Reason: reasonShutBeforeControl, Err: ErrClosed})
 	}
 	// The drain has a deadline whoever started it.
 	go func() {

@@ -167,6 +167,7 @@ func (s *Session) handleInitialize(m *jsonrpc.Request, answer func(*jsonrpc.Resp
 	// after, in both directions, is in the chosen encoding.
 	s.settle(&handshake{peerMaxFrame: wire.DefaultMaxFrameSize, datagrams: datagrams, params: &p, result: res, hello: helloTr}, resp, answer, enc)
 	s.setState(StateReady)
+	s.markOpen()
 	s.log.Debug("session ready", "encoding", res.Transport.Encoding, "datagrams", datagrams, "client", p.ClientInfo.Name)
 	if cfg.OnSession != nil {
 		go cfg.OnSession(s)

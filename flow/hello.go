@@ -94,6 +94,7 @@ func (s *Session) admitStateless(m *jsonrpc.Request, answer func(*jsonrpc.Respon
 		s.stateless.Store(true)
 		s.hs.CompareAndSwap(nil, &handshake{peerMaxFrame: wire.DefaultMaxFrameSize})
 		s.setState(StateReady)
+		s.markOpen()
 		if cfg := s.srv.cfg; cfg.OnSession != nil {
 			go cfg.OnSession(s)
 		}
@@ -208,6 +209,7 @@ func (s *Session) firstExchange(ctx context.Context, method string, params any) 
 				ch <- result{err: fmt.Errorf("reading the %s result: %w", method, err)}
 				return
 			}
+			s.controlRead(frame)
 			payload, err := s.enc.Load().c.Decode(frame)
 			if err != nil {
 				ch <- result{err: fmt.Errorf("%s result does not decode (spec §4.2: it is in the encoding before the switch): %w", method, err)}

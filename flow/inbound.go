@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -25,6 +26,8 @@ type Request struct {
 // arrival until its response is sent and its execution streams are closed.
 type inbound struct {
 	id        jsonrpc.ID
+	method    string
+	arrived   time.Time // for EventRequest's Duration (zero when nothing observes: Session.now)
 	cancel    context.CancelCauseFunc
 	answer    func(*jsonrpc.Response)
 	responded bool // under Session.mu
@@ -75,23 +78,26 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		return
 	}
 	ctx, cancel := context.WithCancelCause(s.ctx)
-	in := &inbound{id: m.ID, cancel: cancel, answer: answer, token: mcpjson.ProgressToken(m.Params)}
+	in := &inbound{id: m.ID, method: m.Method, arrived: s.now(), cancel: cancel, answer: answer, token: mcpjson.ProgressToken(m.Params)}
+	// refuse answers a request the session will not hand to the Handler.
+	refuse := func(code jsonrpc.Code, msg string) {
+		cancel(nil)
+		fail(code, msg)
+		s.observe(Event{Kind: EventRequest, Inbound: true, Method: m.Method, ID: m.ID.String(), Outcome: "error", Code: int64(code), Duration: since(in.arrived)})
+	}
 	s.mu.Lock()
 	switch {
 	case s.dr.refusing():
 		s.mu.Unlock()
-		cancel(nil)
-		fail(jsonrpc.CodeShuttingDown, "session is shutting down; no new requests (spec §7.2)")
+		refuse(jsonrpc.CodeShuttingDown, "session is shutting down; no new requests (spec §7.2)")
 		return
 	case s.unanswered >= s.lim.MaxRequestsInFlight:
 		s.mu.Unlock()
-		cancel(nil)
-		fail(jsonrpc.CodeTooManyRequests, fmt.Sprintf("more than %d requests in flight (spec §8)", s.lim.MaxRequestsInFlight))
+		refuse(jsonrpc.CodeTooManyRequests, fmt.Sprintf("more than %d requests in flight (spec §8)", s.lim.MaxRequestsInFlight))
 		return
 	case s.handling[m.ID] != nil:
 		s.mu.Unlock()
-		cancel(nil)
-		fail(jsonrpc.CodeInvalidRequest, "a request with id "+m.ID.String()+" is already in flight")
+		refuse(jsonrpc.CodeInvalidRequest, "a request with id "+m.ID.String()+" is already in flight")
 		return
 	}
 	s.handling[m.ID] = in
@@ -142,10 +148,30 @@ func (s *Session) respond(in *inbound, resp *jsonrpc.Response) {
 	}
 	in.responded = true
 	s.unanswered--
+	byPeer := in.cancelled
 	s.mu.Unlock()
 	s.finishProgress(in, true)
+	// A session that has ended cut the request off: its answer goes nowhere.
+	cancelled := byPeer || s.ctx.Err() != nil
 	in.answer(resp)
+	outcome, code := "ok", jsonrpc.Code(0)
+	if resp.Error != nil {
+		outcome, code = "error", resp.Error.Code
+	}
+	if cancelled {
+		outcome = "cancelled"
+		if resp.Error == nil || !byPeer {
+			code = jsonrpc.CodeRequestCancelled
+		}
+	}
+	s.requestDone(in, outcome, code)
 	s.settleInbound(in)
+}
+
+// requestDone emits EventRequest for the peer's request in, answered (or,
+// after notifications/cancelled, ended) now.
+func (s *Session) requestDone(in *inbound, outcome string, code jsonrpc.Code) {
+	s.observe(Event{Kind: EventRequest, Inbound: true, Method: in.method, ID: in.id.String(), Outcome: outcome, Code: int64(code), Duration: since(in.arrived)})
 }
 
 // settleInbound forgets in once it is answered and its streams are closed.
@@ -178,6 +204,7 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		streams = append(streams, w)
 	}
 	s.mu.Unlock()
+	s.observe(Event{Kind: EventCancel, Inbound: true, Method: in.method, ID: id.String()})
 	if reason == "" {
 		reason = "cancelled by the peer"
 	}
@@ -195,11 +222,15 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		// MCP: no response after notifications/cancelled.
 		s.finishProgress(in, false)
 		s.mu.Lock()
-		if !in.responded {
+		ended := !in.responded
+		if ended {
 			in.responded = true
 			s.unanswered--
 		}
 		s.mu.Unlock()
+		if ended {
+			s.requestDone(in, "cancelled", jsonrpc.CodeRequestCancelled)
+		}
 		s.settleInbound(in)
 	}
 }

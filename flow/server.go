@@ -289,7 +289,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !s.originAllowed(r) {
-		s.log.Warn("refused a CONNECT from a disallowed origin", "origin", r.Header.Get("Origin"), "remote", r.RemoteAddr)
+		s.observe(Event{Kind: EventRefused, Outcome: "origin", Reason: fmt.Sprintf("a CONNECT from origin %q, which is not allowed (from %s)", r.Header.Get("Origin"), r.RemoteAddr)})
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
@@ -297,8 +297,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.closing || len(s.sessions) >= s.lim.MaxSessions {
 		closing := s.closing
 		s.mu.Unlock()
-		if !closing {
-			s.log.Warn("refused a session: MaxSessions reached", "max", s.lim.MaxSessions)
+		if closing {
+			s.observe(Event{Kind: EventRefused, Outcome: "shutting-down", Reason: "a CONNECT while the server shuts down (from " + r.RemoteAddr + ")"})
+		} else {
+			s.observe(Event{Kind: EventRefused, Outcome: "sessions", Reason: fmt.Sprintf("MaxSessions (%d) reached (a CONNECT from %s)", s.lim.MaxSessions, r.RemoteAddr)})
 		}
 		w.Header().Set("Retry-After", "1")
 		http.Error(w, "too many sessions", http.StatusServiceUnavailable)
@@ -315,7 +317,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		delete(s.sessions, sess)
 		s.mu.Unlock()
-		s.log.Debug("WebTransport upgrade failed", "err", err)
+		s.observe(Event{Kind: EventRefused, Outcome: "upgrade", Reason: "WebTransport upgrade failed: " + err.Error()})
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}

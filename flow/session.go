@@ -92,6 +92,10 @@ type Session struct {
 	done     chan struct{}
 	closeMu  sync.Mutex
 	closeErr error
+	// open is set, under closeMu, once the session was READY and said so
+	// (EventSessionOpen; markOpen): closeWith then sends EventSessionClose.
+	open bool
+	born time.Time // when the session was made: its EventSessionClose's Duration counts from it
 }
 
 type codecBox struct{ c codec.Codec }
@@ -129,6 +133,7 @@ func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, l
 		handling:    map[jsonrpc.ID]*inbound{},
 		done:        make(chan struct{}),
 		dr:          newDrain(),
+		born:        time.Now(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.enc.Store(&codecBox{codecs[codec.JSON]})
@@ -268,6 +273,9 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		return err
 	}
 	s.touch()
+	if s.hooks.Observe != nil {
+		s.observe(Event{Kind: EventControl, Bytes: int64(len(buf)), Encoding: c.Name()})
+	}
 	return nil
 }
 
@@ -354,6 +362,7 @@ func (s *Session) closeWith(e *SessionError) {
 		return
 	}
 	s.closeErr = e
+	open := s.open
 	s.closeMu.Unlock()
 	s.setState(StateClosed)
 	s.cancel()
@@ -386,12 +395,62 @@ func (s *Session) closeWith(e *SessionError) {
 	}
 	s.mu.Unlock()
 	close(s.done)
-	if e.Code != CloseOK {
-		s.log.Debug("session closed", "err", e)
+	if open {
+		reason := e.Reason
+		if reason == "" {
+			reason = CloseText(e.Code)
+		}
+		if e.Err != nil && e.Err != ErrClosed {
+			reason += ": " + e.Err.Error()
+		}
+		s.observe(Event{Kind: EventSessionClose, CloseCode: e.Code, Reason: reason, Duration: time.Since(s.born)})
+	} else {
+		s.endedUnopened(e)
 	}
 	if s.hooks.Closed != nil {
 		s.hooks.Closed(s, e)
 	}
+}
+
+// markOpen records that s is READY and emits EventSessionOpen, unless the
+// session has ended already: one that ended first was never open, and gets
+// no EventSessionClose either. The event goes out under closeMu, so that
+// closeWith's EventSessionClose cannot overtake it.
+func (s *Session) markOpen() {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	if s.closeErr != nil || s.open {
+		return
+	}
+	s.open = true
+	s.observe(Event{Kind: EventSessionOpen, Encoding: s.Encoding()})
+}
+
+// reasonShutBeforeControl is the close reason of a server session that a
+// shutdown reached before its client opened the control stream.
+const reasonShutBeforeControl = "shut down before the control stream opened"
+
+// endedUnopened reports the end of a session that never was READY: on a
+// server, EventRefused when the server refused it (handshake timeout,
+// refused initialize or $/hello, a shutdown before the control stream);
+// else, and on a client, a debug line only (the peer left, or Dial failed
+// and said why).
+func (s *Session) endedUnopened(e *SessionError) {
+	why := ""
+	switch {
+	case !s.server:
+	case e.Code == CloseHandshakeTimeout:
+		why = "handshakes"
+	case e.Code == CloseRefused || s.refusedInit.Load():
+		why = "initialize"
+	case e.Code == CloseOK && e.Reason == reasonShutBeforeControl:
+		why = "shutting-down"
+	}
+	if why == "" {
+		s.log.Debug("session ended before READY", "code", uint64(e.Code), "words", CloseText(e.Code), "reason", e.Reason)
+		return
+	}
+	s.observe(Event{Kind: EventRefused, Outcome: why, CloseCode: e.Code, Reason: e.Reason})
 }
 
 // fail ends the session after a protocol error the control stream cannot

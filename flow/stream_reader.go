@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -22,6 +23,7 @@ type inStream struct {
 	reason  string        // from $/streamError
 	noted   chan struct{} // closed when $/streamError has come
 	settled bool
+	read    atomic.Int64 // payload bytes read (EventStream)
 }
 
 // streamErrorWait bounds how long a reader whose stream was reset with 32603
@@ -147,20 +149,49 @@ func (st *inStream) refuse(code webtransport.StreamErrorCode) {
 	st.s.mu.Unlock()
 	if rs != nil && !was {
 		rs.CancelRead(code)
+		st.ended("reset", -jsonrpc.Code(code)) // our refusal ends it, with the code we sent
 	}
 	if !was {
 		st.s.maybeForgetCall(st.c)
 	}
 }
 
-func (st *inStream) settle() {
+// settle records that the stream was read to its end (outcome "ok") or
+// failed ("reset", with the JSON-RPC code of its reset, spec §5.4).
+func (st *inStream) settle(outcome string, code jsonrpc.Code) {
 	st.s.mu.Lock()
 	was := st.settled
 	st.settled = true
 	st.s.mu.Unlock()
 	if !was {
+		st.ended(outcome, code)
 		st.s.maybeForgetCall(st.c)
 	}
+}
+
+// ended emits the EventStream of a stream that arrived, once it is settled,
+// before the call may be forgotten (and a drain end).
+func (st *inStream) ended(outcome string, code jsonrpc.Code) {
+	st.s.observe(Event{Kind: EventStream, Inbound: true, Method: st.c.method, ID: st.c.id.String(), Tag: st.tag,
+		Bytes: st.read.Load(), Outcome: outcome, Code: int64(code)})
+}
+
+// failed settles a stream whose $/streamError came before its header
+// (Response.Stream): it ended, reset with -32603 (spec §5.4), whether or
+// not its header ever comes; if it has come, it is refused.
+func (st *inStream) failed() {
+	st.s.mu.Lock()
+	rs, was := st.rs, st.settled
+	st.settled = true
+	st.s.mu.Unlock()
+	if was {
+		return
+	}
+	if rs != nil {
+		rs.CancelRead(StreamCode(jsonrpc.CodeRequestCancelled))
+	}
+	st.ended("reset", jsonrpc.CodeInternalError)
+	st.s.maybeForgetCall(st.c)
 }
 
 // noteStreamError records the reason of a $/streamError for the reader.
@@ -218,7 +249,7 @@ func (r *Response) Stream(ctx context.Context, tag uint32) (*StreamReader, error
 			return &StreamReader{st: st, ref: *ref}, nil
 		default:
 		}
-		st.refuse(StreamCode(jsonrpc.CodeRequestCancelled))
+		st.failed()
 		r.s.mu.Lock()
 		reason := st.reason
 		r.s.mu.Unlock()
@@ -246,20 +277,22 @@ func (sr *StreamReader) Read(p []byte) (int, error) {
 		return 0, sr.err
 	}
 	n, err := sr.st.rs.Read(p)
+	sr.st.read.Add(int64(n))
 	switch {
 	case err == nil:
 	case errors.Is(err, io.EOF):
 		sr.err = io.EOF
-		sr.st.settle()
+		sr.st.settle("ok", 0)
 	default:
-		sr.err = sr.streamError(err)
-		sr.st.settle()
+		se := sr.streamError(err)
+		sr.err = se
+		sr.st.settle("reset", se.Code)
 		err = sr.err
 	}
 	return n, err
 }
 
-func (sr *StreamReader) streamError(err error) error {
+func (sr *StreamReader) streamError(err error) *StreamError {
 	e := &StreamError{RequestID: sr.st.c.num, StreamTag: sr.st.tag, Code: jsonrpc.CodeInternalError, Err: err}
 	var we *webtransport.StreamError
 	if errors.As(err, &we) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -28,6 +29,8 @@ type StreamWriter struct {
 	mime string
 	st   WTSendStream
 	once sync.Once
+	// written counts the payload bytes the stream took (EventStream).
+	written atomic.Int64
 }
 
 // OpenStream opens an execution stream for this request's result. It fails
@@ -119,6 +122,7 @@ func (w *StreamWriter) Tag() uint32 { return w.tag }
 // ErrWriteStalled.
 func (w *StreamWriter) Write(p []byte) (int, error) {
 	n, err := writeStalling(w.st, p, w.s.lim.StreamWriteStallTimeout)
+	w.written.Add(int64(n))
 	if errors.Is(err, ErrWriteStalled) {
 		msg := fmt.Sprintf("write stalled: the peer read nothing of this stream for %v (spec §5.4)", w.s.lim.StreamWriteStallTimeout)
 		w.reset(jsonrpc.CodeInternalError, msg, true)
@@ -138,6 +142,12 @@ func (w *StreamWriter) Close() error {
 	var err error
 	w.once.Do(func() {
 		err = w.st.Close()
+		outcome, code := "ok", jsonrpc.Code(0)
+		var se *webtransport.StreamError
+		if errors.As(err, &se) { // the peer stopped reading it first
+			outcome, code = "reset", -jsonrpc.Code(se.ErrorCode)
+		}
+		w.ended(outcome, code)
 		w.release()
 	})
 	return err
@@ -165,8 +175,15 @@ func (w *StreamWriter) reset(code jsonrpc.Code, msg string, notify bool) {
 				w.s.log.Debug("$/streamError not sent", "err", err)
 			}
 		}
+		w.ended("reset", code)
 		w.release()
 	})
+}
+
+// ended emits the stream's EventStream, before release lets a drain end.
+func (w *StreamWriter) ended(outcome string, code jsonrpc.Code) {
+	w.s.observe(Event{Kind: EventStream, Method: w.in.method, ID: w.in.id.String(), Tag: w.tag,
+		Bytes: w.written.Load(), Outcome: outcome, Code: int64(code)})
 }
 
 func (w *StreamWriter) release() {
