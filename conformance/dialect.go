@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/wtconn"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
@@ -63,7 +64,7 @@ func dialConn(ctx context.Context, t Target, h http.Header) (conn, *http.Respons
 func dialCurrent(ctx context.Context, t Target, h http.Header) (conn, *http.Response, error) {
 	tr := &webtransport.Transport{
 		TLSClientConfig: t.TLS.Clone(),
-		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: 10 * time.Second},
+		QUICConfig:      &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, MaxIdleTimeout: 10 * time.Second, Tracer: qlogdir.Tracer()},
 	}
 	// Closing the session closes its QUIC connection; Close only stops
 	// what is still being established.

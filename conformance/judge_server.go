@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wtconn"
 	"github.com/quic-go/quic-go"
@@ -54,6 +55,7 @@ func newJudge(tlsConf *tls.Config, sc scenario, ev *evidence) (*judgeServer, err
 			EnableDatagrams:                  true,
 			EnableStreamResetPartialDelivery: true,
 			MaxIdleTimeout:                   30 * time.Second,
+			Tracer:                           qlogdir.Tracer(),
 		},
 		Handler: mux,
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 )
 
 // Probe picks a transport for url without opening a session: the choice of
@@ -66,7 +68,7 @@ func Probe(ctx context.Context, url string, cfg Config) (t Transport, reason str
 	go func() {
 		tc := probeTLS(cfg, "h3")
 		tc.MinVersion = tls.VersionTLS13
-		c, err := quic.DialAddr(ctx, addr, tc, &quic.Config{})
+		c, err := quic.DialAddr(ctx, addr, tc, &quic.Config{Tracer: qlogdir.Tracer()})
 		if err == nil {
 			_ = c.CloseWithError(0, "probe")
 		}

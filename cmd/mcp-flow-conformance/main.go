@@ -30,9 +30,14 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/conformance"
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	qlogdir.Wait(qlogdir.ExitBound) // the judge's connections, with $QLOGDIR set
+	os.Exit(code)
+}
 
 func run(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("mcp-flow-conformance", flag.ContinueOnError)

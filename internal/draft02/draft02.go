@@ -40,6 +40,8 @@ import (
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/quic-go/quicvarint"
 	"github.com/quic-go/webtransport-go"
+
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 )
 
 // The draft-02 constants.
@@ -85,6 +87,9 @@ func Dial(ctx context.Context, urlStr string, tlsConf *tls.Config, qconf *quic.C
 		qconf = qconf.Clone()
 	}
 	qconf.EnableDatagrams = true
+	if qconf.Tracer == nil {
+		qconf.Tracer = qlogdir.Tracer()
+	}
 	conn, err := quic.DialAddr(ctx, u.Host, tlsConf, qconf)
 	if err != nil {
 		return nil, nil, err

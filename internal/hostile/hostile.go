@@ -26,6 +26,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -42,7 +43,7 @@ type Peer struct {
 // writes nothing on it. Its QUIC settings are quic-go's defaults, with
 // datagrams and up to 1000 incoming unidirectional streams.
 func Dial(ctx context.Context, url string, tlsConf *tls.Config, h http.Header) (*Peer, error) {
-	return DialQUIC(ctx, url, tlsConf, h, &quic.Config{MaxIncomingUniStreams: 1000})
+	return DialQUIC(ctx, url, tlsConf, h, &quic.Config{MaxIncomingUniStreams: 1000, Tracer: qlogdir.Tracer()})
 }
 
 // DialQUIC is Dial with QUIC settings of the caller's (datagrams and

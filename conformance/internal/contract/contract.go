@@ -15,6 +15,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -41,7 +42,7 @@ func Dial(ctx context.Context) (*Conn, error) {
 		return nil, err
 	}
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{h}})
-	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
+	tr := &webtransport.Transport{TLSClientConfig: tlsConf, QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true, Tracer: qlogdir.Tracer()}}
 	_, sess, err := tr.Dial(ctx, os.Getenv("MCP_FLOW_URL"), nil)
 	if err != nil {
 		_ = tr.Close()
