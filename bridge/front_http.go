@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // The Streamable HTTP front (spec §10, §11.6): its config, the handler that
@@ -107,6 +108,12 @@ type HTTPConfig struct {
 	// request still running is cancelled ($/cancel), a 2025 stream's events
 	// stay held for resumption within MaxSessionHeld (default 30 s).
 	WriteTimeout time.Duration
+	// Observe, if set, receives a flow.EventHTTPRequest for each request
+	// the front answers (its HTTP method, era and status; package metrics
+	// counts them), on the request's goroutine once the status is written
+	// (an SSE stream counts when it starts). It must not block. The
+	// front's MCP-Flow sessions report theirs through Stdio.Client.Hooks.
+	Observe func(flow.Event)
 }
 
 // HTTPFront is an http.Handler serving one MCP endpoint (POST, GET and
@@ -265,8 +272,54 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
 // ServeHTTP implements the endpoint: CORS (a preflight is answered
 // there), then the front.
 func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if h.cfg.Observe != nil {
+		era := "2025"
+		if statelessVersion(r.Header.Get("MCP-Protocol-Version")) {
+			era = protocol.MCP20260728
+		}
+		sw := &statusWriter{ResponseWriter: w, observe: h.cfg.Observe, method: r.Method, era: era}
+		defer sw.report(http.StatusOK) // a handler that wrote nothing answered 200
+		w = sw
+	}
 	h.cors.ServeHTTP(w, r, h.serve)
 }
+
+// statusWriter reports a request's status to HTTPConfig.Observe once,
+// when it is written (or implied by the first Write or Flush).
+type statusWriter struct {
+	http.ResponseWriter
+	observe     func(flow.Event)
+	method, era string
+	reported    bool
+}
+
+func (w *statusWriter) report(code int) {
+	if !w.reported {
+		w.reported = true
+		w.observe(flow.Event{Kind: flow.EventHTTPRequest, Server: true, Method: w.method, Outcome: w.era, Code: int64(code)})
+	}
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if code >= 200 { // not an informational 1xx
+		w.report(code)
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(p []byte) (int, error) {
+	w.report(http.StatusOK)
+	return w.ResponseWriter.Write(p)
+}
+
+// Flush sends what is written so far (an SSE stream's events).
+func (w *statusWriter) Flush() {
+	w.report(http.StatusOK)
+	_ = http.NewResponseController(w.ResponseWriter).Flush()
+}
+
+// Unwrap lets http.ResponseController reach the connection.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (h *HTTPFront) serve(w http.ResponseWriter, r *http.Request) {
 	if !h.checkHeaders(w, r) {

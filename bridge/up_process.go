@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
 
@@ -50,6 +51,10 @@ type StdioUpstreamConfig struct {
 	// probe (default DefaultProbeTimeout).
 	ProbeTimeout time.Duration
 	Logger       *slog.Logger
+	// Observe, if set, receives a flow.EventUpstreamStart (Outcome
+	// "start") for each process started (package metrics counts them). It
+	// runs on the session's goroutine and must not block.
+	Observe func(flow.Event)
 }
 
 // NewStdioUpstream returns an upstream that spawns cfg.Command per session.
@@ -119,6 +124,11 @@ func startProcess(cfg StdioUpstreamConfig, slots chan struct{}) (io.WriteCloser,
 		outR.Close()
 		release()
 		return nil, nil, nil, fmt.Errorf("upstream %s: %w", cfg.Command[0], err)
+	}
+	if cfg.Observe != nil {
+		// Each session starts its own; nothing restarts one (a session
+		// whose upstream ended is shut down, spec §10).
+		cfg.Observe(flow.Event{Kind: flow.EventUpstreamStart, Server: true, Outcome: "start"})
 	}
 	p := &process{cmd: cmd, grace: cfg.StopGrace, log: cfg.Logger, exited: make(chan struct{})}
 	go func() { // the reaper: runs whenever the process ends, session or not

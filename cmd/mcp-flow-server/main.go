@@ -33,13 +33,16 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
 func main() {
-	os.Exit(run(os.Args[1:]))
+	code := run(os.Args[1:])
+	qlogdir.Wait(qlogdir.ExitBound)
+	os.Exit(code)
 }
 
 // stdioUpstreamHandshake is the handshake timeout with a stdio -upstream:
@@ -75,6 +78,7 @@ func run(args []string) int {
 		upQueue   = fs.Int("upstream-queue", bridge.DefaultUpstreamQueue, "with -upstream, the messages per session waiting for the upstream to take them")
 		upProto   = fs.String("upstream-protocol", bridge.UpstreamAuto, "with -upstream, the MCP era spoken to it: auto (follow each client's era, falling back to the other: initialize, or a server/discover probe), 2026-07-28, or 2025 (spec §10, \"Eras\")")
 		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
+		metricsAt = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, e.g. 127.0.0.1:9464; never the public -addr); off by default")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
@@ -91,6 +95,7 @@ func run(args []string) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	qlogdir.Announce(log)
 	// The server says itself, in its log, when the kernel keeps its UDP
 	// buffers small; quic-go's own unstructured line would repeat it.
 	os.Setenv("QUIC_GO_DISABLE_RECEIVE_BUFFER_WARNING", "true")
@@ -155,6 +160,12 @@ func run(args []string) int {
 		log.Error("-upstream-protocol", "err", err)
 		return 2
 	}
+	observe, stopMetrics, err := serveMetrics(*metricsAt, log)
+	if err != nil {
+		log.Error("-metrics", "err", err)
+		return 1
+	}
+	defer stopMetrics()
 	switch up := *upstream; {
 	case up == "":
 	case strings.HasPrefix(up, "http://") || strings.HasPrefix(up, "https://"):
@@ -173,7 +184,7 @@ func run(args []string) int {
 			cfg.Limits.HandshakeTimeout = stdioUpstreamHandshake
 		}
 		upstreamOf = bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: strings.Fields(up[len("stdio:"):]),
-			MaxProcesses: *upProcs, StopGrace: *upGrace, Queue: *upQueue, Protocol: *upProto, ProbeTimeout: *upProbe, Logger: log})
+			MaxProcesses: *upProcs, StopGrace: *upGrace, Queue: *upQueue, Protocol: *upProto, ProbeTimeout: *upProbe, Logger: log, Observe: observe})
 		log.Info("each session starts the upstream and waits for its initialize answer (its stderr follows here)",
 			"upstream", up[len("stdio:"):], "handshake-timeout", cfg.Limits.HandshakeTimeout)
 	default:
@@ -183,6 +194,7 @@ func run(args []string) int {
 	if upstreamOf != nil {
 		upstreamOf.Configure(&cfg)
 	}
+	cfg.Hooks.Observe = chainObserve(cfg.Hooks.Observe, observe)
 	// Streamable HTTP over HTTP/3 too (spec §10.1): a client that follows
 	// Alt-Svc to the UDP port with a plain request gets the TCP side's
 	// handler (the front, Alt-Svc included), not 405. The front needs the
@@ -200,7 +212,7 @@ func run(args []string) int {
 	}
 	var web *httpSide
 	if tcpLn != nil {
-		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, log); err != nil {
+		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, observe, log); err != nil {
 			tcpLn.Close()
 			srv.Close()
 			log.Error("Streamable HTTP listener", "err", err)

@@ -96,8 +96,10 @@ type httpSide struct {
 // serveHTTP serves Streamable HTTP on ln at path, as a client of flowSrv
 // over loopback (see the file's comment). origins and maxSessions are the
 // UDP side's -allow-origin and -max-sessions: one Origin policy (spec §9),
-// and no more HTTP sessions than the server would take anyway.
-func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, origins []string, maxSessions int, log *slog.Logger) (*httpSide, error) {
+// and no more HTTP sessions than the server would take anyway. observe
+// (-metrics; nil without) gets the front's HTTP requests and the Events of
+// its own MCP-Flow sessions (role client).
+func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, origins []string, maxSessions int, observe func(flow.Event), log *slog.Logger) (*httpSide, error) {
 	target, err := loopbackURL(flowSrv.Addr(), path)
 	if err != nil {
 		return nil, err
@@ -107,8 +109,8 @@ func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path str
 		return nil, err
 	}
 	front := bridge.NewHTTPFront(bridge.HTTPConfig{
-		Stdio:          bridge.StdioConfig{URL: target, Client: flow.ClientConfig{TLSConfig: pinned, Logger: log}, Logger: log},
-		AllowedOrigins: origins, MaxSessions: maxSessions,
+		Stdio:          bridge.StdioConfig{URL: target, Client: flow.ClientConfig{TLSConfig: pinned, Logger: log, Hooks: flow.Hooks{Observe: observe}}, Logger: log},
+		AllowedOrigins: origins, MaxSessions: maxSessions, Observe: observe,
 		// The names of the certificate are the server's own; the
 		// listener's address (and, on loopback, the loopback names) are
 		// allowed anyway (spec §9, internal/hostcheck).

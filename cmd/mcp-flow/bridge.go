@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/metrics"
 )
 
 // bridgeHTTP serves the Streamable HTTP front until SIGINT or SIGTERM, then
@@ -31,11 +33,26 @@ func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Wr
 			return exitUsage
 		}
 	}
+	var observe func(flow.Event)
+	if o.metrics != "" {
+		// -metrics: the front's HTTP requests and its MCP-Flow sessions
+		// (role client), on an admin listener of their own.
+		m := metrics.New()
+		at, closeMetrics, err := m.ListenAndServe(o.metrics, slog.NewLogLogger(log.Handler(), slog.LevelDebug))
+		if err != nil {
+			fmt.Fprintf(stderr, "mcp-flow: -metrics: %v\n", err)
+			return exitConnect
+		}
+		defer closeMetrics()
+		fmt.Fprintf(stderr, "mcp-flow: metrics at http://%s%s (an admin listener: keep it off the public network)\n", at, metrics.Path)
+		observe = m.Observe
+		sc.Client.Hooks.Observe = observe
+	}
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
 		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
 		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld, MaxClientBodies: o.maxClientBodies,
 		MaxSessionOffload: o.maxSessionOffload, MaxOffload: o.maxOffload, PublicURL: o.publicURL,
-		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout})
+		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout, Observe: observe})
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", h)
 	// No ReadTimeout or WriteTimeout: SSE streams last as long as their

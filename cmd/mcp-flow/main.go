@@ -68,6 +68,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/fallback"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/draft02"
+	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
@@ -100,7 +101,11 @@ commands:
 flags may come before or after the command ("--" ends them)`
 )
 
-func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+func main() {
+	code := run(os.Args[1:], os.Stdout, os.Stderr)
+	qlogdir.Wait(qlogdir.ExitBound)
+	os.Exit(code)
+}
 
 // limits are the session limits the flags set (spec §8).
 func (o options) limits() flow.Limits {
@@ -131,6 +136,7 @@ type options struct {
 	maxSessionOffload, maxOffload        int64
 	publicURL                            string
 	downloadLifetime, writeTimeout       time.Duration
+	metrics                              string // bridge http: -metrics ADDR
 	streamDir                            string
 	// audio receives the call's audio datagrams (-audio-out).
 	audio *audioSink
@@ -172,6 +178,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.publicURL, "public-url", "", "bridge http: the endpoint's URL as clients reach it (behind a proxy or a DNS name); download links name it, and its host is allowed in Host headers (default: the listener's address)")
 	fs.DurationVar(&o.downloadLifetime, "download-lifetime", bridge.DefaultDownloadLifetime, "bridge http: how long a download link stays valid (a complete download removes it at once)")
 	fs.DurationVar(&o.writeTimeout, "write-timeout", bridge.DefaultWriteTimeout, "bridge http: how long one write to a client that does not read may block before its response ends")
+	fs.StringVar(&o.metrics, "metrics", "", "bridge http: serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, never -listen's); off by default")
 	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers)")
@@ -253,6 +260,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		level = slog.LevelDebug
 	}
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	qlogdir.Announce(log)
 
 	ctx, cancel := withTimeout(context.Background(), o.timeout)
 	defer cancel()
