@@ -112,8 +112,6 @@ const (
 // default (spec §5.4, §8).
 const DefaultStreamWriteStallTimeout = 30 * time.Second
 
-// quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l: never
-// shorter than quic-go's default, so that a short HandshakeTimeout is
 // quicConfig is the QUIC configuration both roles start from: datagrams
 // (spec §6), RESET_STREAM_AT for execution streams (§5.4), and the handshake,
 // idle and keep-alive times of l, and a qlog file per connection under
@@ -129,8 +127,25 @@ func (l Limits) quicConfig() *quic.Config {
 	}
 }
 
-// enforced by the session, which says why.
-func (l Limits) quicHandshakeIdle() time.Duration { return max(l.HandshakeTimeout, 5*time.Second) }
+// The bounds of one QUIC handshake attempt (quic.Config.HandshakeIdleTimeout,
+// spec §10): never shorter than quic-go's default 5 s (which 200 handshakes
+// at once on a loaded machine outlasted), never longer than 10 s, whatever
+// HandshakeTimeout is.
+const (
+	minQUICHandshakeIdle = 5 * time.Second
+	maxQUICHandshakeIdle = 10 * time.Second
+)
+
+// quicHandshakeIdle is the quic.Config.HandshakeIdleTimeout for l:
+// HandshakeTimeout, kept within [minQUICHandshakeIdle, maxQUICHandshakeIdle].
+// A short HandshakeTimeout is enforced by the session, which says why; a long
+// one (the CLI's 65 s, for an upstream that takes a minute to answer
+// initialize) bounds the wait for initialize, not one QUIC handshake, so
+// that a reconnection whose Initial goes unanswered tries again after 10 s
+// (spec §10).
+func (l Limits) quicHandshakeIdle() time.Duration {
+	return min(max(l.HandshakeTimeout, minQUICHandshakeIdle), maxQUICHandshakeIdle)
+}
 
 // keepAlive is the quic.Config.KeepAlivePeriod for l (after withDefaults).
 func (l Limits) keepAlive() time.Duration { return max(l.KeepAlivePeriod, 0) }
