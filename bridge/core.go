@@ -71,8 +71,9 @@ type core struct {
 	bg   sync.WaitGroup
 	stop context.Context
 	halt context.CancelFunc
-	// onLost, when set, replaces reconnection (the HTTP front ends its
-	// session); lost receives the end of the session with ExitOnDisconnect.
+	// With ExitOnDisconnect the core does not reconnect: onLost, when set,
+	// gets the end of the session (the HTTP front ends its session), else
+	// lost does (the stdio front exits).
 	onLost func(error)
 	lost   chan error
 	// stateless: the client speaks MCP 2026-07-28 (spec §11.6): no
@@ -83,8 +84,9 @@ type core struct {
 	dialErr   error
 }
 
-// newCore returns a core that talks to the client through f; with onLost
-// set, a lost MCP-Flow session is reported to it instead of reconnecting.
+// newCore returns a core that talks to the client through f; with
+// ExitOnDisconnect, a lost MCP-Flow session is reported to onLost (when
+// set) instead of reconnecting.
 func newCore(cfg StdioConfig, f front, onLost func(error)) *core {
 	cfg = cfg.withDefaults()
 	b := &core{cfg: cfg, log: cfg.Logger, front: f, onLost: onLost, pending: map[string]context.CancelFunc{},
@@ -122,9 +124,9 @@ func (b *core) setSessionLocked(s *flow.Session) {
 }
 
 // reconnects reports whether this front reconnects after losing its
-// session: the stdio front does, unless ExitOnDisconnect; the HTTP front's
-// sessions do not (their clients start over after a 404).
-func (b *core) reconnects() bool { return b.onLost == nil && !b.cfg.ExitOnDisconnect }
+// session (spec §10): every front does (the stdio front, and each session of
+// the HTTP front, whose client never notices), unless ExitOnDisconnect.
+func (b *core) reconnects() bool { return !b.cfg.ExitOnDisconnect }
 
 // write hands one message to the front.
 func (b *core) write(m jsonrpc.Message) {

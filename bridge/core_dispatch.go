@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -229,7 +230,14 @@ func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.
 // answer answers one request of the host through the MCP-Flow session;
 // cctx is ctx cancelled by the host (track). nil when the host cancelled
 // it (MCP sends no response then).
+//
+// A request that did not run because its session was shutting down (the
+// session refused it, or the server answered -32006) goes on the next
+// session when the front reconnects (spec §7.2, §10);
+// otherwise, or when ReconnectWait has passed since its first refusal, the
+// client gets the -32006.
 func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *reply {
+	var deadline <-chan time.Time // ReconnectWait from the first refusal
 	for {
 		s, err := b.current(cctx)
 		switch {
@@ -243,49 +251,73 @@ func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 			}
 			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))}
 		}
-		if r, retry := b.callOn(ctx, cctx, s, m, opts...); !retry {
+		r, refused := b.callOn(ctx, cctx, s, m, opts...)
+		if refused == nil {
 			return r
 		}
-		// The session began to shut down before the request left: it goes
-		// on the next one.
+		if !b.reconnects() {
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
+		}
+		// It did not run: it goes on the next session, once this one
+		// stops being ready (its $/shutdown may come a little after the
+		// server's first refusal) or after ReconnectMin.
+		if deadline == nil {
+			t := time.NewTimer(b.cfg.ReconnectWait)
+			defer t.Stop()
+			deadline = t.C
+		}
+		wait := time.NewTimer(b.cfg.ReconnectMin)
+		select {
+		case <-s.Done():
+		case <-wait.C:
+		case <-deadline:
+			wait.Stop()
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
+		case <-cctx.Done():
+		}
+		wait.Stop()
 	}
 }
 
 // callOn answers m on session s; cctx is ctx cancelled by the host's
-// notifications/cancelled. retry reports that m was not sent because s is
-// shutting down.
-func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, retry bool) {
+// notifications/cancelled. refused, when not nil, is why m did not run:
+// s was shutting down (or had ended) before m left, or the server refused
+// it with -32006 (spec §7.2); m may go on another session.
+func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, refused *jsonrpc.Error) {
+	if err := s.Err(); err != nil { // ended since current: m was not sent
+		return nil, lostError(&ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true})
+	}
 	// The params go as they came: a progress token of the host's comes
 	// back in the server's notifications/progress (on the control stream: a
 	// front asks for no datagrams), which reach the host through the
 	// Notification hook like any other notification.
 	resp, err := s.Call(cctx, m.Method, m.Params, opts...)
 	if cctx.Err() != nil && ctx.Err() == nil {
-		return nil, false // the host cancelled: MCP sends no response
+		return nil, nil // the host cancelled: MCP sends no response
 	}
 	var je *jsonrpc.Error
 	var se *flow.SessionError
 	switch {
-	case err == flow.ErrShuttingDown && b.reconnects():
-		return nil, true
+	case errors.As(err, &je) && je.Code == jsonrpc.CodeShuttingDown:
+		return nil, je
 	case errors.As(err, &se):
 		// The session ended with the request in flight (spec §10).
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se}))}, false
-	case errors.As(err, &je):
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, je)}, false
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se}))}, nil
+	case je != nil:
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, je)}, nil
 	case err != nil:
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, false
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, nil
 	}
 	result, err := b.inline(cctx, resp)
 	if err != nil {
 		if serr := s.Err(); serr != nil {
 			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}, false
+			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}, nil
 		}
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))}, false
+		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))}, nil
 	}
 	if b.isStateless() {
 		result = withCacheHints(m.Method, result)
 	}
-	return &reply{id: m.ID, result: result}, false
+	return &reply{id: m.ID, result: result}, nil
 }

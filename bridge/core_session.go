@@ -96,7 +96,8 @@ func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error
 // current returns the session a request goes on: nil before initialize;
 // while the front reconnects, the next session, waited for up to
 // ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
-// at once when this front does not reconnect.
+// at once when this front does not reconnect. Either way the request was
+// not sent (NotSent: -32006, it may be retried).
 func (b *core) current(ctx context.Context) (*flow.Session, error) {
 	if b.isStateless() {
 		return b.statelessSession(ctx)
@@ -113,7 +114,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 		case !inited:
 			return nil, nil
 		case s == nil && (closing || !b.reconnects()):
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr}
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, NotSent: true}
 		}
 		var ended <-chan struct{} // a draining session: wait for its end
 		if s != nil {
@@ -132,7 +133,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 		case <-changed:
 		case <-ended:
 		case <-timeout:
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait}
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait, NotSent: true}
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
@@ -140,9 +141,45 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 }
 
 // statelessSession returns the core's 2026-07-28 MCP-Flow session, dialling
-// it when there is none; one dial at a time, whose error the requests that
-// waited for it get (a *ServerLostError).
+// it when there is none (or when the one there drains); one dial at a time,
+// which the other requests wait for. Unless ExitOnDisconnect, a failed dial
+// is tried again, after ReconnectMin doubling up to ReconnectMax, for up to
+// ReconnectWait (spec §10: a server restarting behind a balancer answers
+// again soon); then the request fails with a *ServerLostError that says it
+// was not sent.
 func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
+	var (
+		deadline *time.Timer // ReconnectWait from this request's first failed dial
+		delay    = b.cfg.ReconnectMin
+	)
+	defer func() {
+		if deadline != nil {
+			deadline.Stop()
+		}
+	}()
+	// again waits before the next dial; a *ServerLostError when
+	// ReconnectWait has passed since the first failure.
+	again := func(err error) error {
+		if !b.reconnects() {
+			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
+		}
+		if deadline == nil {
+			deadline = time.NewTimer(b.cfg.ReconnectWait)
+		}
+		t := time.NewTimer(delay)
+		defer t.Stop()
+		delay = min(2*delay, b.cfg.ReconnectMax)
+		select {
+		case <-t.C:
+			return nil
+		case <-deadline.C:
+			return &ServerLostError{URL: b.cfg.URL, Err: err, Waited: b.cfg.ReconnectWait, NotSent: true}
+		case <-b.stop.Done():
+			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
 	for {
 		b.mu.Lock()
 		if s := b.sess; s != nil && s.Err() == nil && s.State() == flow.StateReady {
@@ -152,7 +189,7 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 		if b.closing {
 			err := b.lostErr
 			b.mu.Unlock()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
 		}
 		if d := b.dialing; d != nil {
 			b.mu.Unlock()
@@ -165,7 +202,9 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 			err := b.dialErr
 			b.mu.Unlock()
 			if err != nil {
-				return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+				if err := again(err); err != nil {
+					return nil, err
+				}
 			}
 			continue
 		}
@@ -183,7 +222,7 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 			b.mu.Unlock()
 			close(d)
 			s.Close()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
 		}
 		if err == nil {
 			b.lostErr = nil
@@ -195,7 +234,10 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 		close(d)
 		if err != nil {
 			b.log.Warn("cannot reach the MCP-Flow server", "server", b.cfg.URL, "err", err)
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err}
+			if err := again(err); err != nil {
+				return nil, err
+			}
+			continue
 		}
 		b.watch(s)
 		return s, nil
@@ -230,13 +272,13 @@ func (b *core) watch(s *flow.Session) {
 			"(resource subscriptions, the logging/setLevel level, requests from the server to the host, progress and execution streams)",
 			"server", b.cfg.URL, "err", err)
 		switch {
-		case b.onLost != nil:
-			b.onLost(err)
-		case b.cfg.ExitOnDisconnect:
-			b.lost <- &ServerLostError{URL: b.cfg.URL, Err: err}
-		default:
+		case !b.cfg.ExitOnDisconnect: // every front, by default
 			b.bg.Add(1)
 			go b.reconnect()
+		case b.onLost != nil: // an HTTP front's session ends
+			b.onLost(err)
+		default: // the stdio front exits
+			b.lost <- &ServerLostError{URL: b.cfg.URL, Err: err}
 		}
 	}()
 }
@@ -302,6 +344,10 @@ type ServerLostError struct {
 	URL    string
 	Err    error         // why the session ended (or the last reconnection failed)
 	Waited time.Duration // how long the request waited for a reconnection
+	// NotSent: the request never reached the server (no session came in
+	// time, or the front does not reconnect): it did not run and may be
+	// retried, so the client gets -32006 (spec §8), not -32603.
+	NotSent bool
 }
 
 var _ error = (*ServerLostError)(nil)
@@ -314,16 +360,24 @@ func (e *ServerLostError) Error() string {
 	if e.Waited > 0 {
 		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)
 	}
+	if e.NotSent {
+		msg += "; the request was not sent (it did not run: retry it)"
+	}
 	return msg
 }
 
 func (e *ServerLostError) Unwrap() error { return e.Err }
 
-// lostError is the JSON-RPC error for a request that lost its server.
+// lostError is the JSON-RPC error for a request that lost its server:
+// -32603 for one that was in flight (it may have run), -32006 for one that
+// was never sent (spec §8: it did not run; retry on a new session).
 func lostError(err error) *jsonrpc.Error {
 	e := jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
 	var le *ServerLostError
 	if errors.As(err, &le) {
+		if le.NotSent {
+			e.Code = jsonrpc.CodeShuttingDown
+		}
 		why := ""
 		if le.Err != nil {
 			why = le.Err.Error()

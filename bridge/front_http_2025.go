@@ -157,7 +157,7 @@ func (h *HTTPFront) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 		h.tooManySessions(w)
 		return
 	}
-	if s.core.session() == nil { // lost before it was registered
+	if s.core.session() == nil && !s.core.reconnects() { // lost before it was registered
 		h.end(s, "its MCP-Flow session ended during initialize")
 	}
 	w.Header().Set("MCP-Session-Id", s.id)

@@ -112,8 +112,11 @@ func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 		files:  sessionFiles{budget: &heldBudget{max: int64(h.cfg.MaxSessionOffload), parent: h.offloaded}},
 		calls:  map[string]*httpCall{}, byToken: map[string]*httpCall{},
 		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now()}
-	// A session whose MCP-Flow session ended is over: its id gets 404 and
-	// the client starts over with a new initialize (spec §10).
+	// A session whose MCP-Flow session ends reconnects, with the client's
+	// initialize, and its client never notices (spec §10), as the stdio
+	// front's host does not. With ExitOnDisconnect (the server's own TCP
+	// side, whose MCP-Flow server is itself) it is over instead: its id gets
+	// 404 and the client starts over with a new initialize.
 	s.core = newCore(h.cfg.Stdio, s, func(err error) {
 		h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err))
 	})

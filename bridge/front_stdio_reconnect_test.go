@@ -193,14 +193,16 @@ func TestStdioFrontReconnectWait(t *testing.T) {
 			}
 		}
 	}
-	// A request while the server is down waits ReconnectWait, then fails.
+	// A request while the server is down waits ReconnectWait, then fails
+	// with -32006.
 	t1 := time.Now()
 	h.send(`{"jsonrpc":"2.0","id":2,"method":"ping"}`)
 	m, line := h.response("2", 10*time.Second)
 	if took := time.Since(t1); took < wait || took > lostBound {
 		t.Fatalf("the request during the outage failed after %v, want %v to %v", took, wait, lostBound)
 	}
-	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, srv.url) || !strings.Contains(m.Error.Message, "no new session within "+wait.String()) {
+	// -32006: it was not sent, did not run, and may be retried (spec §8).
+	if m.Error == nil || m.Error.Code != -32006 || !strings.Contains(m.Error.Message, srv.url) || !strings.Contains(m.Error.Message, "no new session within "+wait.String()) {
 		t.Fatalf("answer during the outage: %s", line)
 	}
 	// A request the host cancels while it waits gets no answer (MCP): the

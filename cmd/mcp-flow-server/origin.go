@@ -109,7 +109,12 @@ func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path str
 		return nil, err
 	}
 	front := bridge.NewHTTPFront(bridge.HTTPConfig{
-		Stdio:          bridge.StdioConfig{URL: target, Client: flow.ClientConfig{TLSConfig: pinned, Logger: log, Hooks: flow.Hooks{Observe: observe}}, Logger: log},
+		// ExitOnDisconnect: the front's MCP-Flow server is this process; when
+		// it shuts down there is nothing to reconnect to, so a 2025 session
+		// ends (404: its client starts over elsewhere) and a 2026 request
+		// that finds no session gets -32006 at once (spec §8, §10.1).
+		Stdio: bridge.StdioConfig{URL: target, Client: flow.ClientConfig{TLSConfig: pinned, Logger: log, Hooks: flow.Hooks{Observe: observe}}, Logger: log,
+			ExitOnDisconnect: true},
 		AllowedOrigins: origins, MaxSessions: maxSessions, Observe: observe,
 		// The names of the certificate are the server's own; the
 		// listener's address (and, on loopback, the loopback names) are

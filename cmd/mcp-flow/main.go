@@ -181,8 +181,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.metrics, "metrics", "", "bridge http: serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, never -listen's); off by default")
 	fs.DurationVar(&o.peerIdle, "peer-idle-timeout", flow.DefaultPeerIdleTimeout, "end the session when the server has been silent this long (QUIC idle timeout: how soon a dead server is noticed)")
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
-	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers)")
-	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio: how long a request waits for a reconnection before it fails")
+	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers); bridge http: end the client's session (404) instead")
+	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio and http: how long a request waits for a reconnection before it fails with -32006")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
