@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean lb
 
 all: build
 
@@ -75,6 +75,14 @@ ui:
 
 clean:
 	rm -rf bin
+
+# lb: three mcp-flow-servers behind nginx (UDP and TCP) through a rolling
+# restart with SIGTERM, LB_CALLERS callers of each client kind calling
+# throughout; no call lost or run twice (internal/lbtest, docs/deploy.md).
+# Installs nginx and libnginx-mod-stream with apt-get when missing.
+LB_CALLERS ?= 50
+lb:
+	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^TestRollingRestart$$' ./internal/lbtest/
 
 # interop: the conformance runner against every peer at hand; writes
 # docs/INTEROP.md.

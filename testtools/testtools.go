@@ -33,6 +33,9 @@ type Config struct {
 	// MaxFileSize bounds the size of a file read_file serves; a larger one
 	// is refused (spec §8, §9). 0 means DefaultMaxFileSize.
 	MaxFileSize int64
+	// TallyFile, when set (else $MCP_FLOW_TEST_TALLY, TallyEnv), adds the
+	// test tool tally, which appends each call's key to this file (tally.go).
+	TallyFile string
 }
 
 // DefaultMaxFileSize is the default bound on a file read_file serves: 1 GiB.
@@ -103,6 +106,9 @@ func New(cfg Config) []tools.Tool {
 				return readFile(root, limit, req, args)
 			},
 		})
+	}
+	if f := cfg.tallyFile(); f != "" {
+		ts = append(ts, tallyTool(f))
 	}
 	return ts
 }

@@ -1,10 +1,11 @@
 // Package browsertest runs pages in headless Chromium for the tests of the
 // browser peer (browser/), the npm package (js/) and the inspector (mcp-flow
 // ui). It installs what is missing by the project's own files: Debian's
-// chromium (or another Debian package a test runs, such as curl) with
-// apt-get, and a folder's npm packages at the versions of its
-// package-lock.json. Under CI=true a missing piece fails the test;
-// elsewhere the test is skipped, saying what is missing.
+// chromium (or another Debian package a test runs, such as curl, or nginx
+// and its stream module for internal/lbtest) with apt-get, and a folder's
+// npm packages at the versions of its package-lock.json. Under CI=true a
+// missing piece fails the test; elsewhere the test is skipped, saying what
+// is missing.
 package browsertest
 
 import (
@@ -52,7 +53,36 @@ func Debian(t testing.TB, name, pkg string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	t.Logf("%s is missing: installing Debian's %s with apt-get", name, pkg)
+	aptInstall(t, name, pkg)
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Need(t, name+" after apt-get install "+pkg, err)
+	}
+	return p
+}
+
+// DebianFile returns path, installing Debian's package pkg with apt-get when
+// there is no file there: for a package without a command, such as nginx's
+// stream module (libnginx-mod-stream, a .so under /usr/lib/nginx/modules).
+func DebianFile(t testing.TB, path, pkg string) string {
+	t.Helper()
+	aptMu.Lock()
+	defer aptMu.Unlock()
+	if _, err := os.Stat(path); err == nil {
+		return path
+	}
+	aptInstall(t, path, pkg)
+	if _, err := os.Stat(path); err != nil {
+		Need(t, path+" after apt-get install "+pkg, err)
+	}
+	return path
+}
+
+// aptInstall installs Debian's package pkg, which brings what (a command, a
+// file); under aptMu. A failure is Need's.
+func aptInstall(t testing.TB, what, pkg string) {
+	t.Helper()
+	t.Logf("%s is missing: installing Debian's %s with apt-get", what, pkg)
 	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
 		cmd := exec.Command("apt-get", args...)
 		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
@@ -60,11 +90,6 @@ func Debian(t testing.TB, name, pkg string) string {
 			Need(t, "installing "+pkg+" (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, out))
 		}
 	}
-	p, err := exec.LookPath(name)
-	if err != nil {
-		Need(t, name+" after apt-get install "+pkg, err)
-	}
-	return p
 }
 
 // NPM installs dir's npm packages when marker (a path under dir, such as
