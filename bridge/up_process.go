@@ -52,8 +52,11 @@ type StdioUpstreamConfig struct {
 	ProbeTimeout time.Duration
 	Logger       *slog.Logger
 	// Observe, if set, receives a flow.EventUpstreamStart (Outcome
-	// "start") for each process started (package metrics counts them). It
-	// runs on the session's goroutine and must not block.
+	// "start") for each process started, on the session's goroutine, and
+	// one flow.EventUpstreamExit (Outcome "exit", Code its exit status) for
+	// each when it is reaped, on the reaper's goroutine, before the
+	// session's stop of it returns (package metrics counts both). It must
+	// not block.
 	Observe func(flow.Event)
 }
 
@@ -137,6 +140,10 @@ func startProcess(cfg StdioUpstreamConfig, slots chan struct{}) (io.WriteCloser,
 		// could name another group.
 		signalGroup(cmd.Process.Pid, sigKill)
 		p.log.Debug("upstream process ended", "pid", cmd.Process.Pid, "status", err)
+		if cfg.Observe != nil {
+			// Exactly once: Wait returns once per started process.
+			cfg.Observe(flow.Event{Kind: flow.EventUpstreamExit, Server: true, Outcome: "exit", Code: int64(cmd.ProcessState.ExitCode())})
+		}
 		release()
 		close(p.exited)
 	}()

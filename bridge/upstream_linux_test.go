@@ -171,6 +171,38 @@ func TestUpstreamProcessStopped(t *testing.T) {
 	}
 }
 
+// TestUpstreamProcessExitEvents: Observe gets one EventUpstreamExit per
+// EventUpstreamStart, once the process is reaped and before Upstream.Wait
+// returns: exit status 0 for a process that ends at end of input, -1 for
+// one that only SIGKILL ends.
+func TestUpstreamProcessExitEvents(t *testing.T) {
+	for _, tc := range []struct {
+		mode string
+		code int64
+	}{{"polite", 0}, {"stubborn", -1}} {
+		t.Run(tc.mode, func(t *testing.T) {
+			var mu sync.Mutex
+			var got []string
+			up, srv := childUpstream(t, tc.mode, bridge.StdioUpstreamConfig{StopGrace: 100 * time.Millisecond, Observe: func(e flow.Event) {
+				mu.Lock()
+				got = append(got, fmt.Sprintf("%v %s %d server=%v", e.Kind, e.Outcome, e.Code, e.Server))
+				mu.Unlock()
+			}})
+			ctx, s := dialUpstream(t, srv)
+			s.Close()
+			if err := up.Wait(ctx); err != nil {
+				t.Fatal(err)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			want := []string{"upstream-start start 0 server=true", fmt.Sprintf("upstream-exit exit %d server=true", tc.code)}
+			if !slices.Equal(got, want) {
+				t.Fatalf("events %q, want %q", got, want)
+			}
+		})
+	}
+}
+
 // TestUpstreamProcessCap: upstream processes have a cap of their own
 // (issue 11: 300 sessions spawned 301 processes). Past it, initialize is
 // refused with -32005 and the data names the cap; a slot is free again once

@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -19,7 +20,8 @@ type Event struct {
 	// refusal), false on a client's.
 	Server bool
 	// Method is the request's method (EventRequest, EventCancel) or, for an
-	// execution stream, its request's method where known.
+	// execution stream (EventStreamOpen, EventStream), its request's method
+	// where known.
 	Method string
 	// Outcome is "ok", "error" (a JSON-RPC error answer; Code is its code),
 	// "cancelled" (EventRequest); "ok" or "reset" (Code: the reset code,
@@ -27,7 +29,8 @@ type Event struct {
 	// "dropped" or "superseded" for EventDatagram; the refusal's reason for
 	// EventRefused: "origin", "host", "sessions", "handshakes", "auth",
 	// "shutting-down", "upgrade", "initialize" (package flow checks no Host
-	// and no token: "host" and "auth" are the HTTP front's, package bridge).
+	// and no token: "host" and "auth" are the HTTP front's, package bridge);
+	// "exit" for EventUpstreamExit.
 	Outcome string
 	Code    int64
 	// Duration is a request's time from its arrival to its answer (or, for a
@@ -37,10 +40,11 @@ type Event struct {
 	// Bytes is an execution stream's payload (EventStream) or one control
 	// frame's size with its 4-byte prefix (EventControl).
 	Bytes int64
-	// Inbound is true for what this side received (EventStream,
-	// EventControl, EventDatagram), and for a request or cancel of the peer's
-	// (EventRequest: one this side's Handler answered; EventCancel: one the
-	// peer sent); false for this side's own calls and cancels.
+	// Inbound is true for what this side received (EventStreamOpen,
+	// EventStream, EventControl, EventDatagram), and for a request or
+	// cancel of the peer's (EventRequest: one this side's Handler answered;
+	// EventCancel: one the peer sent); false for this side's own calls and
+	// cancels.
 	Inbound bool
 	// Encoding is the control stream's encoding (EventControl: the frame's;
 	// EventSessionOpen: the one negotiated).
@@ -53,9 +57,9 @@ type Event struct {
 	// Reason is words for people: a session's close reason, a refusal's.
 	Reason string
 	// ID is the request's id as JSON text (EventRequest, EventCancel,
-	// EventStream), for logs only: metrics never label by it.
+	// EventStreamOpen, EventStream), for logs only: metrics never label by it.
 	ID string
-	// Tag is an execution stream's tag (EventStream).
+	// Tag is an execution stream's tag (EventStreamOpen, EventStream).
 	Tag uint32
 }
 
@@ -113,9 +117,22 @@ const (
 	// (Method: the HTTP method; Outcome: the era, "2025" or "2026-07-28";
 	// Code: the HTTP status).
 	EventHTTPRequest
+	// EventStreamOpen: an execution stream opened (Inbound, Method, ID,
+	// Tag): on the server when its StreamWriter's header is written, on the
+	// client when a header arrives and is taken for a call of its own. Each
+	// is followed by exactly one EventStream on the same side: when the
+	// stream ends, or, for one still open when the session ends, at its end
+	// (Outcome "reset", Code -32800). A stream whose $/streamError came
+	// before its header ends unopened; its EventStreamOpen then comes just
+	// before its EventStream, so that opens and ends always pair.
+	EventStreamOpen
+	// EventUpstreamExit: an upstream process that a bridge started was
+	// reaped, once per EventUpstreamStart (Outcome "exit"; Code: its exit
+	// status, -1 for one ended by a signal; package bridge).
+	EventUpstreamExit
 )
 
-var eventNames = [...]string{"", "session-open", "session-close", "request", "cancel", "stream", "datagram", "control", "refused", "upstream-start", "http-request"}
+var eventNames = [...]string{"", "session-open", "session-close", "request", "cancel", "stream", "datagram", "control", "refused", "upstream-start", "http-request", "stream-open", "upstream-exit"}
 
 // String names the kind as log lines and tests do.
 func (k EventKind) String() string {
@@ -179,7 +196,8 @@ func since(t time.Time) time.Duration {
 // request, a cancel, an execution stream's end and a session's end at
 // debug; a refusal at warn when the operator may have to act (an origin not
 // allowed, MaxSessions reached), else at debug. Control frames, datagrams
-// and session openings are too many or said elsewhere: counted, never logged.
+// and session and execution stream openings are too many or said elsewhere:
+// counted, never logged.
 func (e *Event) logLevel() (slog.Level, bool) {
 	switch e.Kind {
 	case EventRequest, EventCancel, EventStream, EventSessionClose:
@@ -241,4 +259,86 @@ func logEvent(l *slog.Logger, e Event) {
 		attrs = append(attrs, slog.String("outcome", e.Outcome), slog.String("reason", e.Reason))
 	}
 	l.LogAttrs(ctx, level, msg, attrs...)
+}
+
+// streamEvents pairs an execution stream's EventStreamOpen with its one
+// EventStream, whoever ends it first: its writer or reader, a cancel, a
+// refusal, or the session's end (Session.endLiveStreams). Both events go
+// out under mu, so that the open never trails the end; an end that finds
+// no open sends it first. With nothing observing (Session.observing) the
+// flags change and no Event is made. The zero value is ready.
+type streamEvents struct {
+	mu     sync.Mutex
+	opened bool
+	ended  bool
+}
+
+// open emits the stream's EventStreamOpen (made by ev) unless it went out,
+// or the stream ended, already.
+func (p *streamEvents) open(s *Session, ev func() Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.opened || p.ended {
+		return
+	}
+	p.opened = true
+	if s.observing() {
+		s.observe(ev())
+	}
+}
+
+// end emits the stream's EventStream (made by end), and before it its
+// EventStreamOpen (made by open) if that has not gone out, unless it ended
+// already.
+func (p *streamEvents) end(s *Session, open, end func() Event) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ended {
+		return
+	}
+	p.ended = true
+	if !s.observing() { // nobody pays for the events' ids
+		p.opened = true
+		return
+	}
+	if !p.opened {
+		p.opened = true
+		s.observe(open())
+	}
+	s.observe(end())
+}
+
+// liveStream is an execution stream whose EventStreamOpen may have gone
+// out and whose EventStream has not: Session.live holds it until it is
+// settled, so that the session's end can end it (endAtClose).
+type liveStream interface {
+	endAtClose()
+}
+
+// trackStream records st as live, under s.mu. It reports false when the
+// session has ended its live streams already: the caller ends st itself.
+func (s *Session) trackStream(st liveStream) bool {
+	if s.liveEnded {
+		return false
+	}
+	if s.live == nil {
+		s.live = map[liveStream]struct{}{}
+	}
+	s.live[st] = struct{}{}
+	return true
+}
+
+// endLiveStreams emits, at the session's end, the EventStream of each
+// execution stream still open ("reset", -32800: the session's end cut it
+// off), so that no EventStreamOpen goes without its end; a writer or reader
+// that ends it later sends no second one.
+func (s *Session) endLiveStreams() {
+	s.mu.Lock()
+	s.liveEnded = true
+	live := s.live
+	s.live = nil
+	s.mu.Unlock()
+	for st := range live {
+		st.endAtClose()
+	}
 }

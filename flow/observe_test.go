@@ -316,6 +316,7 @@ func TestObserveWorkload(t *testing.T) {
 				t.Errorf("%s stream %s: %+v, want %+v", side.name, k, e, w)
 			}
 		}
+		checkStreamPairs(t, side.name, side.ev, side.server)
 		wantDatagrams := map[string]int{"ch1 inbound=true received": 1, "ch3 inbound=true received": 2}
 		wantRefused := 0
 		if side.server {
@@ -361,6 +362,94 @@ func TestObserveWorkload(t *testing.T) {
 			for _, e := range side.match(func(e flow.Event) bool { return e.Kind != flow.EventControl }) {
 				t.Logf("server=%v %v %+v", e.Server, e.Kind, e)
 			}
+		}
+	}
+}
+
+// checkStreamPairs checks that each execution stream's EventStreamOpen has
+// exactly one EventStream, after it, of the same request, tag and
+// direction, and each EventStream an open: so many opens, so many ends
+// (what mcpflow_streams_open counts down to 0). Written streams are the
+// server's, read ones the client's.
+func checkStreamPairs(t *testing.T, side string, ev *events, server bool) {
+	t.Helper()
+	open := map[string]int{} // by request/tag: opens not yet ended
+	opens, ends := 0, 0
+	for _, e := range ev.match(func(e flow.Event) bool { return e.Kind == flow.EventStreamOpen || e.Kind == flow.EventStream }) {
+		k := fmt.Sprintf("%s/%d inbound=%v", e.ID, e.Tag, e.Inbound)
+		if e.Inbound == server || e.Method == "" {
+			t.Errorf("%s %v %+v: inbound %v on this side, or no method", side, e.Kind, e, e.Inbound)
+		}
+		if e.Kind == flow.EventStreamOpen {
+			opens++
+			if open[k] != 0 {
+				t.Errorf("%s: a second EventStreamOpen for %s", side, k)
+			}
+			open[k]++
+			continue
+		}
+		ends++
+		if open[k] != 1 {
+			t.Errorf("%s: an EventStream for %s with no EventStreamOpen before it", side, k)
+		}
+		open[k]--
+	}
+	if opens != ends {
+		t.Errorf("%s: %d execution streams opened, %d ended; want as many ends as opens", side, opens, ends)
+	}
+}
+
+// TestObserveStreamsAtSessionClose: a session closed (Close, no drain)
+// while an execution stream is open on both sides (the server's handler
+// wrote part of it and never closes its writer; the client read part of
+// it) still ends each stream it opened, once, at its end: "reset", -32800.
+func TestObserveStreamsAtSessionClose(t *testing.T) {
+	srvEv, cliEv := newEvents(), newEvents()
+	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		w, err := req.OpenStream("application/octet-stream")
+		if err != nil {
+			return nil, err
+		}
+		if _, err := w.Write(make([]byte, 1000)); err != nil {
+			return nil, err
+		}
+		// w is never closed nor failed: only the session's end ends it.
+		return map[string]any{"content": []any{w.Ref()}}, nil
+	}), func(c *flow.ServerConfig) { c.Hooks.Observe = srvEv.observe })
+	s := dial(t, srv, func(c *flow.ClientConfig) { c.Hooks.Observe = cliEv.observe })
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := s.Call(ctx, "test/hold", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(sr, make([]byte, 100)); err != nil {
+		t.Fatalf("reading the first 100 bytes: %v", err)
+	}
+	srvEv.waitFor(t, "server stream open", 1, ofKind(flow.EventStreamOpen))
+	cliEv.waitFor(t, "client stream open", 1, ofKind(flow.EventStreamOpen))
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	srvEv.waitFor(t, "server session close", 1, ofKind(flow.EventSessionClose))
+	cliEv.waitFor(t, "client session close", 1, ofKind(flow.EventSessionClose))
+	for _, side := range []struct {
+		name   string
+		ev     *events
+		server bool
+	}{{"server", srvEv, true}, {"client", cliEv, false}} {
+		checkStreamPairs(t, side.name, side.ev, side.server)
+		o, e := side.ev.kind(flow.EventStreamOpen), side.ev.kind(flow.EventStream)
+		if len(o) != 1 || len(e) != 1 {
+			t.Errorf("%s: opens %+v, ends %+v; want one each", side.name, o, e)
+			continue
+		}
+		if e[0].Outcome != "reset" || e[0].Code != int64(jsonrpc.CodeRequestCancelled) || e[0].ID != r.ID.String() || e[0].Method != "test/hold" {
+			t.Errorf("%s: stream end %+v, want test/hold %s reset with -32800 at the session's end", side.name, e[0], r.ID)
 		}
 	}
 }

@@ -87,6 +87,12 @@ type Session struct {
 	timers      []*time.Timer // the handshake and idle timeouts (keepTimer)
 	reports     reportLimiter // error replies and log lines about datagrams and streams
 
+	// live are the execution streams, written or read, that opened and are
+	// not settled (under mu); liveEnded is set once the session's end ended
+	// them (endLiveStreams).
+	live      map[liveStream]struct{}
+	liveEnded bool
+
 	ctx      context.Context
 	cancel   context.CancelFunc
 	done     chan struct{}
@@ -395,6 +401,7 @@ func (s *Session) closeWith(e *SessionError) {
 	}
 	s.mu.Unlock()
 	close(s.done)
+	s.endLiveStreams()
 	if open {
 		reason := e.Reason
 		if reason == "" {

@@ -24,6 +24,7 @@ type inStream struct {
 	noted   chan struct{} // closed when $/streamError has come
 	settled bool
 	read    atomic.Int64 // payload bytes read (EventStream)
+	ev      streamEvents
 }
 
 // streamErrorWait bounds how long a reader whose stream was reset with 32603
@@ -95,11 +96,21 @@ func (s *Session) takeStream(rs WTReceiveStream) {
 			c.streams[h.StreamTag] = st
 		}
 	}
+	opened, tracked := false, false
 	if c != nil {
 		st.rs = rs
 		close(st.arrived)
+		if !st.settled { // ($/streamError may have settled it)
+			opened, tracked = true, s.trackStream(st)
+		}
 	}
 	s.mu.Unlock()
+	if opened {
+		st.ev.open(s, st.openEvent)
+		if !tracked { // the session ended while its header came
+			st.endAtClose()
+		}
+	}
 	if c == nil {
 		rs.CancelRead(StreamCode(jsonrpc.CodeStreamInjection))
 		// Each is refused; the peer is told, and the log written, at most
@@ -146,6 +157,7 @@ func (st *inStream) refuse(code webtransport.StreamErrorCode) {
 	rs := st.rs
 	was := st.settled
 	st.settled = true
+	delete(st.s.live, st)
 	st.s.mu.Unlock()
 	if rs != nil && !was {
 		rs.CancelRead(code)
@@ -162,6 +174,7 @@ func (st *inStream) settle(outcome string, code jsonrpc.Code) {
 	st.s.mu.Lock()
 	was := st.settled
 	st.settled = true
+	delete(st.s.live, st)
 	st.s.mu.Unlock()
 	if !was {
 		st.ended(outcome, code)
@@ -170,11 +183,23 @@ func (st *inStream) settle(outcome string, code jsonrpc.Code) {
 }
 
 // ended emits the EventStream of a stream that arrived, once it is settled,
-// before the call may be forgotten (and a drain end).
+// before the call may be forgotten (and a drain end); nothing, when the
+// session's end has emitted it (endAtClose).
 func (st *inStream) ended(outcome string, code jsonrpc.Code) {
-	st.s.observe(Event{Kind: EventStream, Inbound: true, Method: st.c.method, ID: st.c.id.String(), Tag: st.tag,
-		Bytes: st.read.Load(), Outcome: outcome, Code: int64(code)})
+	st.ev.end(st.s, st.openEvent, func() Event {
+		return Event{Kind: EventStream, Inbound: true, Method: st.c.method, ID: st.c.id.String(), Tag: st.tag,
+			Bytes: st.read.Load(), Outcome: outcome, Code: int64(code)}
+	})
 }
+
+// openEvent is the stream's EventStreamOpen.
+func (st *inStream) openEvent() Event {
+	return Event{Kind: EventStreamOpen, Inbound: true, Method: st.c.method, ID: st.c.id.String(), Tag: st.tag}
+}
+
+// endAtClose emits the EventStream of a stream the session's end cut off
+// before it was read to its end or refused (which then emit none).
+func (st *inStream) endAtClose() { st.ended("reset", jsonrpc.CodeRequestCancelled) }
 
 // failed settles a stream whose $/streamError came before its header
 // (Response.Stream): it ended, reset with -32603 (spec §5.4), whether or
@@ -183,6 +208,7 @@ func (st *inStream) failed() {
 	st.s.mu.Lock()
 	rs, was := st.rs, st.settled
 	st.settled = true
+	delete(st.s.live, st)
 	st.s.mu.Unlock()
 	if was {
 		return

@@ -31,6 +31,7 @@ type StreamWriter struct {
 	once sync.Once
 	// written counts the payload bytes the stream took (EventStream).
 	written atomic.Int64
+	ev      streamEvents
 }
 
 // OpenStream opens an execution stream for this request's result. It fails
@@ -83,7 +84,12 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 		r.in.streams = map[uint32]*StreamWriter{}
 	}
 	r.in.streams[w.tag] = w
+	tracked := s.trackStream(w)
 	s.mu.Unlock()
+	w.ev.open(s, w.openEvent)
+	if !tracked { // the session ended while it opened
+		w.endAtClose()
+	}
 	return w, nil
 }
 
@@ -180,17 +186,30 @@ func (w *StreamWriter) reset(code jsonrpc.Code, msg string, notify bool) {
 	})
 }
 
-// ended emits the stream's EventStream, before release lets a drain end.
+// ended emits the stream's EventStream, before release lets a drain end;
+// nothing, when the session's end has emitted it (endAtClose).
 func (w *StreamWriter) ended(outcome string, code jsonrpc.Code) {
-	w.s.observe(Event{Kind: EventStream, Method: w.in.method, ID: w.in.id.String(), Tag: w.tag,
-		Bytes: w.written.Load(), Outcome: outcome, Code: int64(code)})
+	w.ev.end(w.s, w.openEvent, func() Event {
+		return Event{Kind: EventStream, Method: w.in.method, ID: w.in.id.String(), Tag: w.tag,
+			Bytes: w.written.Load(), Outcome: outcome, Code: int64(code)}
+	})
 }
+
+// openEvent is the stream's EventStreamOpen.
+func (w *StreamWriter) openEvent() Event {
+	return Event{Kind: EventStreamOpen, Method: w.in.method, ID: w.in.id.String(), Tag: w.tag}
+}
+
+// endAtClose emits the EventStream of a stream the session's end cut off
+// before its handler closed or failed it (which then emits none).
+func (w *StreamWriter) endAtClose() { w.ended("reset", jsonrpc.CodeRequestCancelled) }
 
 func (w *StreamWriter) release() {
 	s := w.s
 	s.mu.Lock()
 	s.openStreams--
 	delete(w.in.streams, w.tag)
+	delete(s.live, w)
 	s.mu.Unlock()
 	s.settleInbound(w.in)
 }

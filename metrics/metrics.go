@@ -1,7 +1,8 @@
 // Package metrics counts a process's flow.Events for Prometheus: sessions,
-// requests, cancels, execution streams, datagrams, control frames,
-// refusals, upstream processes and the Streamable HTTP front's requests,
-// beside the Go runtime's and the process's own metrics.
+// requests, cancels, execution streams (open now, and ended), datagrams,
+// control frames, refusals, upstream processes (started, and running now)
+// and the Streamable HTTP front's requests, beside the Go runtime's and the
+// process's own metrics.
 //
 // A Metrics has a registry of its own (never the global one): New makes it,
 // Observe feeds it (hand it to flow.Hooks.Observe, bridge.HTTPConfig.Observe,
@@ -68,6 +69,11 @@ type Metrics struct {
 	// cancelled ($/cancel or notifications/cancelled, spec §7.1), received
 	// ("in") or sent ("out").
 	cancels *prometheus.CounterVec
+	// streamsOpen is mcpflow_streams_open{role,direction}: the execution
+	// streams open now, written ("out") or read ("in"): EventStreamOpen less
+	// EventStream (flow pairs them, and ends at a session's end each one
+	// still open).
+	streamsOpen *prometheus.GaugeVec
 	// streams is mcpflow_streams_total{role,direction,outcome}: the
 	// execution streams that ended (spec §5), read ("in") or written
 	// ("out"), "ok" or "reset".
@@ -99,6 +105,10 @@ type Metrics struct {
 	// upstreamStarts is mcpflow_upstream_starts_total{kind}: the upstream
 	// processes a bridge started, kind "start" or "restart" (spec §10).
 	upstreamStarts *prometheus.CounterVec
+	// upstreamProcesses is mcpflow_upstream_processes: the upstream
+	// processes running now, EventUpstreamStart less EventUpstreamExit
+	// (a process counts until it is reaped).
+	upstreamProcesses prometheus.Gauge
 	// httpRequests is mcpflow_http_requests_total{method,era,code}: the
 	// Streamable HTTP front's answers by HTTP method, MCP era ("2025" or
 	// "2026-07-28") and status code.
@@ -139,6 +149,8 @@ func New() *Metrics {
 			Help: "Time from a request's arrival (or sending) to its answer.", Buckets: RequestBuckets}, []string{"role", "direction", "method"}),
 		cancels: counter("mcpflow_cancels_total",
 			"Requests cancelled (spec §7.1), received (in) or sent (out).", "role", "direction"),
+		streamsOpen: prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: "mcpflow_streams_open",
+			Help: "Execution streams open now (spec §5), written (out) or read (in)."}, []string{"role", "direction"}),
 		streams: counter("mcpflow_streams_total",
 			"Execution streams that ended (spec §5), by direction and outcome (ok, reset).", "role", "direction", "outcome"),
 		streamBytes: counter("mcpflow_stream_bytes_total",
@@ -155,13 +167,15 @@ func New() *Metrics {
 			"CONNECTs and sessions a server refused before READY, by reason.", "reason"),
 		upstreamStarts: counter("mcpflow_upstream_starts_total",
 			"Upstream MCP server processes a bridge started (spec §10).", "kind"),
+		upstreamProcesses: prometheus.NewGauge(prometheus.GaugeOpts{Name: "mcpflow_upstream_processes",
+			Help: "Upstream MCP server processes running now (spec §10), until reaped."}),
 		httpRequests: counter("mcpflow_http_requests_total",
 			"Requests the Streamable HTTP front answered, by HTTP method, MCP era and status code.", "method", "era", "code"),
 	}
 	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.sessionsOpen, m.sessionsTotal, m.sessionsClosed, m.sessionDuration, m.requests, m.requestDuration,
-		m.cancels, m.streams, m.streamBytes, m.streamResets, m.datagrams, m.controlFrames, m.controlBytes,
-		m.refusals, m.upstreamStarts, m.httpRequests)
+		m.cancels, m.streamsOpen, m.streams, m.streamBytes, m.streamResets, m.datagrams, m.controlFrames, m.controlBytes,
+		m.refusals, m.upstreamStarts, m.upstreamProcesses, m.httpRequests)
 	for r, role := range roles {
 		// The sessions of both roles show from the first scrape, at 0.
 		m.sessionsOpen.WithLabelValues(role)
@@ -227,8 +241,11 @@ func (m *Metrics) Observe(e flow.Event) {
 		m.requestDuration.WithLabelValues(role, dir, method).Observe(e.Duration.Seconds())
 	case flow.EventCancel:
 		m.cancels.WithLabelValues(role, directions[dirIndex(e.Inbound)]).Inc()
+	case flow.EventStreamOpen:
+		m.streamsOpen.WithLabelValues(role, directions[dirIndex(e.Inbound)]).Inc()
 	case flow.EventStream:
 		dir := directions[dirIndex(e.Inbound)]
+		m.streamsOpen.WithLabelValues(role, dir).Dec()
 		outcome := oneOf(e.Outcome, "ok", "reset")
 		m.streams.WithLabelValues(role, dir, outcome).Inc()
 		if e.Bytes > 0 {
@@ -250,6 +267,9 @@ func (m *Metrics) Observe(e flow.Event) {
 		m.refusals.WithLabelValues(oneOf(e.Outcome, refusalReasons...)).Inc()
 	case flow.EventUpstreamStart:
 		m.upstreamStarts.WithLabelValues(oneOf(e.Outcome, "start", "restart")).Inc()
+		m.upstreamProcesses.Inc()
+	case flow.EventUpstreamExit:
+		m.upstreamProcesses.Dec()
 	case flow.EventHTTPRequest:
 		m.httpRequests.WithLabelValues(oneOf(e.Method, httpMethods...), oneOf(e.Outcome, eras...), httpStatus(e.Code)).Inc()
 	}

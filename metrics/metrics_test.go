@@ -39,6 +39,11 @@ var events = []flow.Event{
 	{Kind: flow.EventCancel, Server: true, Inbound: true, Method: "tools/call"},
 	{Kind: flow.EventCancel, Method: "tools/call"},
 
+	// Four streams open; three end, the server's tag 4 is open still.
+	{Kind: flow.EventStreamOpen, Server: true, Tag: 1},
+	{Kind: flow.EventStreamOpen, Server: true, Tag: 2},
+	{Kind: flow.EventStreamOpen, Inbound: true, Tag: 3},
+	{Kind: flow.EventStreamOpen, Server: true, Tag: 4},
 	{Kind: flow.EventStream, Server: true, Outcome: "ok", Bytes: 100000, Tag: 1},
 	{Kind: flow.EventStream, Server: true, Outcome: "reset", Code: -32603, Bytes: 1000, Tag: 2},
 	{Kind: flow.EventStream, Inbound: true, Outcome: "reset", Code: 99, Bytes: 5, Tag: 3},
@@ -64,6 +69,7 @@ var events = []flow.Event{
 	{Kind: flow.EventUpstreamStart, Server: true, Outcome: "start"},
 	{Kind: flow.EventUpstreamStart, Server: true, Outcome: "start"},
 	{Kind: flow.EventUpstreamStart, Server: true, Outcome: "restart"},
+	{Kind: flow.EventUpstreamExit, Server: true, Outcome: "exit", Code: 0},
 
 	{Kind: flow.EventHTTPRequest, Server: true, Method: "POST", Outcome: "2026-07-28", Code: 200},
 	{Kind: flow.EventHTTPRequest, Server: true, Method: "GET", Outcome: "2025", Code: 404},
@@ -129,6 +135,10 @@ mcpflow_requests_total{direction="out",method="sampling/createMessage",outcome="
 # TYPE mcpflow_cancels_total counter
 mcpflow_cancels_total{direction="in",role="server"} 1
 mcpflow_cancels_total{direction="out",role="client"} 1
+# HELP mcpflow_streams_open Execution streams open now (spec §5), written (out) or read (in).
+# TYPE mcpflow_streams_open gauge
+mcpflow_streams_open{direction="in",role="client"} 0
+mcpflow_streams_open{direction="out",role="server"} 1
 # HELP mcpflow_streams_total Execution streams that ended (spec §5), by direction and outcome (ok, reset).
 # TYPE mcpflow_streams_total counter
 mcpflow_streams_total{direction="in",outcome="reset",role="client"} 1
@@ -194,6 +204,9 @@ mcpflow_refusals_total{reason="other"} 1
 # TYPE mcpflow_upstream_starts_total counter
 mcpflow_upstream_starts_total{kind="restart"} 1
 mcpflow_upstream_starts_total{kind="start"} 2
+# HELP mcpflow_upstream_processes Upstream MCP server processes running now (spec §10), until reaped.
+# TYPE mcpflow_upstream_processes gauge
+mcpflow_upstream_processes 2
 # HELP mcpflow_http_requests_total Requests the Streamable HTTP front answered, by HTTP method, MCP era and status code.
 # TYPE mcpflow_http_requests_total counter
 mcpflow_http_requests_total{code="200",era="2026-07-28",method="POST"} 1
@@ -206,9 +219,9 @@ mcpflow_http_requests_total{code="other",era="other",method="other"} 1
 	})
 	names := []string{"mcpflow_sessions_open", "mcpflow_sessions_total", "mcpflow_sessions_closed_total",
 		"mcpflow_session_duration_seconds", "mcpflow_requests_total", "mcpflow_request_duration_seconds",
-		"mcpflow_cancels_total", "mcpflow_streams_total", "mcpflow_stream_bytes_total", "mcpflow_stream_resets_total",
+		"mcpflow_cancels_total", "mcpflow_streams_open", "mcpflow_streams_total", "mcpflow_stream_bytes_total", "mcpflow_stream_resets_total",
 		"mcpflow_datagrams_total", "mcpflow_control_frames_total", "mcpflow_control_frame_bytes_total",
-		"mcpflow_refusals_total", "mcpflow_upstream_starts_total", "mcpflow_http_requests_total"}
+		"mcpflow_refusals_total", "mcpflow_upstream_starts_total", "mcpflow_upstream_processes", "mcpflow_http_requests_total"}
 	if err := testutil.GatherAndCompare(m.reg, strings.NewReader(want), names...); err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 // TestMetricsUpstreamStarts (issue 27): with -upstream stdio:… each
 // session starts a process of its own, and mcpflow_upstream_starts_total
 // counts them: two sessions, two starts, and the echo call of the first is
-// the upstream's, counted as the server's.
+// the upstream's, counted as the server's. Once both sessions ended, both
+// processes are reaped: mcpflow_upstream_processes is back at 0.
 func TestMetricsUpstreamStarts(t *testing.T) {
 	bin := buildServer(t)
 	exe, err := os.Executable()
@@ -63,12 +64,18 @@ func TestMetricsUpstreamStarts(t *testing.T) {
 			t.Fatalf("session %d: Shutdown: %v", i, err)
 		}
 	}
+	// A session's end closes its process's stdin and the process exits on
+	// its own time (SIGTERM only after -upstream-stop-grace); its exit is
+	// reaped on a goroutine of the server's that this test cannot wait on,
+	// so waitForSeries polls the scrape, up to its deadline, until the gauge
+	// is back at 0 (and the counters complete).
 	waitForSeries(t, metricsAt, map[string]float64{
 		`mcpflow_upstream_starts_total{kind="start"}`:                                           2,
+		`mcpflow_upstream_processes`:                                                            0,
 		`mcpflow_sessions_total{role="server"}`:                                                 2,
 		`mcpflow_sessions_closed_total{code="0",role="server"}`:                                 2,
 		`mcpflow_requests_total{direction="in",method="tools/call",outcome="ok",role="server"}`: 1,
-	}, []string{"mcpflow_upstream_starts_total", "mcpflow_sessions_total", "mcpflow_sessions_closed_total", "mcpflow_requests_total"})
+	}, []string{"mcpflow_upstream_starts_total", "mcpflow_upstream_processes", "mcpflow_sessions_total", "mcpflow_sessions_closed_total", "mcpflow_requests_total"})
 	proc.Process.Signal(syscall.SIGTERM)
 	select {
 	case err := <-exited:

@@ -34,6 +34,9 @@ import (
 //     the in-process front carries on an MCP-Flow session of its own (role
 //     client) to the server (role server).
 //
+// Once the workload is over, no execution stream is open
+// (mcpflow_streams_open is 0 in every series) and no upstream process runs.
+//
 // The public port serves no /metrics, over TCP or HTTP/3.
 func TestMetricsFlag(t *testing.T) {
 	url, hash, stderr, srv := runServer(t, buildServer(t), "-metrics", "127.0.0.1:0")
@@ -148,6 +151,9 @@ func TestMetricsFlag(t *testing.T) {
 		`mcpflow_request_duration_seconds_count{direction="out",method="tools/call",role="client"}`:    1,
 		`mcpflow_cancels_total{direction="in",role="server"}`:                                          1,
 
+		// Every execution stream that opened has ended: the gauge is 0 in
+		// each of its series (exact below: no other series may be non-zero).
+		`mcpflow_streams_open{direction="out",role="server"}`:                  0,
 		`mcpflow_streams_total{direction="out",outcome="ok",role="server"}`:    1,
 		`mcpflow_streams_total{direction="out",outcome="reset",role="server"}`: 1,
 		`mcpflow_stream_bytes_total{direction="out",role="server"}`:            101000,
@@ -155,14 +161,16 @@ func TestMetricsFlag(t *testing.T) {
 
 		`mcpflow_http_requests_total{code="200",era="2026-07-28",method="POST"}`: 1,
 
+		`mcpflow_upstream_processes`: 0, // no -upstream: none ever started
+
 		`mcpflow_datagrams_total{channel="audio",direction="out",outcome="sent",role="server"}`: 5,
 	}
 	// Every series of these families is in want, with its value.
 	exact := []string{"mcpflow_refusals_total", "mcpflow_sessions_total", "mcpflow_sessions_open",
 		"mcpflow_sessions_closed_total", "mcpflow_session_duration_seconds_count", "mcpflow_requests_total",
-		"mcpflow_request_duration_seconds_count", "mcpflow_cancels_total", "mcpflow_streams_total",
+		"mcpflow_request_duration_seconds_count", "mcpflow_cancels_total", "mcpflow_streams_open", "mcpflow_streams_total",
 		"mcpflow_stream_bytes_total", "mcpflow_stream_resets_total", "mcpflow_http_requests_total",
-		"mcpflow_upstream_starts_total"}
+		"mcpflow_upstream_starts_total", "mcpflow_upstream_processes"}
 	got := waitForSeries(t, metricsAt, want, exact)
 	// Each of the 20 progress updates was sent, superseded by the next
 	// before it left, or dropped once its request was answered, except the
