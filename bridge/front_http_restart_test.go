@@ -62,7 +62,9 @@ func TestHTTPFrontAfterServerRestart(t *testing.T) {
 			Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: quiet, Limits: flow.Limits{PeerIdleTimeout: liveness, KeepAlivePeriod: keepAlive}}, Logger: quiet,
 			ReconnectWait: wait, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 100 * time.Millisecond, ExitOnDisconnect: exitOnDisconnect}})
 		ts := httptest.NewServer(front)
-		t.Cleanup(ts.Close) // after the streams' bodies are closed (cleanups run last first)
+		// After the streams' bodies are closed (cleanups run last first);
+		// the front's sessions end with the test: none reconnects after it.
+		t.Cleanup(func() { ts.CloseClientConnections(); front.Close(); ts.Close() })
 		return ts.URL
 	}
 	tsURL := newFront(false)
@@ -210,7 +212,7 @@ func TestHTTPFront2025SessionSurvivesRestart(t *testing.T) {
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet, Limits: flow.Limits{PeerIdleTimeout: liveness, KeepAlivePeriod: keepAlive}},
 		Logger: flowtest.Quiet, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond}})
 	ts := httptest.NewServer(front)
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.CloseClientConnections(); front.Close(); ts.Close() }) // the front's sessions end with the test: none reconnects after it
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 
@@ -319,7 +321,7 @@ func TestHTTPFrontStatelessRedials(t *testing.T) {
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet, Limits: flow.Limits{PeerIdleTimeout: liveness, KeepAlivePeriod: keepAlive, HandshakeTimeout: 300 * time.Millisecond}},
 		Logger: flowtest.Quiet, ReconnectWait: 20 * time.Second, ReconnectMin: 50 * time.Millisecond, ReconnectMax: 200 * time.Millisecond}})
 	ts := httptest.NewServer(front)
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.CloseClientConnections(); front.Close(); ts.Close() }) // the front's sessions end with the test: none reconnects after it
 	echo := func(id int, text string) (int, string, error) {
 		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(modernBody(id, "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"}}`)))
 		req.Header.Set("Accept", "application/json, text/event-stream")

@@ -65,8 +65,9 @@ func frontOn(t *testing.T, srv *flow.Server, cfg bridge.HTTPConfig) (ts *httptes
 	cfg.Stdio.URL = srv.URL()
 	cfg.Stdio.Client = flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}
 	cfg.Stdio.Logger = slog.New(recordHandler{ch: ends, only: "HTTP session ended"})
-	ts = httptest.NewServer(bridge.NewHTTPFront(cfg))
-	t.Cleanup(ts.Close)
+	front := bridge.NewHTTPFront(cfg)
+	ts = httptest.NewServer(front)
+	t.Cleanup(func() { ts.CloseClientConnections(); front.Close(); ts.Close() }) // the front's sessions end with the test: none reconnects after it
 	return ts, ends
 }
 

@@ -30,7 +30,7 @@ func httpFront(t *testing.T) *httptest.Server {
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
 	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.CloseClientConnections(); h.Close(); ts.Close() }) // the front's sessions end with the test: none reconnects after it
 	return ts
 }
 
@@ -284,7 +284,7 @@ func TestHTTPFrontLimits(t *testing.T) {
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: slog.New(recordHandler{ch: ends, only: "HTTP session ended"})},
 		MaxSessions: 2, MaxBody: 4096, IdleTimeout: idle})
 	ts := httptest.NewServer(h)
-	t.Cleanup(ts.Close)
+	t.Cleanup(func() { ts.CloseClientConnections(); h.Close(); ts.Close() }) // the front's sessions end with the test: none reconnects after it
 	// ts.Close waits for the held call's POST: release it first.
 	releaseOnce := sync.OnceFunc(func() { close(release) })
 	t.Cleanup(releaseOnce)
