@@ -128,8 +128,8 @@ type HTTPFront struct {
 	public        *url.URL     // PublicURL, parsed; nil: the listener's address
 	calls         atomic.Int64 // the clients' requests in flight, over all sessions
 	wakeMu        sync.Mutex
-	wake          chan struct{}  // closed (and replaced) when calls drops to 0
-	cores         sync.WaitGroup // the cores of ended sessions, finishing
+	wake          chan struct{} // closed (and replaced) when calls drops to 0
+	cores         running       // the cores of ended sessions, finishing
 	mu            sync.Mutex
 	sessions      map[string]*httpSession
 	downloads     map[string]*download    // offloaded streams by token
