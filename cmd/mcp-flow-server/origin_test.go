@@ -37,19 +37,7 @@ func TestOneOriginStreamableHTTP(t *testing.T) {
 	defer client.CloseIdleConnections()
 	post := poster(t, client, url, 2, wantAltSvc, stderr)
 
-	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
-		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
-	sid := r.Header.Get("Mcp-Session-Id")
-	if r.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"mcp-flow-server"`) {
-		t.Fatalf("initialize: %d, session %q, %.300s; want 200, a session and the server's info", r.StatusCode, sid, body)
-	}
-	session := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
-	if r, body := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session); r.StatusCode != http.StatusAccepted {
-		t.Fatalf("notifications/initialized: %d %.300s, want 202", r.StatusCode, body)
-	}
-	if r, body := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, session); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
-		t.Fatalf("tools/call echo in the session: %d %.300s, want hi", r.StatusCode, body)
-	}
+	sessionEcho(t, post, "HTTP/2")
 	if r, body := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
 		map[string]string{"MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "echo"}); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
 		t.Fatalf("a 2026-07-28 tools/call echo: %d %.300s, want hi", r.StatusCode, body)
@@ -113,6 +101,26 @@ func poster(t *testing.T, client *http.Client, url string, proto int, altSvc str
 	}
 }
 
+// sessionEcho runs a 2025 session through post: initialize (the server's
+// info and a session id), notifications/initialized (202), and a
+// tools/call echo in the session that answers hi.
+func sessionEcho(t *testing.T, post func(body string, hdr map[string]string) (*http.Response, string), over string) {
+	t.Helper()
+	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
+		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
+	sid := r.Header.Get("Mcp-Session-Id")
+	if r.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"mcp-flow-server"`) {
+		t.Fatalf("initialize over %s: %d, session %q, %.300s; want 200, a session and the server's info", over, r.StatusCode, sid, body)
+	}
+	session := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
+	if r, body := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session); r.StatusCode != http.StatusAccepted {
+		t.Fatalf("notifications/initialized over %s: %d %.300s, want 202", over, r.StatusCode, body)
+	}
+	if r, body := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, session); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
+		t.Fatalf("tools/call echo in the session over %s: %d %.300s, want hi", over, r.StatusCode, body)
+	}
+}
+
 // TestOneOriginStreamableHTTP3: a client that follows Alt-Svc to the UDP
 // port with plain Streamable HTTP over HTTP/3 (no CONNECT) is served there
 // by the same front as on TCP (spec §10.1), Alt-Svc included: a 2025
@@ -129,19 +137,7 @@ func TestOneOriginStreamableHTTP3(t *testing.T) {
 	client := &http.Client{Timeout: 20 * time.Second, Transport: tr}
 	post := poster(t, client, url, 3, `h3=":`+u.Port()+`"`, stderr)
 
-	r, body := post(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`,
-		map[string]string{"MCP-Protocol-Version": "2025-11-25"})
-	sid := r.Header.Get("Mcp-Session-Id")
-	if r.StatusCode != http.StatusOK || sid == "" || !strings.Contains(body, `"serverInfo":{"name":"mcp-flow-server"`) {
-		t.Fatalf("initialize over HTTP/3: %d, session %q, %.300s; want 200, a session and the server's info", r.StatusCode, sid, body)
-	}
-	session := map[string]string{"MCP-Protocol-Version": "2025-11-25", "Mcp-Session-Id": sid}
-	if r, body := post(`{"jsonrpc":"2.0","method":"notifications/initialized"}`, session); r.StatusCode != http.StatusAccepted {
-		t.Fatalf("notifications/initialized: %d %.300s, want 202", r.StatusCode, body)
-	}
-	if r, body := post(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"hi"}}}`, session); r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"hi"`) {
-		t.Fatalf("tools/call echo in the session over HTTP/3: %d %.300s, want hi", r.StatusCode, body)
-	}
+	sessionEcho(t, post, "HTTP/3")
 	select {
 	case err := <-srv.signal(syscall.SIGTERM):
 		if err != nil || !strings.Contains(stderr.String(), "shut down cleanly") {
