@@ -9,12 +9,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -278,6 +280,12 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 		"go-sdk everything-client → the suite's mock servers", direct.passed, direct.failed, direct.warnings,
 		"same client → HTTP front → MCP-Flow → HTTP upstream → mocks", chained.passed, chained.failed, chained.warnings)
 	fmt.Print(report)
+	// Each scenario both ways, the auth/* ones (the OAuth client flows:
+	// through the chain the HTTP upstream authorizes) among them.
+	names := slices.Sorted(maps.Keys(direct.scenarios))
+	for _, name := range names {
+		fmt.Printf("  %-48s direct %s  chain %s\n", name, mark(direct.scenarios[name]), mark(chained.scenarios[name]))
+	}
 	if len(direct.scenarios) == 0 || direct.failed != 0 {
 		t.Errorf("the go-sdk client itself fails:\n%s", direct.out)
 	}
@@ -289,4 +297,12 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 	if chained.failed != 0 || len(chained.strict) != 0 || len(chained.scenarios) != len(direct.scenarios) {
 		t.Errorf("chain: %d failed, warnings %q, %d scenarios:\n%s", chained.failed, chained.strict, len(chained.scenarios), chained.out)
 	}
+}
+
+// mark is a scenario's result as the suite prints it.
+func mark(passed bool) string {
+	if passed {
+		return "✓"
+	}
+	return "✗"
 }
