@@ -1,7 +1,6 @@
 package conformance
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"encoding/base64"
@@ -144,28 +143,34 @@ func clientScenarios() []scenario {
 					<-wrote
 					w.CancelWrite(resetWriterFailed)
 					id, _ := c.requestID()
-					_ = c.notify(protocol.MethodStreamError, map[string]any{"requestId": id, "streamTag": ref.StreamTag, "error": "conformance: injected stream failure"})
+					_ = c.notify(protocol.MethodStreamError, map[string]any{"requestId": id, "streamTag": ref.StreamTag, "error": injectedFailure})
 				}
 				return map[string]any{"content": []any{ref}}, nil
 			},
-			judge: func(exit int, _ *evidence) outcome {
+			judge: func(exit int, ev *evidence) outcome {
 				if exit == 0 {
 					return fail("the client exited 0 after a stream reset with $/streamError")
 				}
-				return pass("client exited %d", exit)
+				if !reportsStreamError(ev.output) {
+					return fail("the client exited %d without reporting the stream's error: neither the reset code %d nor the $/streamError message %q is in its output", exit, resetWriterFailed, injectedFailure)
+				}
+				return pass("client exited %d and reported the stream's error", exit)
 			}},
 		{Check: Check{ID: "client.invalid-ref", Level: MUST, Source: Guide, Section: "5.3", Title: "a ref/stream naming no stream fails the call (-32001) instead of hanging"},
 			encodings: json1,
 			tool: func(context.Context, *judgeCall) (any, error) {
-				return map[string]any{"content": []any{newRef(9, "text/plain")}}, nil
+				return map[string]any{"content": []any{newRef(invalidRefTag, "text/plain")}}, nil
 			},
-			judge: func(exit int, _ *evidence) outcome {
+			judge: func(exit int, ev *evidence) outcome {
 				if exit == 0 {
 					return fail("the client exited 0 although the stream never came")
 				}
-				return pass("client exited %d", exit)
+				if !reportsInvalidRef(ev.output) {
+					return fail("the client exited %d without reporting the bad reference: its output has neither -32001 nor an error naming stream tag %d", exit, invalidRefTag)
+				}
+				return pass("client exited %d and reported the bad reference", exit)
 			}},
-		{Check: Check{ID: "client.ping", Level: MUST, Source: Guide, Section: "2", Title: "the client answers the server's ping"},
+		{Check: Check{ID: "client.ping", Level: MUST, Source: Project, Section: "2", Title: "the client answers the server's ping (MCP's rule: the guide's only ping goes from client to server)"},
 			encodings: json1,
 			tool: func(ctx context.Context, c *judgeCall) (any, error) {
 				cctx, cancel := context.WithTimeout(ctx, 3*time.Second)
@@ -305,11 +310,12 @@ func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time
 	args := append(append([]string(nil), ct.Command[1:]...), "call", "scenario")
 	cmd := exec.CommandContext(cctx, ct.Command[0], args...)
 	cmd.Env = append(append(os.Environ(), ct.Env...), "MCP_FLOW_URL="+j.url, "MCP_FLOW_CERT_HASH="+ct.CertHash)
-	var stderr bytes.Buffer
-	cmd.Stdout = io.Discard
+	var stdout, stderr clientOutput
+	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	err = cmd.Run()
 	exit := cmd.ProcessState.ExitCode()
+	ev.output = stdout.String() + "\n" + stderr.String()
 	timedOut := cctx.Err() != nil
 	if sc.drain && !timedOut {
 		j.awaitEnd(judgeFINWait + 5*time.Second) // the drain ends it within judgeFINWait; the rest is slack for a loaded machine
@@ -329,8 +335,8 @@ func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time
 	default:
 		o = sc.judge(exit, ev)
 	}
-	if stderr.Len() > 0 {
-		o.seen += "; client stderr: " + stderr.String()
+	if e := stderr.String(); e != "" {
+		o.seen += "; client stderr: " + e
 	}
 	return o
 }

@@ -29,6 +29,9 @@ type evidence struct {
 	// unsolicited lists the client's error responses to nothing the judge
 	// asked (e.g. an error with id null about a datagram).
 	unsolicited []string
+	// output is what the client wrote on stdout and stderr (both ends of
+	// it: clientOutput), set once it has exited.
+	output string
 }
 
 // initTransport is the transport object of the client's initialize (guide

@@ -23,10 +23,10 @@ func TestEachFaultIsCaught(t *testing.T) {
 		{"stream header byte order", flow.Faults{StreamHeaderLittleEndian: true}, []string{"stream.header"}},
 		{"no encoding switch", flow.Faults{NoEncodingSwitch: true}, []string{"negotiate.cbor", "negotiate.protobuf"}},
 		{"cancel answered -32000", flow.Faults{CancelCode32000: true}, []string{"cancel.code"}},
-		{"no Origin check", flow.Faults{NoOriginCheck: true}, []string{"origin"}},
-		{"truncated stream without $/streamError", flow.Faults{TruncateWithoutStreamError: true}, []string{"stream.error"}},
+		{"no Origin check", flow.Faults{NoOriginCheck: true}, []string{"origin", "origin.403"}},
+		{"truncated stream without $/streamError", flow.Faults{TruncateWithoutStreamError: true}, []string{"stream.error", "stream.error-reset"}},
 		{"no drain on shutdown", flow.Faults{NoDrainOnShutdown: true}, []string{"shutdown.drain", "shutdown.fin", "shutdown.refuse-new"}},
-		{"no injection check", flow.Faults{NoInjectionCheck: true}, []string{"stream.injection"}},
+		{"no injection check", flow.Faults{NoInjectionCheck: true}, []string{"stream.injection", "stream.injection-report"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Faults: tc.faults})

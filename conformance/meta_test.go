@@ -90,3 +90,26 @@ func TestClientThatNeverConnects(t *testing.T) {
 		}
 	}
 }
+
+// TestClientThatAlwaysExitsOne: conformance/internal/exitoneclient calls
+// the tool, prints the result and exits 1 whatever happened. Exiting
+// non-zero after the call is not what client.stream-error and
+// client.invalid-ref ask: each wants the client to report its error, and
+// this client reports none, so both fail it, saying so.
+func TestClientThatAlwaysExitsOne(t *testing.T) {
+	bin := buildCmd(t, "github.com/mcp-flow/mcp-flow/conformance/internal/exitoneclient")
+	want := []Check{}
+	for _, c := range ClientChecks() {
+		if c.ID == "client.stream-error" || c.ID == "client.invalid-ref" {
+			want = append(want, c)
+		}
+	}
+	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 20 * time.Second, Only: map[string]bool{"client.stream-error": true, "client.invalid-ref": true}})
+	everyCheckFails(t, rs, want)
+	for _, r := range rs {
+		t.Logf("%s: %s: %s", r.ID, r.Status, r.Seen)
+		if !strings.Contains(r.Seen, "exited 1 without reporting") {
+			t.Errorf("%s: %s, want the reason that the client reported nothing", r.ID, r.Seen)
+		}
+	}
+}

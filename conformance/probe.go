@@ -44,6 +44,9 @@ type probe struct {
 	enc    codec.Codec
 	init   *initResult
 	nextID int
+	// by, when set, ends reads sooner than ctx: the wait for a notice
+	// (Options.AnswerWait).
+	by time.Time
 }
 
 type initResult struct {
@@ -99,7 +102,11 @@ func (p *probe) send(m jsonrpc.Message) error {
 // read reads one frame and decodes it in the probe's encoding. It fails
 // when nothing arrives before the context's deadline.
 func (p *probe) read() ([]jsonrpc.Message, []byte, error) {
-	if dl, ok := p.ctx.Deadline(); ok {
+	dl, ok := p.ctx.Deadline()
+	if !p.by.IsZero() && (!ok || p.by.Before(dl)) {
+		dl, ok = p.by, true
+	}
+	if ok {
 		_ = p.ctrl.SetReadDeadline(dl)
 	}
 	f, err := p.fr.ReadFrame()
@@ -150,6 +157,26 @@ func (p *probe) nullError() (*jsonrpc.Error, error) {
 	return r.Error, nil
 }
 
+// notice reads until an error response with a null id arrives, within
+// Options.AnswerWait from now: it answers no request, so silence past the
+// wait is the verdict (waits).
+func (p *probe) notice() (*jsonrpc.Error, error) {
+	var e *jsonrpc.Error
+	err := p.within(func() (err error) {
+		e, err = p.nullError()
+		return err
+	})
+	return e, err
+}
+
+// within runs f with the probe's reads bounded by Options.AnswerWait from
+// now.
+func (p *probe) within(f func() error) error {
+	p.by = time.Now().Add(answerWait(p.ctx))
+	defer func() { p.by = time.Time{} }()
+	return f()
+}
+
 // initialize runs the handshake in JSON with the given transport object
 // (nil: none) and switches to the chosen encoding.
 func (p *probe) initialize(transport map[string]any) (*jsonrpc.Response, error) {
@@ -179,13 +206,27 @@ func (p *probe) initialize(transport map[string]any) (*jsonrpc.Response, error) 
 	return r, p.send(n)
 }
 
+// wish is what a probe's initialize says about datagrams.
+type wish int
+
+// The wishes. schemaOnly sends only the members of the published schema's
+// ClientTransportCapabilities (type, version, encodings), as a client that
+// follows the guide does; noDatagrams adds this project's datagrams: false.
+const (
+	schemaOnly wish = iota
+	noDatagrams
+)
+
 // ready dials and initializes with the given encodings and datagram wish.
-func ready(ctx context.Context, t Target, encodings []string, datagrams bool) (*probe, error) {
+func ready(ctx context.Context, t Target, encodings []string, w wish) (*probe, error) {
 	p, _, err := dial(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
-	tr := map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": encodings, "datagrams": datagrams}
+	tr := map[string]any{"type": protocol.TransportType, "version": protocol.Version, "encodings": encodings}
+	if w == noDatagrams {
+		tr["datagrams"] = false
+	}
 	r, err := p.initialize(tr)
 	if err == nil && r.Error != nil {
 		err = r.Error
@@ -253,7 +294,7 @@ const icmpWait = 250 * time.Millisecond
 // Nothing listening on a local UDP port is known at once from the ICMP port
 // unreachable; anything else gets one real dial within timeout. It returns
 // t with its dialect settled: DialectAuto becomes the one that answered.
-func reach(ctx context.Context, t Target, timeout time.Duration) (Target, error) {
+func reach(ctx context.Context, t Target, timeout time.Duration, notice func(string)) (Target, error) {
 	u, err := url.Parse(t.URL)
 	if err != nil {
 		return t, fmt.Errorf("bad URL %q: %w", t.URL, err)
@@ -290,6 +331,15 @@ func reach(ctx context.Context, t Target, timeout time.Duration) (Target, error)
 			return t, fmt.Errorf("no WebTransport session with %s: %w", t.URL, err)
 		}
 		t.Dialect = DialectDraft02 // and try it
+		c, resp, derr := dialConn(dctx, t, nil)
+		if derr == nil {
+			c.close()
+		}
+		if derr == nil || resp != nil {
+			notice(fmt.Sprintf("%s refused the current WebTransport (%v); speaking WebTransport draft-02 to it for the whole run", t.URL, err))
+			return t, nil
+		}
+		return t, fmt.Errorf("no WebTransport session with %s (WebTransport %s, after the current one was refused: %v): %w", t.URL, t.Dialect, err, derr)
 	}
 	c, resp, err := dialConn(dctx, t, nil)
 	if err == nil {

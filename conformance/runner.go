@@ -42,6 +42,17 @@ type Result struct {
 type Options struct {
 	// CheckTimeout bounds each check (default 10 s).
 	CheckTimeout time.Duration
+	// AnswerWait bounds how long a check waits for an answer that the
+	// server owes to no request, such as a null-id error about a bad frame,
+	// an injected stream or an unwanted datagram: a server that ignores what
+	// it got says nothing, so silence past AnswerWait is the verdict
+	// (default 2 s, at most CheckTimeout). These checks run concurrently
+	// with the others, each on its own session.
+	AnswerWait time.Duration
+	// OnNotice, if set, receives what the runner says once per run rather
+	// than per check (that it fell back to WebTransport draft-02); nil
+	// writes it to os.Stderr.
+	OnNotice func(string)
 	// Expected lists the ids of checks expected to fail (a baseline).
 	Expected map[string]bool
 	// Only, if set, runs only the checks with these ids.
@@ -73,23 +84,75 @@ func (o Options) report(rs []Result, r Result) []Result {
 	return append(rs, r)
 }
 
-// RunServer runs the checks against the server t, one at a time, each on its
-// own session and within its own deadline. It first makes sure that
-// something answers at t: when nothing does, every check fails at once with
-// the reason, instead of each running into a dial timeout.
-func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Result {
+// DefaultAnswerWait is Options.AnswerWait's default.
+const DefaultAnswerWait = 2 * time.Second
+
+// withDefaults fills o's zero durations.
+func (o Options) withDefaults(checkTimeout time.Duration) Options {
 	if o.CheckTimeout <= 0 {
-		o.CheckTimeout = 10 * time.Second
+		o.CheckTimeout = checkTimeout
 	}
-	t, unreachable := reach(ctx, t, o.CheckTimeout)
-	var out []Result
+	if o.AnswerWait <= 0 {
+		o.AnswerWait = DefaultAnswerWait
+	}
+	o.AnswerWait = min(o.AnswerWait, o.CheckTimeout)
+	return o
+}
+
+// notice says s once, to OnNotice or stderr.
+func (o Options) notice(s string) {
+	if o.OnNotice != nil {
+		o.OnNotice(s)
+		return
+	}
+	fmt.Fprintln(os.Stderr, "mcp-flow-conformance:", s)
+}
+
+// answerWaitKey carries Options.AnswerWait to a check's context.
+type answerWaitKey struct{}
+
+// answerWait is how long a check waits for an answer to no request (waits).
+func answerWait(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(answerWaitKey{}).(time.Duration); ok {
+		return d
+	}
+	return DefaultAnswerWait
+}
+
+// RunServer runs the checks against the server t, each on its own session
+// and within its own deadline. The checks that wait for an answer to no
+// request (forNotice) start first and run concurrently, each bounded by
+// Options.AnswerWait; the others run one at a time beside them. Results
+// come in the checks' order. It first makes sure that something answers at
+// t: when nothing does, every check fails at once with the reason, instead
+// of each running into a dial timeout.
+func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Result {
+	o = o.withDefaults(10 * time.Second)
+	t, unreachable := reach(ctx, t, o.CheckTimeout, o.notice)
+	var todo []Check
 	for _, c := range checks {
-		if o.Only != nil && !o.Only[c.ID] {
-			continue
+		if o.Only == nil || o.Only[c.ID] {
+			todo = append(todo, c)
 		}
-		if unreachable != nil {
+	}
+	var out []Result
+	if unreachable != nil {
+		for _, c := range todo {
 			out = o.report(out, Result{ID: c.ID, Level: c.Level, Source: c.Source, Section: c.Section, Title: c.Title, Status: Fail,
 				Seen: "no session: " + unreachable.Error()})
+		}
+		return out
+	}
+	early := make([]chan Result, len(todo))
+	for i, c := range todo {
+		if c.waits == forNotice {
+			early[i] = make(chan Result, 1)
+			go func() { early[i] <- runOne(ctx, t, c, o) }()
+		}
+	}
+	for i, c := range todo {
+		if early[i] != nil {
+			out = o.report(out, <-early[i])
 			continue
 		}
 		out = o.report(out, runOne(ctx, t, c, o))
@@ -99,7 +162,7 @@ func RunServer(ctx context.Context, t Target, checks []Check, o Options) []Resul
 
 func runOne(ctx context.Context, t Target, c Check, o Options) (r Result) {
 	r = Result{ID: c.ID, Level: c.Level, Source: c.Source, Section: c.Section, Title: c.Title}
-	cctx, cancel := context.WithTimeout(ctx, o.CheckTimeout)
+	cctx, cancel := context.WithTimeout(context.WithValue(ctx, answerWaitKey{}, o.AnswerWait), o.CheckTimeout)
 	defer cancel()
 	start := time.Now()
 	done := make(chan outcome, 1)
