@@ -53,7 +53,7 @@ const DefaultBudget = 400 * time.Millisecond
 // Config configures Dial. The zero value races with DefaultBudget.
 type Config struct {
 	// Flow configures the MCP-Flow session; its TLSConfig, Header, Info,
-	// Capabilities and Logger serve the Streamable HTTP one too.
+	// Capabilities, Logger and Token serve the Streamable HTTP one too.
 	Flow flow.ClientConfig
 	// Transport forces one transport; Auto (empty) races.
 	Transport Transport
@@ -220,17 +220,18 @@ func dialErr(flowErr, httpErr error) error {
 }
 
 // httpClient is cfg.HTTPClient or one that trusts what Flow.TLSConfig
-// trusts, over HTTP/2 (or 1.1).
+// trusts, over HTTP/2 (or 1.1); with Flow.Token, sending its token
+// (WithToken).
 func httpClient(cfg Config) *http.Client {
 	if cfg.HTTPClient != nil {
-		return cfg.HTTPClient
+		return WithToken(cfg.HTTPClient, cfg)
 	}
 	tc := &tls.Config{}
 	if cfg.Flow.TLSConfig != nil {
 		tc = cfg.Flow.TLSConfig.Clone()
 	}
 	tc.NextProtos = nil // the transport's own: h2, http/1.1
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}}
+	return WithToken(&http.Client{Transport: &http.Transport{TLSClientConfig: tc, ForceAttemptHTTP2: true}}, cfg)
 }
 
 // ErrClosed is the error of a call on a closed Client.

@@ -65,12 +65,16 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		var cancel context.CancelFunc
 		hctx, cancel = context.WithTimeout(ctx, lim.HandshakeTimeout)
 		defer cancel()
+		header, err := dialHeader(hctx, &cfg)
+		if err != nil {
+			return nil, err
+		}
 		var resp *http.Response
 		if cfg.DialSession != nil {
-			resp, wts, err = cfg.DialSession(hctx, url, cfg.Header)
+			resp, wts, err = cfg.DialSession(hctx, url, header)
 		} else {
 			var ws *webtransport.Session
-			if resp, ws, err = d.Dial(hctx, url, cfg.Header); err == nil {
+			if resp, ws, err = d.Dial(hctx, url, header); err == nil {
 				wts = WrapWebTransport(ws)
 			}
 		}
@@ -90,7 +94,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 			}
 		}
 		if resp != nil {
-			return nil, fmt.Errorf("flow: dial %s: HTTP %d: %w", redactURL(url), resp.StatusCode, err)
+			return nil, refusedError(url, resp, err)
 		}
 		return nil, fmt.Errorf("flow: dial %s: %w", redactURL(url), err)
 	}

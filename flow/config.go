@@ -11,6 +11,7 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 
+	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -329,6 +330,13 @@ type ServerConfig struct {
 	ServeStateless bool
 	// OnSession, if set, is called with each session once it is READY.
 	OnSession func(*Session)
+	// Auth, when its Verifier is set, asks every CONNECT for an OAuth
+	// bearer token (docs/spec.md §9.1, beyond the guide): it is checked
+	// after the Origin and before the session takes a slot, and a refusal
+	// is a 400, 401 or 403 with a WWW-Authenticate challenge. The verified
+	// token is the session's (Session.TokenInfo); the session is shut down
+	// gracefully when the token expires. Zero: no authentication.
+	Auth bearer.Config
 	// Faults break rules on purpose, for testing conformance runners only.
 	Faults Faults
 }
@@ -359,6 +367,12 @@ type ClientConfig struct {
 	Handler Handler
 	// Header is sent with the CONNECT request (Origin, for instance).
 	Header http.Header
+	// Token, if set, is asked for an OAuth access token on every dial
+	// (so a token file that was refreshed is read again), which the CONNECT
+	// carries as "Authorization: Bearer <token>" (docs/spec.md §9.1). An
+	// error from it fails Dial. A server that refuses the token answers
+	// 401 or 403, and Dial returns a *RefusedError.
+	Token  func(ctx context.Context) (string, error)
 	Limits Limits
 	Hooks  Hooks
 	Logger *slog.Logger

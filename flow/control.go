@@ -245,6 +245,10 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			s.closeWith(&SessionError{Code: CloseGoingAway, Reason: "fault: no drain"})
 			return
 		}
+		var p ShutdownParams
+		if n.Params != nil && json.Unmarshal(n.Params, &p) == nil && p.Reason != "" {
+			s.peerShutdown.CompareAndSwap(nil, &p.Reason)
+		}
 		s.startShutdown(false, "")
 	case protocol.MethodProgress:
 		var p Progress

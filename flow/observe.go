@@ -28,8 +28,9 @@ type Event struct {
 	// as a JSON-RPC code, spec §5.4) for EventStream; "sent", "received",
 	// "dropped" or "superseded" for EventDatagram; the refusal's reason for
 	// EventRefused: "origin", "host", "sessions", "handshakes", "auth",
-	// "shutting-down", "upgrade", "initialize" (package flow checks no Host
-	// and no token: "host" and "auth" are the HTTP front's, package bridge);
+	// "shutting-down", "upgrade", "initialize" ("host" is the HTTP front's,
+	// package bridge; "auth" is a refused bearer token, spec §9.1, the
+	// server's on a CONNECT and the front's on an HTTP request);
 	// "exit" for EventUpstreamExit.
 	Outcome string
 	Code    int64
@@ -103,7 +104,8 @@ const (
 	// Encoding).
 	EventControl
 	// EventRefused: a server refused a CONNECT or a session before it was
-	// READY (Outcome: why): "origin" (HTTP 403), "sessions" (MaxSessions,
+	// READY (Outcome: why): "origin" (HTTP 403), "auth" (no valid bearer
+	// token: 400, 401 or 403, spec §9.1), "sessions" (MaxSessions,
 	// 503), "shutting-down" (a CONNECT during Shutdown or Close, 503, or a
 	// session shut down before its control stream), "upgrade" (a CONNECT that
 	// was no WebTransport upgrade, 400), "handshakes" (no control stream or

@@ -293,6 +293,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
 		return
 	}
+	token, ok := s.authorize(w, r) // spec §9.1: before any slot
+	if !ok {
+		return
+	}
 	s.mu.Lock()
 	if s.closing || len(s.sessions) >= s.lim.MaxSessions {
 		closing := s.closing
@@ -323,6 +327,10 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
 	real.srv = serverSide{cfg: &s.cfg}
+	if token != nil {
+		real.token = token
+		real.watchExpiry(token.Expiration)
+	}
 	s.mu.Lock()
 	delete(s.sessions, sess)
 	s.sessions[real] = struct{}{}

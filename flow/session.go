@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -72,6 +73,12 @@ type Session struct {
 	// session is returned, never changed.
 	statelessVersion string
 	statelessCaps    json.RawMessage
+	// token is the access token the server verified on the CONNECT
+	// (spec §9.1); set before the session serves, never changed.
+	token *bearer.TokenInfo
+	// peerShutdown is the reason of the peer's first $/shutdown, if it
+	// gave one (PeerShutdownReason).
+	peerShutdown atomic.Pointer[string]
 
 	// hs holds what initialize settled, published once (handshake.go).
 	hs atomic.Pointer[handshake]

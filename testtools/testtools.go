@@ -2,7 +2,8 @@
 // feature of MCP-Flow: echo, a file reader that serves files as execution
 // streams, a generator of deterministic bytes, a slow task with progress
 // and cancellation, a stream that fails midway, a tool that asks the
-// client for sampling, and audio and log datagrams (tone, log). Tests, the
+// client for sampling, audio and log datagrams (tone, log), and who the
+// caller's access token says it is (whoami, docs/spec.md §9.1). Tests, the
 // conformance runner and the benchmarks run the same tools in process.
 package testtools
 
@@ -93,6 +94,7 @@ func New(cfg Config) []tools.Tool {
 			Func:        askSampling,
 		},
 	}
+	ts = append(ts, whoamiTool())
 	if cfg.Root != "" {
 		root, limit := cfg.Root, cfg.MaxFileSize
 		if limit <= 0 {
