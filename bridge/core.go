@@ -76,6 +76,10 @@ type core struct {
 	// lost does (the stdio front exits).
 	onLost func(error)
 	lost   chan error
+	// redialing: a session the server ended for its token's expiry is
+	// being dialled again although ExitOnDisconnect (StdioConfig's
+	// redialOnExpiry): requests wait for it as for any reconnection.
+	redialing bool
 	// stateless: the client speaks MCP 2026-07-28 (spec §11.6): no
 	// initialize, one MCP-Flow session of that revision, dialled on demand
 	// (dialing is closed when the dial under way ends, dialErr its error).

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -18,6 +19,26 @@ type StdioConfig struct {
 	// and ProtocolVersion are taken from the host's initialize.
 	URL    string
 	Client flow.ClientConfig
+	// Token, if set, is the front's own credential (docs/spec.md §9.1,
+	// §10 "Authentication on the fronts"): asked for an access token on
+	// every dial, the first and each reconnection (bearer.FileSource reads
+	// a token file again each time, so a refreshed file is used), and sent
+	// on the CONNECT as "Authorization: Bearer" (it takes the place of
+	// Client.Token). The server's tools then see this identity. A server
+	// that refuses it (401, 403) is reported with its challenge; a
+	// reconnection then waits ReconnectMax before trying again. The HTTP
+	// front with PassToken presents each client's own token instead.
+	Token func(ctx context.Context) (string, error)
+	// redialOnExpiry, set by the HTTP front with PassToken: a session the
+	// server ended because the client's token it dialled with expired
+	// (its $/shutdown names flow.ReasonTokenExpired) is dialled again, with
+	// the subject's latest token, even with ExitOnDisconnect: the server
+	// did not go away.
+	redialOnExpiry bool
+	// tokenFresh, with PassToken, returns a channel closed when the
+	// client offers its next token: a reconnection the server refused
+	// waits for it rather than retrying the refused token.
+	tokenFresh func() <-chan struct{}
 	// InlineLimit is the largest execution stream inlined into a result
 	// (as text, or as a base64 blob). A larger one is offloaded by the
 	// front (the stdio front: a file in StreamDir) and named with a

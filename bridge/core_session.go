@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/http"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -26,6 +27,7 @@ func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Resp
 	}
 	s, err := b.dial(ctx, p)
 	if err != nil {
+		b.refused(err)
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
 	}
 	b.mu.Lock()
@@ -62,6 +64,9 @@ func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session
 	// before the result: progress rides the control stream, not datagrams
 	// (which may be lost or overtaken).
 	cc.DisableDatagrams = true
+	if b.cfg.Token != nil {
+		cc.Token = b.cfg.Token // read again on every dial
+	}
 	cc.Handler = flow.HandlerFunc(b.forwardToHost)
 	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
 		b.write(n) // flow keeps $/ notifications to itself
@@ -105,7 +110,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 	var timeout <-chan time.Time
 	for {
 		b.mu.Lock()
-		s, changed, inited, closing, lostErr := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr
+		s, changed, inited, closing, lostErr, redialing := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr, b.redialing
 		b.mu.Unlock()
 		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
 			return s, nil
@@ -113,7 +118,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 		switch {
 		case !inited:
 			return nil, nil
-		case s == nil && (closing || !b.reconnects()):
+		case s == nil && (closing || !b.reconnects() && !redialing):
 			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, NotSent: true}
 		}
 		var ended <-chan struct{} // a draining session: wait for its end
@@ -160,7 +165,7 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 	// again waits before the next dial; a *ServerLostError when
 	// ReconnectWait has passed since the first failure.
 	again := func(err error) error {
-		if !b.reconnects() {
+		if !b.reconnects() || isRefusal(err) {
 			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
 		}
 		if deadline == nil {
@@ -233,6 +238,11 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 		b.mu.Unlock()
 		close(d)
 		if err != nil {
+			if b.refused(err) {
+				// Not tried again for this request: the token source has
+				// no other token now; the next request dials again.
+				return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
+			}
 			b.log.Warn("cannot reach the MCP-Flow server", "server", b.cfg.URL, "err", err)
 			if err := again(err); err != nil {
 				return nil, err
@@ -263,6 +273,8 @@ func (b *core) watch(s *flow.Session) {
 		b.lostErr = err
 		b.setSessionLocked(nil)
 		stateless := b.stateless
+		expired := b.cfg.redialOnExpiry && s.PeerShutdownReason() == flow.ReasonTokenExpired
+		b.redialing = expired && b.cfg.ExitOnDisconnect
 		b.mu.Unlock()
 		if stateless { // the next request dials again: no state was lost
 			b.log.Warn("MCP-Flow session lost; its requests in flight failed", "server", b.cfg.URL, "err", err)
@@ -273,6 +285,13 @@ func (b *core) watch(s *flow.Session) {
 			"server", b.cfg.URL, "err", err)
 		switch {
 		case !b.cfg.ExitOnDisconnect: // every front, by default
+			b.bg.Add(1)
+			go b.reconnect()
+		case expired:
+			// The server ended the session for its client's expired token
+			// (PassToken): the server is there, so the session is dialled
+			// again with the subject's latest token.
+			b.log.Debug("the token the session dialled with expired; dialling again with the client's latest")
 			b.bg.Add(1)
 			go b.reconnect()
 		case b.onLost != nil: // an HTTP front's session ends
@@ -296,11 +315,18 @@ func (b *core) reconnect() {
 	delay := b.cfg.ReconnectMin
 	t := time.NewTimer(delay)
 	defer t.Stop()
+	var fresh <-chan struct{} // after a refusal with PassToken: the client's next token
 	for attempt := 1; ; attempt++ {
 		select {
 		case <-t.C:
+		case <-fresh:
 		case <-b.stop.Done():
 			return
+		}
+		fresh = nil
+		var next <-chan struct{}
+		if b.cfg.tokenFresh != nil {
+			next = b.cfg.tokenFresh() // taken before the dial: an offer during it is not missed
 		}
 		b.log.Warn("reconnecting to the MCP-Flow server", "server", b.cfg.URL, "attempt", attempt)
 		s, err := b.dial(b.stop, p)
@@ -317,7 +343,7 @@ func (b *core) reconnect() {
 				s.Close()
 				return
 			}
-			b.lostErr = nil
+			b.lostErr, b.redialing = nil, false
 			b.setSessionLocked(s)
 			b.mu.Unlock()
 			b.watch(s)
@@ -329,7 +355,21 @@ func (b *core) reconnect() {
 			return
 		}
 		delay = min(2*delay, b.cfg.ReconnectMax)
-		b.log.Warn("reconnection failed", "server", b.cfg.URL, "attempt", attempt, "err", err, "next", delay)
+		if b.refused(err) {
+			// A refused token is not a server coming back: no quick
+			// retries, only ReconnectMax apart until the token source (a
+			// token file rewritten) has another; with PassToken, the
+			// next attempt waits for the client's next token instead.
+			delay = b.cfg.ReconnectMax
+			if next != nil {
+				fresh, delay = next, time.Duration(1<<62)
+			}
+		}
+		var when any = delay
+		if fresh != nil {
+			when = "on the client's next token"
+		}
+		b.log.Warn("reconnection failed", "server", b.cfg.URL, "attempt", attempt, "err", err, "next", when)
 		b.mu.Lock()
 		b.lostErr = err
 		b.mu.Unlock()
@@ -405,4 +445,31 @@ func (b *core) finish() error {
 	}
 	b.bg.Wait()
 	return nil
+}
+
+// refused reports whether err is the server's refusal of the front's
+// access token (a CONNECT answered 401 or 403, flow.RefusedError, spec
+// §9.1), and says so on the log (stderr) with the server's challenge, which
+// names what it wants (error, scope, resource_metadata); the token never
+// appears.
+func (b *core) refused(err error) bool {
+	if !isRefusal(err) {
+		return false
+	}
+	var re *flow.RefusedError
+	errors.As(err, &re)
+	if b.cfg.tokenFresh != nil {
+		// A client's token (PassToken) that expired or was revoked: the
+		// client's business, not the operator's.
+		b.log.Info("the MCP-Flow server refused the client's access token; waiting for its next one", "server", re.URL, "status", re.Status, "challenge", re.Challenge)
+		return true
+	}
+	b.log.Error("the MCP-Flow server refused the access token", "server", re.URL, "status", re.Status, "challenge", re.Challenge)
+	return true
+}
+
+// isRefusal reports whether err is a CONNECT answered 401 or 403.
+func isRefusal(err error) bool {
+	var re *flow.RefusedError
+	return errors.As(err, &re) && (re.Status == http.StatusUnauthorized || re.Status == http.StatusForbidden)
 }

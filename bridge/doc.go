@@ -49,6 +49,9 @@
 //   - front_http_files.go: a session's offloaded files and their removal.
 //   - front_http_hosts.go: the front's names (Host checks, endpoint URL) and
 //     who a client is.
+//   - front_http_auth.go: its clients' tokens (HTTPConfig.Auth), sessions
+//     bound to subjects, and the credential a session dials with
+//     (PassToken); its resource metadata.
 //
 // The upstream (one MCP-Flow server session ↔ one plain MCP server):
 //   - up_process.go: stdio processes (StdioUpstreamConfig): start, cap,

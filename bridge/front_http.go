@@ -2,7 +2,6 @@ package bridge
 
 import (
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/rs/cors"
 
+	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -34,8 +34,35 @@ type HTTPConfig struct {
 	// AllowedOrigins may send requests from browsers; others get 403. A
 	// request without Origin is allowed.
 	AllowedOrigins []string
-	// Token, if set, is required as "Authorization: Bearer <token>" (401).
+	// Token, if set, is required as "Authorization: Bearer <token>" (401
+	// "WWW-Authenticate: Bearer", compared in constant time): one shared
+	// secret, no subject, no metadata, the simple case kept as it was. It
+	// is for Auth's absence; NewHTTPFront panics when both are set.
 	Token string
+	// Auth, when its Verifier is set, asks every request for an OAuth
+	// bearer token as mcp-flow-server does (docs/spec.md §9.1, §10
+	// "Authentication on the fronts"): 401 or 403 with a WWW-Authenticate
+	// challenge naming the resource metadata (Auth.ResourceMetadataURL,
+	// default the well-known URL of Resource). A token must name a subject.
+	// A 2025 session (and its downloads) belongs to the subject that
+	// initialized it: another subject's request naming its id gets 404. A
+	// 2026-07-28 client is its token's subject (ClientKey below).
+	Auth bearer.Config
+	// Resource is the front's resource identifier (RFC 9728 §1.2, its
+	// endpoint URL: what its clients' tokens name as audience), and
+	// AuthorizationServers the issuers whose tokens it takes: Metadata
+	// serves them at Resource's well-known URL.
+	Resource             string
+	AuthorizationServers []string
+	// PassToken: each MCP-Flow session of the front presents its own
+	// client's token to the server (the latest valid token of the subject it
+	// serves, read on each dial), for a server whose audience is the
+	// front's own (mcp-flow-server's own TCP side, §10.1). Off (the
+	// default): every session presents Stdio.Token, the front's own
+	// credential, and the server's tools see the front's identity. It needs
+	// Auth; see docs/spec.md §10 for why no client can borrow another's
+	// identity either way.
+	PassToken bool
 	// MaxSessions bounds the sessions open at once; an initialize past it
 	// gets 503 (default 256). Each holds an MCP-Flow session.
 	MaxSessions int
@@ -95,8 +122,10 @@ type HTTPConfig struct {
 	// budgets of the 2026-07-28 era (spec §11.6): requests with the same key
 	// share one MCP-Flow session, one offload budget, one held-bytes budget
 	// and one bodies budget. Default: the remote IP address (clients behind
-	// one NAT or proxy share them); an authenticated deployment returns the
-	// verified token's subject.
+	// one NAT or proxy share them). With Auth the key is the verified
+	// token's subject (and, with PassToken, its scopes), joined with
+	// ClientKey's answer when ClientKey is set too: no holder serves two
+	// subjects.
 	ClientKey func(*http.Request) string
 	// DownloadLifetime bounds how long an offloaded stream stays
 	// downloadable (and on disk) after its result was sent; a complete
@@ -190,6 +219,16 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if cfg.WriteTimeout <= 0 {
 		cfg.WriteTimeout = DefaultWriteTimeout
 	}
+	if cfg.Token != "" && cfg.Auth.Enabled() {
+		panic("bridge: HTTPConfig: Token and Auth both set (Token is the simple case without Auth)")
+	}
+	if cfg.PassToken && !cfg.Auth.Enabled() {
+		panic("bridge: HTTPConfig.PassToken without Auth: there is no client token to pass on")
+	}
+	if cfg.Auth.Enabled() && cfg.Auth.ResourceMetadataURL == "" && cfg.Resource != "" {
+		cfg.Auth.ResourceMetadataURL = bearer.MetadataURL(cfg.Resource)
+	}
+	cfg.Auth.Scopes = slices.Clone(cfg.Auth.Scopes)
 	var public *url.URL
 	if cfg.PublicURL != "" {
 		u, err := CheckPublicURL(cfg.PublicURL)
@@ -246,27 +285,29 @@ const (
 	DefaultWriteTimeout     = 30 * time.Second
 )
 
-func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) bool {
+// checkHeaders checks what every request must pass before the front looks
+// at it: Origin, Host, the token (authenticate: the returned request
+// carries what it says), the protocol version.
+func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if !h.originAllowed(r) {
 		http.Error(w, "origin not allowed", http.StatusForbidden)
-		return false
+		return r, false
 	}
 	if why := h.hostRefused(r); why != "" {
 		http.Error(w, "host not allowed: "+why, http.StatusForbidden)
-		return false
+		return r, false
 	}
-	if h.cfg.Token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+h.cfg.Token)) != 1 {
-		w.Header().Set("WWW-Authenticate", "Bearer")
-		http.Error(w, "unauthorized", http.StatusUnauthorized)
-		return false
+	r, ok := h.authenticate(w, r)
+	if !ok {
+		return r, false
 	}
 	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(httpVersions, v) && !statelessVersion(v) {
 		// A 2026-07-28 client recognises this answer and does not fall
 		// back (2026-07-28 transports, Backward Compatibility).
 		writeJSON(w, http.StatusBadRequest, unsupportedVersion(jsonrpc.NullID, v))
-		return false
+		return r, false
 	}
-	return true
+	return r, true
 }
 
 // ServeHTTP implements the endpoint: CORS (a preflight is answered
@@ -322,7 +363,8 @@ func (w *statusWriter) Flush() {
 func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (h *HTTPFront) serve(w http.ResponseWriter, r *http.Request) {
-	if !h.checkHeaders(w, r) {
+	r, ok := h.checkHeaders(w, r)
+	if !ok {
 		return
 	}
 	stateless := statelessVersion(r.Header.Get("MCP-Protocol-Version"))

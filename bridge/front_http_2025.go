@@ -26,7 +26,7 @@ func (h *HTTPFront) session(w http.ResponseWriter, r *http.Request) *httpSession
 		return nil
 	}
 	s := h.lookup(id)
-	if s == nil || s.legacy { // an HTTP+SSE session has no Streamable HTTP id
+	if s == nil || s.legacy || !h.owns(s, r) { // an HTTP+SSE session has no Streamable HTTP id; another subject's is none of r's
 		http.Error(w, "unknown or ended session", http.StatusNotFound)
 		return nil
 	}

@@ -95,7 +95,7 @@ func (h *HTTPFront) serveDownload(w http.ResponseWriter, r *http.Request, token 
 	h.mu.Lock()
 	d := h.downloads[token]
 	h.mu.Unlock()
-	if d == nil {
+	if d == nil || !h.owns(d.session, r) { // another subject's download is none of r's
 		http.Error(w, "unknown download, or its session ended", http.StatusNotFound)
 		return
 	}

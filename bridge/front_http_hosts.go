@@ -47,9 +47,17 @@ func (h *HTTPFront) endpointURL(r *http.Request) string {
 	return scheme + "://" + host + r.URL.EscapedPath()
 }
 
-// clientKey names the client of a 2026-07-28 request (spec §11.6):
-// HTTPConfig.ClientKey's answer, else the remote IP address.
+// clientKey names the client of a 2026-07-28 request (spec §11.6): with
+// authentication its token's subject (authKeyPart), joined with
+// HTTPConfig.ClientKey's answer when that is set; else ClientKey's answer,
+// else the remote IP address.
 func (h *HTTPFront) clientKey(r *http.Request) string {
+	if a := h.authKeyPart(r); a != "" {
+		if h.cfg.ClientKey != nil {
+			return a + "\x00key:" + h.cfg.ClientKey(r)
+		}
+		return a
+	}
 	if h.cfg.ClientKey != nil {
 		return "key:" + h.cfg.ClientKey(r)
 	}

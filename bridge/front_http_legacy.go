@@ -46,7 +46,7 @@ func (h *HTTPFront) legacyStream(w http.ResponseWriter, r *http.Request) {
 // answer comes on the session's stream.
 func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
 	s := h.lookup(r.URL.Query().Get("session"))
-	if s == nil || !s.legacy {
+	if s == nil || !s.legacy || !h.owns(s, r) {
 		http.Error(w, "unknown or ended session", http.StatusNotFound)
 		return
 	}

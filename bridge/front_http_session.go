@@ -26,13 +26,19 @@ type httpSession struct {
 	id     string
 	front  *HTTPFront
 	core   *core
-	legacy bool         // a client of the 2024-11-05 HTTP+SSE transport
-	base   string       // the endpoint's URL, for download links (endpointURL: never a Host header)
-	key    string       // a 2026-07-28 holder's client (clientKey); "" for the others
-	budget *heldBudget  // SSE events and unwritten answers (MaxSessionHeld, under MaxHeld)
-	bodies *heldBudget  // request bodies until answered (MaxClientBodies, under MaxBodiesInFlight)
-	files  sessionFiles // execution streams past the inline limit
-	mu     sync.Mutex
+	legacy bool   // a client of the 2024-11-05 HTTP+SSE transport
+	base   string // the endpoint's URL, for download links (endpointURL: never a Host header)
+	key    string // a 2026-07-28 holder's client (clientKey); "" for the others
+	// subject is the subject of the token that opened the session ("":
+	// no authentication); only its requests may use it (owns). cred is
+	// its MCP-Flow dials' credential with PassToken (nil otherwise).
+	subject string
+	cred    *passCred
+	stdio   StdioConfig  // the MCP-Flow side of its core: the front's, with cred's token
+	budget  *heldBudget  // SSE events and unwritten answers (MaxSessionHeld, under MaxHeld)
+	bodies  *heldBudget  // request bodies until answered (MaxClientBodies, under MaxBodiesInFlight)
+	files   sessionFiles // execution streams past the inline limit
+	mu      sync.Mutex
 	// calls are the client's requests in flight, by id: where their
 	// answers go. byToken finds a call by its progress token.
 	calls   map[string]*httpCall
@@ -111,13 +117,14 @@ func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 		bodies: &heldBudget{max: int64(h.cfg.MaxClientBodies), parent: h.bodies},
 		files:  sessionFiles{budget: &heldBudget{max: int64(h.cfg.MaxSessionOffload), parent: h.offloaded}},
 		calls:  map[string]*httpCall{}, byToken: map[string]*httpCall{},
-		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now()}
+		streams: map[int]*sseStream{0: st0}, standalone: st0, lastActive: time.Now(), stdio: h.cfg.Stdio}
+	h.sessionSubject(s, r, &s.stdio)
 	// A session whose MCP-Flow session ends reconnects, with the client's
 	// initialize, and its client never notices (spec §10), as the stdio
 	// front's host does not. With ExitOnDisconnect (the server's own TCP
 	// side, whose MCP-Flow server is itself) it is over instead: its id gets
 	// 404 and the client starts over with a new initialize.
-	s.core = newCore(h.cfg.Stdio, s, func(err error) {
+	s.core = newCore(s.stdio, s, func(err error) {
 		h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err))
 	})
 	return s

@@ -61,6 +61,7 @@ func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func
 		return nil, nil, false
 	}
 	if s := h.stateless[key]; s != nil {
+		s.cred.offer(authOf(r)) // the same subject and scopes (clientKey)
 		return s, s.enter(), false
 	}
 	if h.openLocked() >= h.cfg.MaxSessions {
@@ -68,7 +69,7 @@ func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func
 	}
 	s = h.newSession(false, r)
 	s.key = key
-	s.core = newCore(h.cfg.Stdio, statelessFront{s}, nil)
+	s.core = newCore(s.stdio, statelessFront{s}, nil)
 	s.core.stateless, s.core.proto = true, protocol.MCP20260728
 	h.stateless[key] = s
 	s.mu.Lock()

@@ -1,7 +1,8 @@
 // Command mcp-flow-server serves MCP over MCP-Flow (WebTransport) with test
 // tools that exercise every feature of the protocol: echo, read_file,
 // generate, slow, progress_burst, fail_midstream, ask_sampling, tone (audio
-// datagrams) and log (log messages). They are test tools, not
+// datagrams), log (log messages) and whoami (who the caller's access
+// token says it is). They are test tools, not
 // a file server: read_file serves regular files under -root, of at most
 // -read-file-max bytes (default 1 GiB), to whoever can connect.
 //
@@ -10,7 +11,9 @@
 // tools, answering Alt-Svc: h3; on UDP too, to a plain HTTP/3 request;
 // -no-tcp turns both off), creates a
 // development certificate on first run (ECDSA P-256, valid 13 days, renewed
-// when it expires), and prints the URL and certificate hash on stdout. Logs
+// when it expires), and prints the URL and certificate hash on stdout.
+// With -auth-issuer and -auth-audience every client needs an OAuth access
+// token of that issuer (docs/spec.md §9.1; auth.go). Logs
 // go to stderr. SIGINT or SIGTERM starts a graceful shutdown: $/shutdown to
 // every session, drain, exit 0.
 package main
@@ -80,6 +83,8 @@ func run(args []string) int {
 		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
 		metricsAt = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, e.g. 127.0.0.1:9464; never the public -addr); off by default")
 	)
+	var authF authFlags
+	authF.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mcp-flow-server [flags]\n\nServes MCP over MCP-Flow (WebTransport over HTTP/3) with test tools.\n\n")
 		fs.PrintDefaults()
@@ -122,6 +127,15 @@ func run(args []string) int {
 	}
 	if err != nil {
 		log.Error("certificate", "err", err)
+		return 1
+	}
+
+	auth, err := authF.setup(context.Background())
+	if err != nil {
+		log.Error("authentication", "err", err)
+		if _, bad := err.(*authConfigError); bad {
+			return 2
+		}
 		return 1
 	}
 
@@ -205,6 +219,24 @@ func run(args []string) int {
 	if !*noTCP {
 		cfg.HTTPHandler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { plainH3.ServeHTTP(w, r) })
 	}
+	if auth != nil {
+		// Every CONNECT needs a token (spec §9.1); the resource metadata
+		// is served on HTTP/3 at its well-known paths, whatever -no-tcp.
+		cfg.Auth = auth.Bearer
+		next := cfg.HTTPHandler
+		if next == nil {
+			next = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				if r.URL.Path == cfg.Path {
+					http.Error(w, "MCP-Flow: this endpoint takes WebTransport CONNECT requests", http.StatusMethodNotAllowed)
+					return
+				}
+				http.NotFound(w, r)
+			})
+		}
+		cfg.HTTPHandler = auth.wrap(next)
+		log.Info("access tokens required", "issuer", auth.Issuers[0], "audience", auth.Resource, "scopes", auth.Bearer.Scopes,
+			"resource_metadata", auth.Bearer.ResourceMetadataURL, "queryTokens", auth.Bearer.AllowQuery)
+	}
 	srv, tcpLn, err := listen(cfg, *noTCP)
 	if err != nil {
 		log.Error("listen", "err", err)
@@ -212,7 +244,7 @@ func run(args []string) int {
 	}
 	var web *httpSide
 	if tcpLn != nil {
-		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, observe, log); err != nil {
+		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, observe, auth, log); err != nil {
 			tcpLn.Close()
 			srv.Close()
 			log.Error("Streamable HTTP listener", "err", err)

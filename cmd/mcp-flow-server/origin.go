@@ -99,7 +99,16 @@ type httpSide struct {
 // and no more HTTP sessions than the server would take anyway. observe
 // (-metrics; nil without) gets the front's HTTP requests and the Events of
 // its own MCP-Flow sessions (role client).
-func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, origins []string, maxSessions int, observe func(flow.Event), log *slog.Logger) (*httpSide, error) {
+//
+// With auth (-auth-*; nil without) the front asks every request for a token
+// as the UDP side asks every CONNECT (the same bearer.Config: 401/403 with
+// the same challenge), serves the resource metadata at auth.Paths, and
+// passes each client's token through to its MCP-Flow sessions
+// (bridge.HTTPConfig.PassToken): the front and the server are one resource,
+// one audience, so the token is presented to the resource it was issued
+// for, and tools see the client's own identity (docs/spec.md §10,
+// "Authentication on the fronts").
+func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, origins []string, maxSessions int, observe func(flow.Event), auth *serverAuth, log *slog.Logger) (*httpSide, error) {
 	target, err := loopbackURL(flowSrv.Addr(), path)
 	if err != nil {
 		return nil, err
@@ -108,7 +117,7 @@ func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path str
 	if err != nil {
 		return nil, err
 	}
-	front := bridge.NewHTTPFront(bridge.HTTPConfig{
+	hc := bridge.HTTPConfig{
 		// ExitOnDisconnect: the front's MCP-Flow server is this process; when
 		// it shuts down there is nothing to reconnect to, so a 2025 session
 		// ends (404: its client starts over elsewhere) and a 2026 request
@@ -120,9 +129,18 @@ func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path str
 		// listener's address (and, on loopback, the loopback names) are
 		// allowed anyway (spec §9, internal/hostcheck).
 		HostNames: cert.Leaf.DNSNames,
-	})
+	}
+	if auth != nil {
+		hc.Auth, hc.Resource, hc.AuthorizationServers, hc.PassToken = auth.Bearer, auth.Resource, auth.Issuers, true
+	}
+	front := bridge.NewHTTPFront(hc)
 	mux := http.NewServeMux()
 	mux.Handle(path, front)
+	if auth != nil {
+		for _, p := range auth.Paths {
+			mux.Handle(p, auth.WellKnown)
+		}
+	}
 	_, port, _ := net.SplitHostPort(flowSrv.Addr().String())
 	// No ReadTimeout or WriteTimeout: SSE streams last as long as their
 	// requests; the front bounds bodies and held bytes itself (as

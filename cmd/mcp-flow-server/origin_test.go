@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +11,7 @@ import (
 	neturl "net/url"
 	"os/exec"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +19,9 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/oidctest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/quic-go/quic-go/http3"
 )
 
@@ -256,5 +261,131 @@ func TestCurlHTTP2(t *testing.T) {
 		if err != nil || !strings.Contains(got, want) {
 			t.Fatalf("curl --http2: %v; want %q in:\n%s\nserver stderr:\n%s", err, want, got, stderr)
 		}
+	}
+}
+
+// tokenTransport sends the token held at the moment of each request
+// (a client that refreshes its token mid-session).
+type tokenTransport struct {
+	tok  atomic.Pointer[string]
+	base http.RoundTripper
+}
+
+func (tt *tokenTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+*tt.tok.Load())
+	return tt.base.RoundTrip(r)
+}
+
+// sdkWhoami calls whoami in cs and returns the subject the server saw.
+func sdkWhoami(t *testing.T, ctx context.Context, cs *mcp.ClientSession) string {
+	t.Helper()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "whoami", Arguments: map[string]any{}})
+	if err != nil || res.IsError {
+		t.Fatalf("whoami: %v %+v", err, res)
+	}
+	b, _ := json.Marshal(res.StructuredContent)
+	var w testtools.Whoami
+	if json.Unmarshal(b, &w) != nil || !w.Authenticated {
+		t.Fatalf("whoami answered %s", b)
+	}
+	return w.Subject
+}
+
+// TestOneOriginAuth: with -auth-*, the server's TCP side (spec §10.1) asks
+// its clients for the same tokens as its CONNECTs (401 naming the same
+// resource metadata, which it serves; 403 for a missing scope), and passes
+// each client's own token through: whoami in a 2025 session answers the
+// client's subject, another subject's token on that session id gets 404,
+// and 2026-07-28 clients are each their own subject. When the client's
+// token expires the server ends the front's MCP-Flow session
+// (flow.ReasonTokenExpired); the front dials it again with the client's
+// refreshed token, and the client's session (its id) goes on.
+func TestOneOriginAuth(t *testing.T) {
+	p := oidctest.Start(t)
+	url, hash, stderr, _ := runServer(t, buildServer(t), "-auth-issuer", p.Issuer, "-auth-audience", testAudience, "-auth-scopes", "mcp:tools")
+	tok := func(sub string, exp time.Duration) string {
+		return p.Token(t, oidctest.TokenOptions{Audience: testAudience, Scope: "mcp:tools", Subject: sub, ExpiresIn: exp})
+	}
+	base := &http.Transport{TLSClientConfig: flowtest.PinnedTLS(t, hash), ForceAttemptHTTP2: true}
+	defer base.CloseIdleConnections()
+	plain := &http.Client{Timeout: 20 * time.Second, Transport: base}
+	post := func(body string, hdr map[string]string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest("POST", url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		for k, v := range hdr {
+			req.Header.Set(k, v)
+		}
+		r, err := plain.Do(req)
+		if err != nil {
+			t.Fatalf("POST: %v; stderr:\n%s", err, stderr)
+		}
+		b, _ := io.ReadAll(r.Body)
+		r.Body.Close()
+		return r, string(b)
+	}
+	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"test","version":"0"}}}`
+	if r, _ := post(initialize, nil); r.StatusCode != 401 || r.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+testMetadataURL+`"` {
+		t.Fatalf("no token at the TCP side: %d, WWW-Authenticate %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+	noScope := p.Token(t, oidctest.TokenOptions{Audience: testAudience, Scope: "other", Subject: "alice"})
+	if r, _ := post(initialize, map[string]string{"Authorization": "Bearer " + noScope}); r.StatusCode != 403 || !strings.Contains(r.Header.Get("WWW-Authenticate"), `error="insufficient_scope"`) {
+		t.Fatalf("a token without the scope: %d, WWW-Authenticate %q", r.StatusCode, r.Header.Get("WWW-Authenticate"))
+	}
+
+	// alice's 2025 session, with a token that expires soon.
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	tt := &tokenTransport{base: base}
+	first := tok("alice", 3*time.Second)
+	tt.tok.Store(&first)
+	c := mcp.NewClient(&mcp.Implementation{Name: "origin-auth", Version: "1"}, nil)
+	cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: &http.Client{Transport: tt}}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err != nil {
+		t.Fatalf("connect: %v; stderr:\n%s", err, stderr)
+	}
+	defer cs.Close()
+	if got := sdkWhoami(t, ctx, cs); got != "alice" {
+		t.Fatalf("whoami at the TCP side: %q, want alice (the client's own token passed through)", got)
+	}
+	bob := tok("bob", 0)
+	if r, body := post(`{"jsonrpc":"2.0","id":7,"method":"ping"}`, map[string]string{"Authorization": "Bearer " + bob, "Mcp-Session-Id": cs.ID(), "MCP-Protocol-Version": "2025-11-25"}); r.StatusCode != 404 {
+		t.Fatalf("bob's token on alice's session: %d %s, want 404", r.StatusCode, body)
+	}
+	for _, sub := range []string{"alice", "bob"} {
+		r, body := post(`{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"whoami","arguments":{},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}`,
+			map[string]string{"Authorization": "Bearer " + tok(sub, 0), "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call", "Mcp-Name": "whoami"})
+		if r.StatusCode != 200 || !strings.Contains(body, `"subject":"`+sub+`"`) {
+			t.Fatalf("2026-07-28 whoami of %s: %d %.300s", sub, r.StatusCode, body)
+		}
+	}
+
+	// The token expires: the server ends the front's session of alice's
+	// (its log says the session was lost); alice refreshes her token and
+	// her session goes on.
+	awaitLog(t, stderr, "MCP-Flow session lost", "the front's session outlived alice's token")
+	fresh := tok("alice", 0)
+	tt.tok.Store(&fresh)
+	if got := sdkWhoami(t, ctx, cs); got != "alice" {
+		t.Fatalf("whoami after the refresh: %q", got)
+	}
+	awaitLog(t, stderr, "reconnected to the MCP-Flow server", "the front did not dial again")
+	if logs := stderr.String(); strings.Contains(logs, first) || strings.Contains(logs, fresh) {
+		t.Fatalf("a token is in the log:\n%s", logs)
+	}
+}
+
+// awaitLog waits up to 30 s for the server's stderr to hold want (the
+// server's log is the only event a subprocess gives), else fails with why.
+func awaitLog(t *testing.T, stderr fmt.Stringer, want, why string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(stderr.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s (no %q in 30 s); stderr:\n%s", why, want, stderr)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

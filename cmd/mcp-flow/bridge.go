@@ -23,6 +23,9 @@ import (
 // (within -drain), the sessions end, the process exits 0. A second signal
 // closes at once.
 func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Writer) int {
+	if code := o.bridgeAuth.check(os.Getenv("MCP_FLOW_BRIDGE_TOKEN") != "", sc.Token != nil, stderr); code != exitOK {
+		return code
+	}
 	var origins []string
 	if o.origins != "" {
 		origins = strings.Split(o.origins, ",")
@@ -48,17 +51,6 @@ func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Wr
 		observe = m.Observe
 		sc.Client.Hooks.Observe = observe
 	}
-	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
-		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
-		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld, MaxClientBodies: o.maxClientBodies,
-		MaxSessionOffload: o.maxSessionOffload, MaxOffload: o.maxOffload, PublicURL: o.publicURL,
-		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout, Observe: observe})
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", h)
-	// No ReadTimeout or WriteTimeout: SSE streams last as long as their
-	// requests; the front bounds bodies and held bytes itself.
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: 2 * time.Minute,
-		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	listen := o.listen
 	if listen == "" {
 		listen = defaultBridgeListen
@@ -68,6 +60,31 @@ func bridgeHTTP(o options, sc bridge.StdioConfig, log *slog.Logger, stderr io.Wr
 		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)
 		return exitConnect
 	}
+	hc := bridge.HTTPConfig{Stdio: sc, AllowedOrigins: origins, Token: os.Getenv("MCP_FLOW_BRIDGE_TOKEN"),
+		MaxSessions: o.maxSessions, IdleTimeout: o.idleTimeout, MaxBodiesInFlight: o.maxBodiesInFlight,
+		MaxSessionHeld: o.maxSessionHeld, MaxHeld: o.maxHeld, MaxClientBodies: o.maxClientBodies,
+		MaxSessionOffload: o.maxSessionOffload, MaxOffload: o.maxOffload, PublicURL: o.publicURL,
+		DownloadLifetime: o.downloadLifetime, WriteTimeout: o.writeTimeout, Observe: observe}
+	// -auth-*: the front's own clients' tokens; its resource is its
+	// endpoint unless -auth-audience says otherwise.
+	endpoint := o.publicURL
+	if endpoint == "" {
+		endpoint = "http://" + ln.Addr().String() + "/mcp"
+	}
+	if code := o.bridgeAuth.front(&hc, endpoint, stderr); code != exitOK {
+		ln.Close()
+		return code
+	}
+	h := bridge.NewHTTPFront(hc)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", h)
+	if path, meta := h.Metadata(); meta != nil {
+		mux.Handle(path, meta) // RFC 9728 §3: where the challenges point
+	}
+	// No ReadTimeout or WriteTimeout: SSE streams last as long as their
+	// requests; the front bounds bodies and held bytes itself.
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: o.readHeaderTimeout, IdleTimeout: 2 * time.Minute,
+		MaxHeaderBytes: 64 << 10, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelDebug)}
 	sig := make(chan os.Signal, 2)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sig)

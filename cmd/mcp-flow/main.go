@@ -137,7 +137,9 @@ type options struct {
 	publicURL                            string
 	downloadLifetime, writeTimeout       time.Duration
 	metrics                              string // bridge http: -metrics ADDR
+	tokenFile                            string // -token-file (tokenSource)
 	streamDir                            string
+	bridgeAuth                           bridgeAuthFlags // bridge: -auth-*, -pass-token, -token-file (bridge_auth.go)
 	// audio receives the call's audio datagrams (-audio-out).
 	audio *audioSink
 }
@@ -150,6 +152,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.encoding, "encoding", "cbor,json", "encodings in order of preference, comma-separated: cbor, protobuf, json")
 	fs.StringVar(&o.certHash, "cert-hash", os.Getenv("MCP_FLOW_CERT_HASH"), "pin the server certificate's SHA-256 (hex or base64; or $MCP_FLOW_CERT_HASH)")
 	fs.StringVar(&o.caFile, "ca", "", "PEM file of CA certificates to verify the server with")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file holding an OAuth access token for a server that asks for one (docs/spec.md §9.1): sent as Authorization: Bearer, read again on every connection (so a renewed file is picked up); never logged")
 	fs.BoolVar(&o.insecure, "insecure", false, "accept any server certificate (development only)")
 	fs.StringVar(&o.mcpVersion, "mcp-version", protocol.MCPLatest, "the MCP revision the client commands speak: "+strings.Join(protocol.MCPVersions(), ", ")+" (initialize), or "+protocol.MCP20260728+" (stateless: $/hello, per-request _meta, no initialize; spec §11); the bridges speak each client's own")
 	fs.StringVar(&o.transport, "transport", "auto", "auto: MCP-Flow where its QUIC handshake answers within -fallback-budget, else Streamable HTTP at the same URL (the server's TCP side, spec §10.2); mcp-flow or streamable-http forces one")
@@ -183,6 +186,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers); bridge http: end the client's session (404) instead")
 	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio and http: how long a request waits for a reconnection before it fails with -32006")
+	o.bridgeAuth.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
 		fmt.Fprintln(stderr)
@@ -278,10 +282,20 @@ func run(args []string, stdout, stderr io.Writer) int {
 		if o.webtransport == "draft02" {
 			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
 		}
+		// -token-file: the bridge's own credential, read on every dial
+		// (the stdio front's reconnections, the fallback's too).
+		var ok bool
+		if sc.Token, ok = o.bridgeAuth.credential(stderr); !ok {
+			return exitUsage
+		}
+		sc.Client.Token = sc.Token
 		if rest[1] == "http" {
 			// MCP-Flow only: -transport does not apply (its clients speak
 			// Streamable HTTP to it already).
 			return bridgeHTTP(o, sc, log, stderr)
+		}
+		if !o.bridgeAuth.onlyHTTP(stderr) {
+			return exitUsage
 		}
 		// Probes MCP-Flow, else relays to the server's Streamable HTTP.
 		return bridgeStdio(ctx, o, sc, os.Stdin, stdout, stderr)
@@ -356,6 +370,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Logger:    log,
 		Limits:    o.limits(),
 		Hooks:     mediaHooks(t, o.audio),
+		Token:     o.tokenSource(),
 	}
 	switch v := o.mcpVersion; {
 	case v == protocol.MCP20260728:
@@ -369,7 +384,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
 	}
 	waiting := time.AfterFunc(dialPatience, func() {
-		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", o.url, o.handshake)
+		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", shownURL(o.url), o.handshake)
 	})
 	fc := fallback.Config{Flow: cfg, Transport: fallback.Transport(o.transport), Budget: o.fallbackBudget}
 	if fc.Transport == "auto" {
@@ -389,7 +404,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return failure(ctx, t, o, err, "connecting to "+o.url)
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", o.url, err)
+		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", shownURL(o.url), err)
 		if errors.Is(err, context.DeadlineExceeded) {
 			fmt.Fprintf(stderr, "mcp-flow: no initialize answer within -handshake-timeout %v (a server with a stdio -upstream may still be starting it: try a longer one)\n", o.handshake)
 		}
