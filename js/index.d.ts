@@ -22,6 +22,27 @@ export interface WebTransportClientTransportOptions {
   /** Encodings in order of preference (spec §4): 'cbor', 'json'. Default ['cbor', 'json']. */
   encodings?: Array<'cbor' | 'json'>;
   /**
+   * An OAuth access token for a server that checks them (docs/spec.md §9.1):
+   * the token, or a function that returns it (or a Promise of it), called at
+   * each start() so that a refreshed token is used. Where it goes is
+   * `tokenIn`'s choice. The token is never in a message or log of the
+   * transport's, nor in `options`; the fallback (Streamable HTTP) sends it
+   * in its Authorization header, and downloads from the server's own origin
+   * do too. A refused token is a failed start(): browsers show the page no
+   * 401, only that the session could not be opened.
+   */
+  token?: string | (() => string | Promise<string>);
+  /**
+   * Where the token goes on the CONNECT (docs/spec.md §9.1, "Browsers"):
+   * 'auto' (the default) in the Authorization header where the browser's
+   * WebTransport sends headers (webTransportSendsHeaders(): Chromium 156
+   * only with experimental web platform features, Firefox ESR 153 not), and
+   * elsewhere in the access_token query parameter (RFC 6750 §2.3; the
+   * server must allow it: mcp-flow-server does by default); 'header' fails
+   * start() where the browser sends no headers; 'query' always the query.
+   */
+  tokenIn?: TokenIn;
+  /**
    * Execution streams of at most this many bytes are inlined into the result
    * (default DEFAULT_INLINE_LIMIT, 8 MiB); larger ones become resource_links
    * (uri mcp-flow://stream/REQUEST/TAG), read with readResource or stream().
@@ -72,8 +93,13 @@ export interface WebTransportClientTransportOptions {
    * `(url: URL) => Transport | Promise<Transport>`. The package bundles no SDK,
    * so the page passes the one it uses. Without it, there is no fallback.
    */
-  fallback?: FallbackTransportClass | ((url: URL) => FallbackTransport | Promise<FallbackTransport>);
-  /** The second argument of the fallback class's constructor (its options: requestInit, authProvider, fetch, …). */
+  fallback?: FallbackTransportClass | ((url: URL, auth: { token?: string }) => FallbackTransport | Promise<FallbackTransport>);
+  /**
+   * The second argument of the fallback class's constructor (its options:
+   * requestInit, authProvider, fetch, …). With `token`, its
+   * requestInit.headers gain `authorization: Bearer <token>`; a function
+   * fallback is passed the token instead.
+   */
   fallbackOptions?: unknown;
   /**
    * Milliseconds that 'auto' waits for the WebTransport session before it
@@ -86,6 +112,9 @@ export interface WebTransportClientTransportOptions {
 
 /** The transport option. */
 export type TransportOption = 'auto' | 'mcp-flow' | 'streamable-http';
+
+/** The tokenIn option; tokenPlacement is one of the last two. */
+export type TokenIn = 'auto' | 'header' | 'query';
 
 /**
  * The SDK transport used as the fallback: the Transport interface of either
@@ -217,6 +246,10 @@ export declare class MCPFlowError extends Error {
 export declare class WebTransportClientTransport {
   constructor(url: string | URL, options?: WebTransportClientTransportOptions);
   start(): Promise<void>;
+  /** The tokenIn option. */
+  readonly tokenIn: TokenIn;
+  /** Where start() put the token: 'header' or 'query' (the fallback: 'header'); undefined without a token. */
+  readonly tokenPlacement?: 'header' | 'query';
   send(message: JSONRPCMessage, options?: unknown): Promise<void>;
   /**
    * Ends the session gracefully (spec §7.2): streams handed over as
@@ -321,6 +354,16 @@ export declare const SHUTDOWN_WAIT_MS: number;
 /** 800 ms: how long 'auto' waits for WebTransport before it takes the fallback. */
 export declare const DEFAULT_FALLBACK_AFTER_MS: number;
 export declare const TRANSPORT: Readonly<{ AUTO: 'auto'; MCP_FLOW: 'mcp-flow'; STREAMABLE_HTTP: 'streamable-http' }>;
+export declare const TOKEN_IN: Readonly<{ AUTO: 'auto'; HEADER: 'header'; QUERY: 'query' }>;
+/** The query parameter of a token in the URL (RFC 6750 §2.3). */
+export declare const TOKEN_QUERY_PARAM: 'access_token';
+/**
+ * Whether the browser's WebTransport (or WT) takes the constructor's
+ * headers option and so sends headers on the CONNECT (w3c/webtransport PR
+ * 713): found without a connection, by whether the constructor reads the
+ * member (WebIDL reads only the dictionary members an engine knows).
+ */
+export declare function webTransportSendsHeaders(WT?: unknown): boolean;
 export declare const STREAM_URI_PREFIX: 'mcp-flow://stream/';
 export declare const CHANNEL: Readonly<{ PROGRESS: 1; AUDIO: 2; LOG: 3 }>;
 export declare const FRAME_HEADER: 4;

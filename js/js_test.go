@@ -1,7 +1,8 @@
 // Package js holds the npm package @mcp-flow/webtransport (src/index.js,
 // index.d.ts) and its test: the real MCP SDK clients, v2 and v1, over the
 // package's WebTransportClientTransport in headless Chromium, against the
-// test tools on an MCP-Flow server.
+// test tools on an MCP-Flow server; and its access tokens (auth_test.go,
+// docs/spec.md §9.1) in Chromium and Firefox.
 package js
 
 import (

@@ -47,35 +47,7 @@ func TestInspector(t *testing.T) {
 	}
 
 	base, _ := toolsServer(t, nil)
-	ui := exec.Command(cli(t), append(base[:len(base):len(base)], "ui", "-listen", "127.0.0.1:0")...)
-	errPipe, err := ui.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := ui.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ui.Process.Kill(); ui.Wait() })
-	var uiErr flowtest.SyncBuffer
-	addr := make(chan string, 1)
-	stderrDone := make(chan struct{})
-	go func() {
-		defer close(stderrDone)
-		sc := bufio.NewScanner(errPipe)
-		re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`)
-		for sc.Scan() {
-			uiErr.Write([]byte(sc.Text() + "\n"))
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				addr <- m[1]
-			}
-		}
-		close(addr)
-	}()
-	page, ok := <-addr
-	if !ok {
-		<-stderrDone
-		t.Fatalf("mcp-flow ui printed no address:\n%s", uiErr.String())
-	}
+	ui, page, uiErr, stderrDone := startUI(t, base)
 
 	const n = 3 << 20
 	shot := filepath.Join(t.TempDir(), "inspector.png")
@@ -159,7 +131,44 @@ func TestInspector(t *testing.T) {
 
 	syscall.Kill(ui.Process.Pid, syscall.SIGINT)
 	<-stderrDone
-	if code := exitCode(t, ui, &uiErr); code != exitOK {
+	if code := exitCode(t, ui, uiErr); code != exitOK {
 		t.Errorf("mcp-flow ui after Ctrl-C: exit %d\n%s", code, uiErr.String())
 	}
+}
+
+// startUI runs `mcp-flow ui` with base (the server flags) on a free
+// loopback port, killed with the test; it returns the command, the
+// inspector's URL, its stderr, and a channel closed when stderr ends.
+func startUI(t *testing.T, base []string) (ui *exec.Cmd, page string, uiErr *flowtest.SyncBuffer, stderrDone <-chan struct{}) {
+	t.Helper()
+	ui = exec.Command(cli(t), append(base[:len(base):len(base)], "ui", "-listen", "127.0.0.1:0")...)
+	errPipe, err := ui.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ui.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ui.Process.Kill(); ui.Wait() })
+	uiErr = &flowtest.SyncBuffer{}
+	addr := make(chan string, 1)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(errPipe)
+		re := regexp.MustCompile(`at (http://127\.0\.0\.1:\d+/)`)
+		for sc.Scan() {
+			uiErr.Write([]byte(sc.Text() + "\n"))
+			if m := re.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
+			}
+		}
+		close(addr)
+	}()
+	page, ok := <-addr
+	if !ok {
+		<-done
+		t.Fatalf("mcp-flow ui printed no address:\n%s", uiErr.String())
+	}
+	return ui, page, uiErr, done
 }

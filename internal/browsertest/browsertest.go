@@ -1,11 +1,11 @@
-// Package browsertest runs pages in headless Chromium for the tests of the
-// browser peer (browser/), the npm package (js/) and the inspector (mcp-flow
-// ui). It installs what is missing by the project's own files: Debian's
-// chromium (or another Debian package a test runs, such as curl, or nginx
-// and its stream module for internal/lbtest) with apt-get, and a folder's
-// npm packages at the versions of its package-lock.json. Under CI=true a
-// missing piece fails the test; elsewhere the test is skipped, saying what
-// is missing.
+// Package browsertest runs pages in headless Chromium, and Firefox, for the
+// tests of the browser peer (browser/), the npm package (js/) and the
+// inspector (mcp-flow ui). It installs what is missing by the project's own
+// files: Debian's chromium and firefox-esr (or another Debian package a
+// test runs, such as curl, or nginx and its stream module for
+// internal/lbtest) with apt-get, and a folder's npm packages at the
+// versions of its package-lock.json. Under CI=true a missing piece fails
+// the test; elsewhere the test is skipped, saying what is missing.
 package browsertest
 
 import (
@@ -123,12 +123,18 @@ func Run(t testing.TB, dir, name string, args ...string) {
 // the driver's whole stderr.
 func Drive(t testing.TB, dir, driver, chromium, pageURL string, timeout time.Duration, v any, extra ...string) {
 	t.Helper()
+	drive(t, dir, driver, "CHROMIUM="+chromium, pageURL, timeout, v, extra...)
+}
+
+// drive runs a driver with env (the browser's path) added to the environment.
+func drive(t testing.TB, dir, driver, env, pageURL string, timeout time.Duration, v any, extra ...string) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout+30*time.Second)
 	defer cancel()
 	args := append([]string{driver, pageURL, fmt.Sprint(timeout.Milliseconds())}, extra...)
 	cmd := exec.CommandContext(ctx, "node", args...)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium)
+	cmd.Env = append(os.Environ(), env)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()

@@ -59,6 +59,61 @@ export const STREAM_URI_PREFIX = 'mcp-flow://stream/';
 export const DEFAULT_FALLBACK_AFTER_MS = 800;
 /** The values of the transport option, and of choice.transport (the last two). */
 export const TRANSPORT = Object.freeze({ AUTO: 'auto', MCP_FLOW: 'mcp-flow', STREAMABLE_HTTP: 'streamable-http' });
+/**
+ * The values of the tokenIn option, and of tokenPlacement (the last two):
+ * where the access token goes on the CONNECT (docs/spec.md §9.1,
+ * "Browsers"). 'auto' is the Authorization header where the engine's
+ * WebTransport sends headers (webTransportSendsHeaders), else the
+ * access_token query parameter (RFC 6750 §2.3).
+ */
+export const TOKEN_IN = Object.freeze({ AUTO: 'auto', HEADER: 'header', QUERY: 'query' });
+/** The URL query parameter of a token sent in the query (RFC 6750 §2.3). */
+export const TOKEN_QUERY_PARAM = 'access_token';
+
+const headerSupport = new WeakMap(); // WebTransport constructor -> boolean
+
+/**
+ * webTransportSendsHeaders reports whether WT (the page's WebTransport by
+ * default) takes the headers member of its options, which sends them on
+ * the CONNECT (w3c/webtransport PR 713), without a network round trip:
+ * WebIDL converts a dictionary argument by reading only the members the
+ * engine knows, before the constructor's own steps, so a getter on headers
+ * is called exactly where the engine supports it; the http: URL then makes
+ * the constructor throw (WebTransport takes https only) before any
+ * connection. The answer is kept per constructor.
+ */
+export function webTransportSendsHeaders(WT = globalThis.WebTransport) {
+  if (typeof WT !== 'function') return false;
+  if (headerSupport.has(WT)) return headerSupport.get(WT);
+  let read = false;
+  const probe = { get headers() { read = true; return {}; } };
+  try {
+    const wt = new WT('http://127.0.0.1:9/', probe);
+    // An engine that took the http: URL after all: abandon it at once.
+    try { wt.ready.catch(() => {}); wt.closed.catch(() => {}); wt.close(); } catch { /* failed already */ }
+  } catch { /* SyntaxError: not https, as expected */ }
+  headerSupport.set(WT, read);
+  return read;
+}
+
+// withQueryToken returns url with the access_token query parameter set to token.
+function withQueryToken(url, token) {
+  const u = new URL(url);
+  u.searchParams.set(TOKEN_QUERY_PARAM, token);
+  return u.toString();
+}
+
+// redact returns s with every occurrence of secret (as it is, and as a URL
+// encodes it) replaced by REDACTED: for messages that may quote the URL of
+// a CONNECT that carried the token in its query.
+function redact(s, secret) {
+  s = String(s);
+  if (!secret) return s;
+  for (const form of new Set([secret, encodeURIComponent(secret), new URLSearchParams({ t: secret }).toString().slice(2)])) {
+    if (form) s = s.split(form).join('REDACTED');
+  }
+  return s;
+}
 
 /** JSON-RPC codes (spec §8.1). */
 const CODE = Object.freeze({
@@ -350,9 +405,20 @@ class ExecStream {
  * runs on the page's event loop: no method may be called from elsewhere.
  */
 export class WebTransportClientTransport {
+  #token; // the token option: kept out of this.options, so that logging the transport shows no token
+  #secret; // the token of this session, once start() has it: for the fallback, downloads, and redact
+
   constructor(url, options = {}) {
     this.url = String(url);
-    this.options = options;
+    const { token, ...rest } = options;
+    this.options = rest;
+    if (token !== undefined && token !== null && typeof token !== 'string' && typeof token !== 'function') {
+      throw new MCPFlowError('token: pass the access token as a string, or a function that returns one (or a Promise of one), called at each start()');
+    }
+    this.#token = token ?? undefined;
+    this.tokenIn = options.tokenIn ?? TOKEN_IN.AUTO;
+    if (!Object.values(TOKEN_IN).includes(this.tokenIn)) throw new MCPFlowError(`tokenIn: ${JSON.stringify(this.tokenIn)} is none of 'auto', 'header' and 'query'`);
+    this.tokenPlacement = undefined; // 'header' or 'query' once start() has sent a token
     this._hashes = certHashes(options.serverCertificateHashes);
     this.encodings = options.encodings || ['cbor', 'json'];
     this.inlineLimit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT;
@@ -425,6 +491,7 @@ export class WebTransportClientTransport {
   async start() {
     if (this._started) throw new MCPFlowError('WebTransportClientTransport already started');
     this._started = true;
+    const token = await this._freshToken();
     const t0 = now();
     const auto = this.mode === TRANSPORT.AUTO && this._fallback !== undefined;
     if (this.mode === TRANSPORT.STREAMABLE_HTTP) return this._startFallback(t0, 'forced', "the transport option is 'streamable-http'");
@@ -434,17 +501,30 @@ export class WebTransportClientTransport {
     }
     const opts = {};
     if (this._hashes) opts.serverCertificateHashes = this._hashes;
+    let url = this.url;
+    if (token !== undefined) {
+      // docs/spec.md §9.1, "Browsers": the Authorization header where the
+      // engine sends WebTransport headers, else the query (RFC 6750 §2.3).
+      const sends = webTransportSendsHeaders(this._WebTransport);
+      const place = this.tokenIn === TOKEN_IN.AUTO ? (sends ? TOKEN_IN.HEADER : TOKEN_IN.QUERY) : this.tokenIn;
+      if (place === TOKEN_IN.HEADER && !sends) {
+        throw new MCPFlowError("tokenIn 'header': this browser's WebTransport sends no request headers (its constructor does not take the headers option): use tokenIn 'auto' or 'query', which sends the token in the access_token query parameter");
+      }
+      if (place === TOKEN_IN.HEADER) opts.headers = { Authorization: `Bearer ${token}` };
+      else url = withQueryToken(url, token);
+      this.tokenPlacement = place;
+    }
     let failure;
     let ready = false;
     try {
-      this._wt = new this._WebTransport(this.url, opts);
+      this._wt = new this._WebTransport(url, opts);
       ready = await readyWithin(this._wt.ready, auto ? this.fallbackAfter : Infinity);
     } catch (e) {
       failure = e;
     }
     if (!ready && auto) {
       this._abandonWebTransport();
-      if (failure) return this._startFallback(t0, 'failed', `WebTransport failed after ${Math.round(now() - t0)} ms: ${failure && failure.message || failure}`);
+      if (failure) return this._startFallback(t0, 'failed', `WebTransport failed after ${Math.round(now() - t0)} ms: ${this._redact(failure && failure.message || failure)}`);
       return this._startFallback(t0, 'timeout', `no WebTransport session within fallbackAfter (${this.fallbackAfter} ms)`);
     }
     if (failure) {
@@ -452,7 +532,11 @@ export class WebTransportClientTransport {
         ? 'is the server up, and does its certificate match serverCertificateHashes (ECDSA P-256, valid under 14 days)?'
         : 'is the server up, and is its certificate trusted (or pass serverCertificateHashes)?';
       const fb = this.mode === TRANSPORT.AUTO ? ' (with fallback, the SDK\'s StreamableHTTPClientTransport, Streamable HTTP would be tried)' : '';
-      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${failure && failure.message || failure}; ${why}${fb}`, { cause: failure });
+      // A 401 or 403 is not shown to the page: the browser reports any refused CONNECT alike.
+      const auth = token !== undefined
+        ? ', and does it take the access token (a 401 or 403 refuses the CONNECT, which the browser does not show: see the server\'s log)?'
+        : ', and does it check no access tokens (otherwise pass the token option)?';
+      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${this._redact(failure && failure.message || failure)}; ${why.slice(0, -1)}${auth}${fb}`, { cause: this._safeCause(failure) });
     }
     this._choose(TRANSPORT.MCP_FLOW, this.mode === TRANSPORT.MCP_FLOW ? 'forced' : 'ready',
       this.mode === TRANSPORT.MCP_FLOW ? "the transport option is 'mcp-flow'" : `WebTransport session ready in ${Math.round(now() - t0)} ms`, t0);
@@ -463,6 +547,38 @@ export class WebTransportClientTransport {
     this._acceptStreams();
     this._readDatagrams();
     this._wt.closed.then(() => this._finish(), (e) => this._finish(e));
+  }
+
+  // _freshToken asks the token option for this session's token (a function
+  // is called at each start(), so a refreshed token is used); undefined
+  // without one. The token is kept only to redact it from messages and for
+  // the fallback; it is never in a message of ours.
+  async _freshToken() {
+    const src = this.#token;
+    if (src === undefined) return undefined;
+    let tok;
+    try {
+      tok = typeof src === 'function' ? await src() : src;
+    } catch (e) {
+      throw new MCPFlowError(`token: the token function failed: ${e && e.message || e}`, { cause: e });
+    }
+    if (typeof tok !== 'string' || tok === '') throw new MCPFlowError(`token: the token function gave ${tok === '' ? 'an empty string' : typeof tok}, not an access token`);
+    // RFC 6750 §2.1's b64token: what fits a header and a query unchanged.
+    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(tok)) throw new MCPFlowError('token: the access token is not an RFC 6750 b64token (letters, digits, -._~+/ and trailing =)');
+    this.#secret = tok;
+    return tok;
+  }
+
+  // _redact is redact() with this session's token.
+  _redact(s) { return redact(s, this.#secret); }
+
+  // _safeCause is e, or undefined when e's message or stack names the token
+  // (a browser's error that quotes the URL): a cause is logged with its error.
+  _safeCause(e) {
+    const s = this.#secret;
+    if (!s || !e) return e;
+    const text = `${e && e.message || ''} ${e && e.stack || ''} ${e}`;
+    return redact(text, s) === text ? e : undefined;
   }
 
   // _abandonWebTransport gives up the WebTransport attempt: closed while
@@ -482,7 +598,9 @@ export class WebTransportClientTransport {
   async _startFallback(t0, reason, detail) {
     const f = this._fallback;
     const url = new URL(this.url);
-    const inner = isClass(f) ? new f(url, this.options.fallbackOptions) : await f(url);
+    const token = this.#secret;
+    const inner = isClass(f) ? new f(url, withAuthorization(this.options.fallbackOptions, token)) : await f(url, { token });
+    if (token !== undefined) this.tokenPlacement = TOKEN_IN.HEADER;
     if (!inner || typeof inner.start !== 'function' || typeof inner.send !== 'function') throw new MCPFlowError('fallback gave no Transport (an object with start, send and close)');
     this._http = inner;
     inner.onmessage = (m, extra) => this._fromFallback(m, extra);
@@ -825,8 +943,10 @@ export class WebTransportClientTransport {
     if (!u || (u.protocol !== 'https:' && u.protocol !== 'http:')) {
       throw new MCPFlowError(`MCP-Flow: stream(${JSON.stringify(uri)}): there are no execution streams over Streamable HTTP (the fallback): the server inlined each stream into its result up to its limit (text, or a resource blob), and made larger ones resource_links to downloads, whose https uri stream() takes`, { code: CODE.RESOURCE_NOT_FOUND });
     }
-    const r = await fetch(u, { cache: 'no-store' });
-    if (!r.ok || !r.body) throw new MCPFlowError(`MCP-Flow: download ${u}: HTTP ${r.status} ${r.statusText}`, { code: CODE.RESOURCE_NOT_FOUND });
+    // The token goes to the server's own origin only.
+    const headers = this.#secret !== undefined && u.origin === new URL(this.url).origin ? { Authorization: `Bearer ${this.#secret}` } : undefined;
+    const r = await fetch(u, { cache: 'no-store', headers });
+    if (!r.ok || !r.body) throw new MCPFlowError(`MCP-Flow: download ${this._redact(u)}: HTTP ${r.status} ${r.statusText}`, { code: CODE.RESOURCE_NOT_FOUND });
     return r.body;
   }
 
@@ -1008,9 +1128,10 @@ export class WebTransportClientTransport {
     if (this._ended) return;
     this._ended = true;
     this._closed = true;
-    const gone = new MCPFlowError('MCP-Flow session ended' + (err ? ': ' + (err.message || err) : ''), { cause: err });
+    const why = err ? this._redact(err.message || err) : '';
+    const gone = new MCPFlowError('MCP-Flow session ended' + (err ? ': ' + why : ''), { cause: this._safeCause(err) });
     for (const s of [...this._streams.values()]) { s.fail(gone); s.clearTimer('wait'); s.clearTimer('unread'); }
-    if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError('MCP-Flow session lost: ' + (err.message || err), { cause: err }));
+    if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError('MCP-Flow session lost: ' + why, { cause: this._safeCause(err) }));
     if (this.onclose) this.onclose();
   }
 }
@@ -1024,6 +1145,18 @@ function readyWithin(ready, ms) {
   let timer;
   return Promise.race([ready.then(() => true), new Promise((r) => { timer = setTimeout(() => r(false), ms); })])
     .finally(() => clearTimeout(timer));
+}
+
+// withAuthorization returns the fallback's options with the token in the
+// Authorization header of every request (requestInit.headers of the SDK's
+// StreamableHTTPClientTransport, v1 and v2), or options as they are
+// without a token. Headers become a plain object: the SDKs spread them.
+function withAuthorization(options, token) {
+  if (token === undefined) return options;
+  const o = options && typeof options === 'object' ? options : {};
+  const init = o.requestInit || {};
+  const headers = Object.fromEntries(new Headers(init.headers || {}));
+  return { ...o, requestInit: { ...init, headers: { ...headers, authorization: `Bearer ${token}` } } };
 }
 
 // isClass reports whether f is a Transport class (StreamableHTTPClientTransport)

@@ -4,7 +4,8 @@
 // progress, execution streams (bytes, rate, SHA-256), datagram counters
 // (progress, audio, log), the server's log messages and the frame log. A
 // call's Cancel sends $/cancel, whose -32800 answer ends the call box as
-// cancelled.
+// cancelled. A server that checks access tokens (docs/spec.md §9.1) takes
+// the one in the token field, sent as the transport places it.
 import { WebTransportClientTransport } from './mcpflow.js';
 
 const $ = (id) => document.getElementById(id);
@@ -102,7 +103,10 @@ function onmessage(m) {
 async function connect(ev) {
   if (ev) ev.preventDefault();
   status('connecting…');
-  t = new WebTransportClientTransport($('url').value, { serverCertificateHashes: $('hash').value || undefined, encodings: $('enc').value.split(','), inlineStreams: false });
+  // The access token (docs/spec.md §9.1) is read from its field at each
+  // connect and kept nowhere else: not in the page's URL, not in storage.
+  const token = $('token').value.trim() || undefined;
+  t = new WebTransportClientTransport($('url').value, { serverCertificateHashes: $('hash').value || undefined, encodings: $('enc').value.split(','), inlineStreams: false, token });
   t.onframe = logFrame;
   t.onmessage = onmessage;
   t.ondatagram = () => countersSoon();
@@ -115,7 +119,8 @@ async function connect(ev) {
     if (init.error) throw new Error(init.error.message);
     await t.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
     const r = init.result;
-    status(`connected to ${r.serverInfo.name} ${r.serverInfo.version}, MCP ${r.protocolVersion}, encoding ${t.encoding}, datagrams ${r.transport.datagramsSupported}`, 'ok');
+    const auth = t.tokenPlacement ? `, access token in the ${t.tokenPlacement}` : '';
+    status(`connected to ${r.serverInfo.name} ${r.serverInfo.version}, MCP ${r.protocolVersion}, encoding ${t.encoding}, datagrams ${r.transport.datagramsSupported}${auth}`, 'ok');
     $('connectBtn').disabled = true; $('shutdownBtn').disabled = false;
     await listTools();
   } catch (e) {

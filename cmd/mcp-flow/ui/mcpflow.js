@@ -2378,6 +2378,45 @@ var SHUTDOWN_WAIT_MS = 3e3;
 var STREAM_URI_PREFIX = "mcp-flow://stream/";
 var DEFAULT_FALLBACK_AFTER_MS = 800;
 var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
+var TOKEN_IN = Object.freeze({ AUTO: "auto", HEADER: "header", QUERY: "query" });
+var TOKEN_QUERY_PARAM = "access_token";
+var headerSupport = /* @__PURE__ */ new WeakMap();
+function webTransportSendsHeaders(WT = globalThis.WebTransport) {
+  if (typeof WT !== "function") return false;
+  if (headerSupport.has(WT)) return headerSupport.get(WT);
+  let read2 = false;
+  const probe = { get headers() {
+    read2 = true;
+    return {};
+  } };
+  try {
+    const wt = new WT("http://127.0.0.1:9/", probe);
+    try {
+      wt.ready.catch(() => {
+      });
+      wt.closed.catch(() => {
+      });
+      wt.close();
+    } catch {
+    }
+  } catch {
+  }
+  headerSupport.set(WT, read2);
+  return read2;
+}
+function withQueryToken(url, token) {
+  const u = new URL(url);
+  u.searchParams.set(TOKEN_QUERY_PARAM, token);
+  return u.toString();
+}
+function redact(s, secret) {
+  s = String(s);
+  if (!secret) return s;
+  for (const form of /* @__PURE__ */ new Set([secret, encodeURIComponent(secret), new URLSearchParams({ t: secret }).toString().slice(2)])) {
+    if (form) s = s.split(form).join("REDACTED");
+  }
+  return s;
+}
 var CODE = Object.freeze({
   INVALID_PARAMS: -32602,
   INTERNAL: -32603,
@@ -2667,9 +2706,21 @@ var ExecStream = class {
   }
 };
 var WebTransportClientTransport = class {
+  #token;
+  // the token option: kept out of this.options, so that logging the transport shows no token
+  #secret;
+  // the token of this session, once start() has it: for the fallback, downloads, and redact
   constructor(url, options = {}) {
     this.url = String(url);
-    this.options = options;
+    const { token, ...rest } = options;
+    this.options = rest;
+    if (token !== void 0 && token !== null && typeof token !== "string" && typeof token !== "function") {
+      throw new MCPFlowError("token: pass the access token as a string, or a function that returns one (or a Promise of one), called at each start()");
+    }
+    this.#token = token ?? void 0;
+    this.tokenIn = options.tokenIn ?? TOKEN_IN.AUTO;
+    if (!Object.values(TOKEN_IN).includes(this.tokenIn)) throw new MCPFlowError(`tokenIn: ${JSON.stringify(this.tokenIn)} is none of 'auto', 'header' and 'query'`);
+    this.tokenPlacement = void 0;
     this._hashes = certHashes(options.serverCertificateHashes);
     this.encodings = options.encodings || ["cbor", "json"];
     this.inlineLimit = options.inlineLimit ?? DEFAULT_INLINE_LIMIT;
@@ -2752,6 +2803,7 @@ var WebTransportClientTransport = class {
   async start() {
     if (this._started) throw new MCPFlowError("WebTransportClientTransport already started");
     this._started = true;
+    const token = await this._freshToken();
     const t0 = now();
     const auto = this.mode === TRANSPORT.AUTO && this._fallback !== void 0;
     if (this.mode === TRANSPORT.STREAMABLE_HTTP) return this._startFallback(t0, "forced", "the transport option is 'streamable-http'");
@@ -2761,23 +2813,35 @@ var WebTransportClientTransport = class {
     }
     const opts = {};
     if (this._hashes) opts.serverCertificateHashes = this._hashes;
+    let url = this.url;
+    if (token !== void 0) {
+      const sends = webTransportSendsHeaders(this._WebTransport);
+      const place = this.tokenIn === TOKEN_IN.AUTO ? sends ? TOKEN_IN.HEADER : TOKEN_IN.QUERY : this.tokenIn;
+      if (place === TOKEN_IN.HEADER && !sends) {
+        throw new MCPFlowError("tokenIn 'header': this browser's WebTransport sends no request headers (its constructor does not take the headers option): use tokenIn 'auto' or 'query', which sends the token in the access_token query parameter");
+      }
+      if (place === TOKEN_IN.HEADER) opts.headers = { Authorization: `Bearer ${token}` };
+      else url = withQueryToken(url, token);
+      this.tokenPlacement = place;
+    }
     let failure;
     let ready = false;
     try {
-      this._wt = new this._WebTransport(this.url, opts);
+      this._wt = new this._WebTransport(url, opts);
       ready = await readyWithin(this._wt.ready, auto ? this.fallbackAfter : Infinity);
     } catch (e) {
       failure = e;
     }
     if (!ready && auto) {
       this._abandonWebTransport();
-      if (failure) return this._startFallback(t0, "failed", `WebTransport failed after ${Math.round(now() - t0)} ms: ${failure && failure.message || failure}`);
+      if (failure) return this._startFallback(t0, "failed", `WebTransport failed after ${Math.round(now() - t0)} ms: ${this._redact(failure && failure.message || failure)}`);
       return this._startFallback(t0, "timeout", `no WebTransport session within fallbackAfter (${this.fallbackAfter} ms)`);
     }
     if (failure) {
       const why = this._hashes ? "is the server up, and does its certificate match serverCertificateHashes (ECDSA P-256, valid under 14 days)?" : "is the server up, and is its certificate trusted (or pass serverCertificateHashes)?";
       const fb = this.mode === TRANSPORT.AUTO ? " (with fallback, the SDK's StreamableHTTPClientTransport, Streamable HTTP would be tried)" : "";
-      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${failure && failure.message || failure}; ${why}${fb}`, { cause: failure });
+      const auth = token !== void 0 ? ", and does it take the access token (a 401 or 403 refuses the CONNECT, which the browser does not show: see the server's log)?" : ", and does it check no access tokens (otherwise pass the token option)?";
+      throw new MCPFlowError(`MCP-Flow: cannot open a WebTransport session to ${this.url}: ${this._redact(failure && failure.message || failure)}; ${why.slice(0, -1)}${auth}${fb}`, { cause: this._safeCause(failure) });
     }
     this._choose(
       TRANSPORT.MCP_FLOW,
@@ -2792,6 +2856,36 @@ var WebTransportClientTransport = class {
     this._acceptStreams();
     this._readDatagrams();
     this._wt.closed.then(() => this._finish(), (e) => this._finish(e));
+  }
+  // _freshToken asks the token option for this session's token (a function
+  // is called at each start(), so a refreshed token is used); undefined
+  // without one. The token is kept only to redact it from messages and for
+  // the fallback; it is never in a message of ours.
+  async _freshToken() {
+    const src2 = this.#token;
+    if (src2 === void 0) return void 0;
+    let tok;
+    try {
+      tok = typeof src2 === "function" ? await src2() : src2;
+    } catch (e) {
+      throw new MCPFlowError(`token: the token function failed: ${e && e.message || e}`, { cause: e });
+    }
+    if (typeof tok !== "string" || tok === "") throw new MCPFlowError(`token: the token function gave ${tok === "" ? "an empty string" : typeof tok}, not an access token`);
+    if (!/^[A-Za-z0-9\-._~+/]+=*$/.test(tok)) throw new MCPFlowError("token: the access token is not an RFC 6750 b64token (letters, digits, -._~+/ and trailing =)");
+    this.#secret = tok;
+    return tok;
+  }
+  // _redact is redact() with this session's token.
+  _redact(s) {
+    return redact(s, this.#secret);
+  }
+  // _safeCause is e, or undefined when e's message or stack names the token
+  // (a browser's error that quotes the URL): a cause is logged with its error.
+  _safeCause(e) {
+    const s = this.#secret;
+    if (!s || !e) return e;
+    const text = `${e && e.message || ""} ${e && e.stack || ""} ${e}`;
+    return redact(text, s) === text ? e : void 0;
   }
   // _abandonWebTransport gives up the WebTransport attempt: closed while
   // connecting (the browser aborts it) or, if it got ready meanwhile, at once.
@@ -2814,7 +2908,9 @@ var WebTransportClientTransport = class {
   async _startFallback(t0, reason, detail) {
     const f = this._fallback;
     const url = new URL(this.url);
-    const inner = isClass(f) ? new f(url, this.options.fallbackOptions) : await f(url);
+    const token = this.#secret;
+    const inner = isClass(f) ? new f(url, withAuthorization(this.options.fallbackOptions, token)) : await f(url, { token });
+    if (token !== void 0) this.tokenPlacement = TOKEN_IN.HEADER;
     if (!inner || typeof inner.start !== "function" || typeof inner.send !== "function") throw new MCPFlowError("fallback gave no Transport (an object with start, send and close)");
     this._http = inner;
     inner.onmessage = (m, extra) => this._fromFallback(m, extra);
@@ -3183,8 +3279,9 @@ var WebTransportClientTransport = class {
     if (!u || u.protocol !== "https:" && u.protocol !== "http:") {
       throw new MCPFlowError(`MCP-Flow: stream(${JSON.stringify(uri)}): there are no execution streams over Streamable HTTP (the fallback): the server inlined each stream into its result up to its limit (text, or a resource blob), and made larger ones resource_links to downloads, whose https uri stream() takes`, { code: CODE.RESOURCE_NOT_FOUND });
     }
-    const r = await fetch(u, { cache: "no-store" });
-    if (!r.ok || !r.body) throw new MCPFlowError(`MCP-Flow: download ${u}: HTTP ${r.status} ${r.statusText}`, { code: CODE.RESOURCE_NOT_FOUND });
+    const headers = this.#secret !== void 0 && u.origin === new URL(this.url).origin ? { Authorization: `Bearer ${this.#secret}` } : void 0;
+    const r = await fetch(u, { cache: "no-store", headers });
+    if (!r.ok || !r.body) throw new MCPFlowError(`MCP-Flow: download ${this._redact(u)}: HTTP ${r.status} ${r.statusText}`, { code: CODE.RESOURCE_NOT_FOUND });
     return r.body;
   }
   // _readResource answers resources/read of a streamURI from the stream:
@@ -3386,13 +3483,14 @@ var WebTransportClientTransport = class {
     if (this._ended) return;
     this._ended = true;
     this._closed = true;
-    const gone = new MCPFlowError("MCP-Flow session ended" + (err ? ": " + (err.message || err) : ""), { cause: err });
+    const why = err ? this._redact(err.message || err) : "";
+    const gone = new MCPFlowError("MCP-Flow session ended" + (err ? ": " + why : ""), { cause: this._safeCause(err) });
     for (const s of [...this._streams.values()]) {
       s.fail(gone);
       s.clearTimer("wait");
       s.clearTimer("unread");
     }
-    if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError("MCP-Flow session lost: " + (err.message || err), { cause: err }));
+    if (err && this.onerror && !this._shutdownReceived) this._error(new MCPFlowError("MCP-Flow session lost: " + why, { cause: this._safeCause(err) }));
     if (this.onclose) this.onclose();
   }
 };
@@ -3403,6 +3501,13 @@ function readyWithin(ready, ms) {
   return Promise.race([ready.then(() => true), new Promise((r) => {
     timer = setTimeout(() => r(false), ms);
   })]).finally(() => clearTimeout(timer));
+}
+function withAuthorization(options, token) {
+  if (token === void 0) return options;
+  const o = options && typeof options === "object" ? options : {};
+  const init = o.requestInit || {};
+  const headers = Object.fromEntries(new Headers(init.headers || {}));
+  return { ...o, requestInit: { ...init, headers: { ...headers, authorization: `Bearer ${token}` } } };
 }
 function isClass(f) {
   return !!f.prototype && typeof f.prototype.send === "function";
@@ -3434,8 +3539,11 @@ export {
   STREAM_ERROR_WAIT_MS,
   STREAM_HEADER,
   STREAM_URI_PREFIX,
+  TOKEN_IN,
+  TOKEN_QUERY_PARAM,
   TRANSPORT,
   WebTransportClientTransport,
   bytesToBase64,
-  streamURI
+  streamURI,
+  webTransportSendsHeaders
 };
