@@ -45,7 +45,7 @@ type step struct {
 
 func TestBrowserPeer(t *testing.T) {
 	chromium := browsertest.Chromium(t)
-	browsertest.NPM(t, ".", "node_modules/playwright-core")
+	browsertest.NPM(t, ".", "node_modules/protobufjs") // the last dependency added: an older install lacks it
 
 	// The page, served over plain HTTP on 127.0.0.1 (a secure context).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -2,12 +2,13 @@
 // WebTransport session, control stream of 4-byte big-endian length-prefixed
 // frames, initialize in JSON, then the negotiated encoding (JSON or CBOR),
 // execution streams with an 8-byte header, datagrams with a 6-byte header,
-// $/cancel and $/shutdown. It shares no code with the Go implementation.
-import { Encoder, decode as cborDecode } from 'cbor-x';
+// $/cancel and $/shutdown. It shares no code with the Go implementation:
+// its encodings are codec.js (the platform's JSON, cbor-x) and its byte
+// layouts wire.js, both held to testdata/vectors (browser/TestVectors).
+import { decodeMessage, decodeValue, encodeMessage } from './codec.js';
+import { CHANNEL, WireError, encodeFrame, frameLength, parseDatagram, parseStreamHeader } from './wire.js';
 
-const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false });
-
-export const CHANNEL = { PROGRESS: 1, AUDIO: 2, LOG: 3 };
+export { CHANNEL };
 
 function concat(chunks, total) {
   const out = new Uint8Array(total);
@@ -57,14 +58,8 @@ export class Client {
     this.shutdownReceived = false; this.protocolErrors = [];
   }
 
-  encode(msg) {
-    if (this.encoding === 'cbor') return cbor.encode(msg);
-    return new TextEncoder().encode(JSON.stringify(msg));
-  }
-  decode(bytes) {
-    if (this.encoding === 'cbor') return cborDecode(bytes);
-    return JSON.parse(new TextDecoder().decode(bytes));
-  }
+  encode(msg) { return encodeMessage(this.encoding, msg); }
+  decode(bytes) { return decodeMessage(this.encoding, bytes); }
 
   async connect() {
     const opts = {};
@@ -78,18 +73,22 @@ export class Client {
     this.datagramLoop();
   }
 
-  async writeFrame(bytes) {
-    const frame = new Uint8Array(4 + bytes.length);
-    new DataView(frame.buffer).setUint32(0, bytes.length, false);
-    frame.set(bytes, 4);
-    await this.writer.write(frame);
-  }
+  async writeFrame(bytes) { await this.writer.write(encodeFrame(bytes)); }
 
+  // readFrame returns the next frame's payload, null at the end of the
+  // stream; a zero-length frame is noted and skipped (spec §3.1), a frame
+  // over the limit throws.
   async readFrame() {
-    const hdr = await this.reader.readExact(4);
-    if (!hdr) return null;
-    const n = new DataView(hdr.buffer, hdr.byteOffset).getUint32(0, false);
-    return this.reader.readExact(n);
+    for (;;) {
+      const hdr = await this.reader.readExact(4);
+      if (!hdr) return null;
+      try {
+        return await this.reader.readExact(frameLength(hdr));
+      } catch (e) {
+        if (!(e instanceof WireError) || e.kind !== 'zero length') throw e;
+        this.protocolErrors.push({ code: -32600, message: 'control frame of length 0' });
+      }
+    }
   }
 
   // initialize runs the handshake: JSON request, JSON result, then the switch.
@@ -98,10 +97,10 @@ export class Client {
     const req = { jsonrpc: '2.0', id, method: 'initialize', params: {
       protocolVersion: '2025-11-25', capabilities: {}, clientInfo: { name: 'browser-peer', version: '0.1' },
       transport: { type: 'mcp-flow', version: '0.1', encodings: this.encodings, datagrams: this.wantDatagrams } } };
-    this.initializeFrame = new TextEncoder().encode(JSON.stringify(req));
+    this.initializeFrame = encodeMessage('json', req);
     await this.writeFrame(this.initializeFrame);
     const frame = await this.readFrame();
-    const res = JSON.parse(new TextDecoder().decode(frame));
+    const res = decodeMessage('json', frame);
     if (res.error) throw new Error('initialize: ' + res.error.message);
     this.transport = res.result.transport;
     this.encoding = this.transport.encoding;
@@ -143,8 +142,9 @@ export class Client {
       (async () => {
         const br = new ByteReader(value);
         const hdr = await br.readExact(8);
-        const dv = new DataView(hdr.buffer, hdr.byteOffset);
-        const key = dv.getUint32(0, false) + '/' + dv.getUint32(4, false);
+        if (!hdr) { br.reader.cancel().catch(() => {}); return; } // the FIN within the header
+        const h = parseStreamHeader(hdr);
+        const key = h.requestId + '/' + h.streamTag;
         const entry = { header: Array.from(hdr), data: br.readAll() };
         this.streams.set(key, entry);
         const w = this.streamWaiters.get(key);
@@ -164,10 +164,12 @@ export class Client {
     for (;;) {
       const { value, done } = await r.read().catch(() => ({ done: true }));
       if (done) return;
-      if (value.length < 6) continue;
-      const dv = new DataView(value.buffer, value.byteOffset);
-      const channel = value[0], flags = value[1], requestId = dv.getUint32(2, false);
-      const payload = this.decode(value.slice(6));
+      let d, payload;
+      try {
+        d = parseDatagram(value);
+        payload = decodeValue(this.encoding, d.payload);
+      } catch { continue; } // malformed: dropped (spec §3.3)
+      const { channel, flags, requestId } = d;
       if (channel === CHANNEL.PROGRESS) {
         const cb = this.progress.get(requestId);
         if (cb) cb({ via: 'datagram', channel, flags, requestId, ...payload });
