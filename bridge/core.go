@@ -86,6 +86,14 @@ type core struct {
 	stateless bool
 	dialing   chan struct{}
 	dialErr   error
+	// draft02: in WebTransport auto, the server answered in draft-02; the
+	// next dial uses it first (core_dial.go).
+	draft02 atomic.Bool
+	// giveUp (the stdio front's StdioConfig.ExitIfUnreachable): a first
+	// dial that fails for good (UnreachableError.Final) is sent to lost.
+	// reached: a dial has succeeded once.
+	giveUp  bool
+	reached bool
 }
 
 // newCore returns a core that talks to the client through f; with

@@ -19,6 +19,24 @@ type StdioConfig struct {
 	// and ProtocolVersion are taken from the host's initialize.
 	URL    string
 	Client flow.ClientConfig
+	// WebTransport is the WebTransport dialect the front dials in (spec
+	// §10, "Reaching the server"), as mcp-flow's -webtransport: "auto" (or
+	// ""), the default, dials the current dialect and, when the server
+	// refuses it as a WebTransport draft-02 server does (the published
+	// v0.1 examples), dials again in draft-02 (package internal/draft02)
+	// and keeps to it for the reconnections until a dial in it fails;
+	// "current" and "draft02" dial only that one. Client.DialSession or
+	// Client.Transport, when set, are used as they are.
+	WebTransport string
+	// ExitIfUnreachable (the stdio front): when the front's first dial
+	// fails for a reason retrying will not fix (UnreachableError.Final:
+	// no QUIC answer within the handshake budget, connection refused, a
+	// certificate not trusted, HTTP 404, the other dialect), the host's
+	// request is answered with the error and Run returns the
+	// *UnreachableError instead of waiting for the host's next request.
+	// A refused token (401, 403) is not final: the token file may be
+	// rewritten. A server lost later is reconnected to as always.
+	ExitIfUnreachable bool
 	// Token, if set, is the front's own credential (docs/spec.md §9.1,
 	// §10 "Authentication on the fronts"): asked for an access token on
 	// every dial, the first and each reconnection (bearer.FileSource reads

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -27,8 +28,10 @@ func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Resp
 	}
 	s, err := b.dial(ctx, p)
 	if err != nil {
-		b.refused(err)
-		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "cannot reach the MCP-Flow server: "+err.Error()))
+		u, _ := b.unreachable(err)
+		e := jsonrpc.NewError(jsonrpc.CodeInternalError, u.Error())
+		e.Data, _ = json.Marshal(map[string]string{"server": u.URL, "reason": u.Why, "fix": u.Fix})
+		return jsonrpc.NewErrorResponse(m.ID, e)
 	}
 	b.mu.Lock()
 	if b.closing {
@@ -71,7 +74,47 @@ func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session
 	cc.Hooks.Notification = func(_ *flow.Session, n *jsonrpc.Request) {
 		b.write(n) // flow keeps $/ notifications to itself
 	}
-	return flow.Dial(ctx, b.cfg.URL, cc)
+	start := time.Now()
+	var shook atomic.Bool // a QUIC handshake completed: the server answered
+	then := cc.Handshaked
+	cc.Handshaked = func() {
+		shook.Store(true)
+		if then != nil {
+			then()
+		}
+	}
+	s, err := b.dialIn(ctx, cc)
+	if err != nil {
+		return nil, diagnose(b.cfg.URL, err, time.Since(start), shook.Load())
+	}
+	b.mu.Lock()
+	b.reached = true
+	b.mu.Unlock()
+	return s, nil
+}
+
+// unreachable says why a dial failed, once (spec §10, "Reaching the
+// server"): a refused token as refused does; a final failure of the stdio
+// front's first dial with ExitIfUnreachable goes to lost (gaveUp: Run
+// returns it, and mcp-flow prints it); anything else is one ERROR line
+// naming the cause and its fix.
+func (b *core) unreachable(err error) (u *UnreachableError, gaveUp bool) {
+	u = Diagnose(b.cfg.URL, err, 0)
+	if b.refused(err) {
+		return u, false
+	}
+	b.mu.Lock()
+	first := !b.reached
+	b.mu.Unlock()
+	if b.giveUp && first && u.Final {
+		select {
+		case b.lost <- u:
+		default:
+		}
+		return u, true
+	}
+	b.log.Error("cannot reach the MCP-Flow server", "server", u.URL, "why", u.Why, "fix", u.Fix)
+	return u, false
 }
 
 // forwardToHost sends the server's request (sampling, roots, elicitation)
@@ -238,12 +281,12 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 		b.mu.Unlock()
 		close(d)
 		if err != nil {
-			if b.refused(err) {
+			if _, gaveUp := b.unreachable(err); gaveUp || isRefusal(err) {
 				// Not tried again for this request: the token source has
-				// no other token now; the next request dials again.
+				// no other token now (the next request dials again), or
+				// the stdio front gives up (ExitIfUnreachable).
 				return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
 			}
-			b.log.Warn("cannot reach the MCP-Flow server", "server", b.cfg.URL, "err", err)
 			if err := again(err); err != nil {
 				return nil, err
 			}
@@ -396,6 +439,9 @@ func (e *ServerLostError) Error() string {
 	msg := "MCP-Flow server " + e.URL + " lost"
 	if e.Err != nil {
 		msg += ": " + e.Err.Error()
+	}
+	if u, ok := e.Err.(*UnreachableError); ok { // a failed dial says it all
+		msg = u.Error()
 	}
 	if e.Waited > 0 {
 		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)

@@ -25,6 +25,10 @@
 //     cache hints of its results.
 //   - core_session.go: the MCP-Flow session: dial, watch, reconnect or
 //     report the loss, the server's requests to the client, finish.
+//   - core_dial.go: one dial of the server: the token, the WebTransport
+//     dialect (draft-02 again on its refusal, remembered for reconnects).
+//   - core_unreachable.go: a failed dial as one cause and its fix
+//     (UnreachableError), and which causes retrying will not mend.
 //   - content.go: results with execution streams rewritten as MCP content.
 //   - core.go: the core type and its state; front, what a front implements.
 //   - core_config.go: StdioConfig, the MCP-Flow side of every front.

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -39,6 +40,7 @@ func NewStdio(cfg StdioConfig) *Stdio {
 	cfg = cfg.withDefaults()
 	b := &Stdio{log: cfg.Logger, files: &streamFiles{dir: cfg.StreamDir}, out: newOutbox(cfg.HostQueue, cfg.Logger)}
 	b.core = newCore(cfg, b, nil)
+	b.core.giveUp = cfg.ExitIfUnreachable
 	return b
 }
 
@@ -47,7 +49,8 @@ func NewStdio(cfg StdioConfig) *Stdio {
 // protocol messages are written to out. When the MCP-Flow session ends
 // otherwise, the front reconnects (spec §10); with ExitOnDisconnect, Run
 // returns a *ServerLostError instead, and the goroutine reading in ends
-// when in does.
+// when in does. With ExitIfUnreachable, a first dial that fails for good
+// is answered to the host and returned as an *UnreachableError.
 func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	c := b.core
 	wrote := make(chan struct{})
@@ -95,6 +98,27 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			c.wg.Wait()
 			c.halt()
 			c.bg.Wait()
+			if u, ok := err.(*UnreachableError); ok {
+				// ExitIfUnreachable: the host reads why before the bridge
+				// goes (one that sees the pipe close first may report only
+				// that), and closes the input then; its requests meanwhile
+				// (the go-sdk falls back from server/discover to
+				// initialize) get the same answer. unreachableGrace at most.
+				t := time.NewTimer(unreachableGrace)
+				defer t.Stop()
+				for wait := true; wait; {
+					select {
+					case rd := <-reads:
+						var fe *framingError
+						if wait = rd.err == nil || errors.As(rd.err, &fe); rd.err == nil {
+							b.framing.Store(int32(rd.framing))
+							b.refuseAll(rd.msg, u)
+						}
+					case <-t.C:
+						wait = false
+					}
+				}
+			}
 			return err
 		}
 		msg, framing, err := rd.msg, rd.framing, rd.err
@@ -118,6 +142,26 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			continue
 		}
 		c.receive(ctx, p)
+	}
+}
+
+// unreachableGrace bounds how long Run, giving up on a server it cannot
+// reach (ExitIfUnreachable), waits for the host to close its input once
+// the host has the answer that says why.
+const unreachableGrace = 2 * time.Second
+
+// refuseAll answers each request in msg with u, the reason the front gave
+// up on its server.
+func (b *Stdio) refuseAll(msg []byte, u *UnreachableError) {
+	p, err := decodeJSON(msg)
+	if err != nil {
+		return
+	}
+	msgs, _ := jsonrpc.Validate(p)
+	for _, m := range msgs {
+		if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+			b.emit(jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, u.Error())))
+		}
 	}
 }
 

@@ -21,7 +21,10 @@ const probeWait = 10 * time.Second
 // stderr: MCP-Flow is the stdio front (bridge.Stdio), Streamable HTTP the
 // host's session relayed to the server's TCP side (fallback.Relay). A probe
 // that reaches neither leaves the choice to the stdio front, which dials
-// when the host's initialize comes and reconnects as it always has.
+// when the host's initialize comes: if that first dial fails for good
+// (nothing answers within the handshake budget, an untrusted certificate,
+// HTTP 404), the bridge answers the initialize with the cause, prints it
+// in one line and exits 3; a server lost later is reconnected to.
 func bridgeStdio(ctx context.Context, o options, sc bridge.StdioConfig, in io.Reader, stdout, stderr io.Writer) int {
 	if o.webtransport != "draft02" {
 		t := fallback.Transport(o.transport)
@@ -30,10 +33,12 @@ func bridgeStdio(ctx context.Context, o options, sc bridge.StdioConfig, in io.Re
 		}
 		cfg := fallback.Config{Flow: sc.Client, Transport: t, Budget: o.fallbackBudget}
 		pctx, cancel := context.WithTimeout(ctx, probeWait)
+		start := time.Now()
 		chosen, why, err := fallback.Probe(pctx, o.url, cfg)
 		cancel()
 		if err != nil {
-			fmt.Fprintf(stderr, "mcp-flow: bridge stdio: %s (%v; dialling it when the host initializes)\n", fallback.MCPFlow, err)
+			fmt.Fprintf(stderr, "mcp-flow: bridge stdio: %s (no handshake at start: %s; dialling it when the host initializes)\n",
+				fallback.MCPFlow, bridge.Diagnose(o.url, err, time.Since(start)).Why)
 		} else {
 			fmt.Fprintf(stderr, "mcp-flow: bridge stdio: %s (%s)\n", chosen, why)
 		}
@@ -45,6 +50,10 @@ func bridgeStdio(ctx context.Context, o options, sc bridge.StdioConfig, in io.Re
 			return exitOK
 		}
 	}
+	// A server that cannot be reached at all when the host initializes
+	// (bridge.UnreachableError.Final) ends the bridge with exitConnect and
+	// one line saying why; one lost later is reconnected to.
+	sc.ExitIfUnreachable = true
 	b := bridge.NewStdio(sc)
 	if err := b.Run(ctx, in, stdout); err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: bridge: %v\n", err)

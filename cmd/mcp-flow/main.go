@@ -157,7 +157,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVar(&o.mcpVersion, "mcp-version", protocol.MCPLatest, "the MCP revision the client commands speak: "+strings.Join(protocol.MCPVersions(), ", ")+" (initialize), or "+protocol.MCP20260728+" (stateless: $/hello, per-request _meta, no initialize; spec §11); the bridges speak each client's own")
 	fs.StringVar(&o.transport, "transport", "auto", "auto: MCP-Flow where its QUIC handshake answers within -fallback-budget, else Streamable HTTP at the same URL (the server's TCP side, spec §10.2); mcp-flow or streamable-http forces one")
 	fs.DurationVar(&o.fallbackBudget, "fallback-budget", fallback.DefaultBudget, "-transport auto: how long MCP-Flow's QUIC handshake may take before Streamable HTTP is dialled too")
-	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; bridges: current)")
+	fs.StringVar(&o.webtransport, "webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it; the bridges too, and remember it for their reconnections)")
 	fs.StringVar(&o.out, "out", "", "write execution streams to files in this directory instead of stdout")
 	fs.StringVar(&o.audioOut, "audio-out", "", "call: write the PCM bytes of the call's audio datagrams ({seq, data}, as tone sends them) to this file, in order of arrival; late ones are dropped, lost ones missing (stderr counts both)")
 	fs.BoolVar(&o.raw, "json", false, "print the raw JSON result instead of its content")
@@ -278,10 +278,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		sc := bridge.StdioConfig{URL: o.url, InlineLimit: o.inlineLimit, StreamDir: o.streamDir, Logger: log,
 			Client:           flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Logger: log, Limits: o.limits()},
-			ExitOnDisconnect: o.exitOnDisconnect, ReconnectWait: o.reconnectWait}
-		if o.webtransport == "draft02" {
-			sc.Client.DialSession = draft02.FlowDialer(tlsConf, nil)
-		}
+			ExitOnDisconnect: o.exitOnDisconnect, ReconnectWait: o.reconnectWait, WebTransport: o.webtransport}
 		// -token-file: the bridge's own credential, read on every dial
 		// (the stdio front's reconnections, the fallback's too).
 		var ok bool
