@@ -114,6 +114,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	s.h3.QUICConfig.MaxIncomingStreams, s.h3.QUICConfig.MaxIncomingUniStreams = 100, 100
 	webtransport.ConfigureHTTP3Server(s.h3)
+	wtConnContext := s.h3.ConnContext
+	s.h3.ConnContext = func(ctx context.Context, c *quic.Conn) context.Context {
+		return context.WithValue(wtConnContext(ctx, c), quicConnKey{}, c)
+	}
 	s.wt = &webtransport.Server{
 		H3: s.h3,
 		// Origin is checked by serveHTTP first, so that a refusal is a 403.
@@ -327,6 +331,11 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
 	real.srv = serverSide{cfg: &s.cfg}
+	if conn, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
+		if hs, ok := w.(http3.HTTPStreamer); ok {
+			real.end = &connectEnd{str: hs.HTTPStream(), conn: conn}
+		}
+	}
 	if token != nil {
 		real.token = token
 		real.watchExpiry(token.Expiration)

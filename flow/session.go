@@ -46,6 +46,7 @@ func (s State) String() string {
 type Session struct {
 	wt      WTSession
 	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
+	end     *connectEnd               // a server session's CONNECT stream and connection: its clean close (spec §7.2)
 	ctrl    WTStream
 	server  bool
 	srv     serverSide // zero on a client
@@ -393,7 +394,9 @@ func (s *Session) closeWith(e *SessionError) {
 		if len(msg) > maxCloseMessage {
 			msg = msg[:maxCloseMessage]
 		}
-		_ = s.wt.CloseWithError(e.Code, msg)
+		if end := s.end; end == nil || e.Code != CloseOK || !end.close(uint32(e.Code), msg) {
+			_ = s.wt.CloseWithError(e.Code, msg)
+		}
 	}
 	if c := s.conn.Load(); c != nil {
 		// webtransport-go closes the connection it dialled after the

@@ -1,0 +1,101 @@
+package browsertest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+var denoMu sync.Mutex
+
+// Deno returns the path of a Deno binary ($DENO, or the one npm's deno
+// package ships in its per-platform package under internal/browsertest/deno,
+// at the version pinned by that folder's package-lock.json), running `npm
+// ci` there when it is missing. Under CI=true a missing Deno fails the test
+// (Need); elsewhere the test is skipped.
+//
+// Deno is a server-side JavaScript host with the W3C WebTransport API
+// (draft-ietf-webtrans-http3 over its own QUIC stack, quinn), behind a flag:
+// run a script as
+//
+//	deno run --unstable-net --no-prompt --allow-net=127.0.0.1 [--allow-read=DIR] [--allow-env] script.mjs
+//
+// with DENO_NO_UPDATE_CHECK=1 and, so that nothing is left behind, DENO_DIR
+// set to a temporary folder. To trust the server's development certificate
+// the script passes its SHA-256 to the constructor, as a page does: new
+// WebTransport(url, {serverCertificateHashes: [{algorithm: "sha-256",
+// value: bytes}]}) (W3C WebTransport §4.3, spec §9: ECDSA, validity under
+// 14 days), which Deno honours (without it the handshake fails with
+// "invalid peer certificate: UnknownIssuer"). Two flags do the same for
+// the whole process, checked with Deno 2.9.6: --cert FILE (the server's
+// PEM certificate, taken as a root) and
+// --unsafely-ignore-certificate-errors=127.0.0.1 (trusts any; not what a
+// test of certificate pinning wants). Without --unstable-net, WebTransport
+// is not defined. Deno sends no request headers on the CONNECT (it has no
+// headers option), and its `closed` follows the QUIC
+// connection only: it reads no CLOSE_WEBTRANSPORT_SESSION capsule (spec
+// §7.2), and its close() sends a CONNECTION_CLOSE.
+func Deno(t testing.TB) string {
+	t.Helper()
+	if p := os.Getenv("DENO"); p != "" {
+		return p
+	}
+	denoMu.Lock()
+	defer denoMu.Unlock()
+	_, file, _, _ := runtime.Caller(0)
+	dir := filepath.Join(filepath.Dir(file), "deno")
+	target := map[string]string{"amd64": "linux-x64-glibc", "arm64": "linux-arm64-glibc"}[runtime.GOARCH]
+	if runtime.GOOS != "linux" || target == "" {
+		Need(t, "deno", os.ErrNotExist) // npm's deno also has darwin and windows builds; add them here when needed
+	}
+	bin := filepath.Join(dir, "node_modules", "@deno", target, "deno")
+	if _, err := os.Stat(bin); err != nil {
+		t.Logf("deno is missing: installing npm's deno in %s with npm ci", dir)
+		Run(t, dir, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
+		if _, err := os.Stat(bin); err != nil {
+			Need(t, "deno after npm ci in "+dir, err)
+		}
+	}
+	return bin
+}
+
+// DriveDeno runs `deno run --unstable-net flags... script args...` in dir,
+// allowed to reach 127.0.0.1, read dir and the environment (npm packages
+// read process.env), with a DENO_DIR of the test's own (flags may add, for
+// instance, --location=URL for a page's script that reads location), and
+// decodes the one JSON
+// line the script prints into v. The script is killed after timeout (a
+// bound on a hang: Deno's `closed` may never settle); a failure quotes its
+// whole stderr.
+func DriveDeno(t testing.TB, dir, deno string, flags []string, script string, timeout time.Duration, v any, args ...string) {
+	t.Helper()
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	argv := append([]string{"run", "--unstable-net", "--no-prompt", "--allow-net=127.0.0.1",
+		"--allow-read=" + abs, "--allow-env"}, flags...)
+	argv = append(append(argv, script), args...)
+	cmd := exec.CommandContext(ctx, deno, argv...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+t.TempDir(), "NO_COLOR=1")
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("deno %s (after %v): %v\nstdout:\n%s\nstderr:\n%s", script, time.Since(start).Round(time.Millisecond), err, out, stderr.String())
+	}
+	if err := json.Unmarshal(out, v); err != nil {
+		t.Fatalf("deno %s output: %v\n%s\nstderr:\n%s", script, err, out, stderr.String())
+	}
+}
