@@ -321,6 +321,13 @@ export declare class WebTransportClientTransport {
   readonly serverTransport?: ServerTransport;
   /** MCP-Flow's counters; they stay 0 over the fallback. */
   readonly stats: MCPFlowStats;
+  /**
+   * Set once the engine's incomingUnidirectionalStreams failed while the
+   * session lived (Deno 2.9.6, when a stream is reset before its
+   * WebTransport prefix was read): no execution stream can arrive any more;
+   * the streams still awaited fail, and onerror is told.
+   */
+  readonly incomingStreamsError?: MCPFlowError;
   /** A frame log: every control frame in or out, decoded, with its size in bytes and the encoding it used (MCP-Flow only). */
   onframe?: (direction: 'in' | 'out', message: JSONRPCMessage | JSONRPCMessage[], bytes: number, encoding: string) => void;
   /** Every progress, audio and log datagram: channel (CHANNEL), request id of its header, decoded payload (audio's data as bytes). MCP-Flow only. */
@@ -347,7 +354,7 @@ export declare const DEFAULT_READ_RESOURCE_LIMIT: number;
 export declare const DEFAULT_UNREAD_STREAM_TIMEOUT_MS: number;
 /** 10,000 ms (spec §5.3). */
 export declare const DEFAULT_STREAM_WAIT_MS: number;
-/** 100 ms: how long a stream reset with 32603 waits for the $/streamError that says why (spec §5.4). */
+/** 100 ms: how long a reset stream waits for the $/streamError that says why, whatever the reset's code (spec §5.4). */
 export declare const STREAM_ERROR_WAIT_MS: number;
 /** 3,000 ms. */
 export declare const SHUTDOWN_WAIT_MS: number;

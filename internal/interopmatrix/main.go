@@ -1,6 +1,8 @@
 // Command interopmatrix runs the conformance runner against every peer at
 // hand and writes docs/INTEROP.md: our server in each encoding (server mode),
-// the mcp-flow CLI (client mode) and the browser peer in headless Chromium.
+// the mcp-flow CLI (client mode), the browser peer and the npm transport
+// with the official TypeScript SDK in each WebTransport engine (Chromium,
+// Firefox, Deno).
 // It drives the implementation (flow, testtools) and so stands outside
 // conformance/, which imports none of it.
 //
@@ -48,7 +50,10 @@ func main() {
 		cols = append(cols, serverColumn(cert, encs))
 	}
 	cols = append(cols, clientColumn(cert))
-	cols = append(cols, browserColumn())
+	cols = append(cols, engineColumns("browser", "TestBrowserPeer", "./browser",
+		"browser/src/mcpflow.js, a client written from the guide, in")...)
+	cols = append(cols, engineColumns("sdk", "TestSDKClientsOverMCPFlow", "./js",
+		"js/ (@mcp-flow/webtransport) under the official TypeScript SDK clients v2 and v1, in")...)
 
 	ids := []string{}
 	seen := map[string]bool{}
@@ -75,7 +80,7 @@ func main() {
 	for _, c := range cols {
 		fmt.Fprintf(&b, "- **%s**: %s\n", c.peer, c.detail)
 	}
-	b.WriteString("\nCells: ✅ pass, ❌ fail, ➖ skipped (see the runner's output for why), blank: not a check for that peer. Checks are defined in `conformance/` and trace to `docs/spec.md`.\n\n")
+	b.WriteString("\nCells: ✅ pass, ❌ fail, ➖ skipped (see the runner's output for why), blank: not a check for that peer. Checks are defined in `conformance/` and trace to `docs/spec.md`; the browser.* rows are TestBrowserPeer's checks (browser/browser_test.go) and the sdk.* rows TestSDKClientsOverMCPFlow's (js/js_test.go), each run in every engine, where a failure may be the engine's, the peer's or the server's (the test's log says which).\n\n")
 	b.WriteString("| check |")
 	for _, c := range cols {
 		b.WriteString(" " + c.peer + " |")
@@ -189,28 +194,56 @@ func clientColumn(cert *certs.Cert) column {
 	return column{peer: "mcp-flow CLI", cells: cells(rs), detail: "this repository's client CLI; client mode"}
 }
 
-// browserColumn runs the browser test and reads its verdicts.
-func browserColumn() column {
-	f, err := os.CreateTemp("", "browser-verdicts-*.json")
+// engines are the WebTransport engines the browser tests run in, with how
+// each runs there (internal/browsertest).
+var engines = []struct{ key, name, how string }{
+	{"chromium", "Chromium", "headless Chromium (Debian's, driven by Playwright)"},
+	{"firefox", "Firefox", "headless Firefox ESR (Debian's, driven by puppeteer-core over WebDriver BiDi)"},
+	{"deno", "Deno", "Deno (npm's deno, --unstable-net), as a script"},
+}
+
+// engineColumns runs test (one subtest per engine) in pkg and reads its
+// verdicts, a column per engine, its checks prefixed with prefix. An engine
+// whose run left no verdicts gets a failing prefix.run cell.
+func engineColumns(prefix, test, pkg, what string) []column {
+	f, err := os.CreateTemp("", prefix+"-verdicts-*.json")
 	if err != nil {
 		fatal(err)
 	}
 	f.Close()
 	defer os.Remove(f.Name())
-	cmd := exec.Command("go", "test", "-count=1", "-run", "^TestBrowserPeer$", "./browser")
+	start := time.Now()
+	cmd := exec.Command("go", "test", "-count=1", "-timeout=20m", "-run", "^"+test+"$", pkg)
 	cmd.Env = append(os.Environ(), "MCP_FLOW_INTEROP_OUT="+f.Name())
 	outp, err := cmd.CombinedOutput()
+	fmt.Fprintf(os.Stderr, "interop: %s in %s: %v (err %v)\n", test, pkg, time.Since(start).Round(time.Second), err)
 	var v struct {
-		UserAgent string
-		Verdicts  map[string]string
+		Engines map[string]struct {
+			UserAgent string
+			Verdicts  map[string]string
+			Closed    string
+		}
 	}
 	b, _ := os.ReadFile(f.Name())
-	if json.Unmarshal(b, &v) != nil || len(v.Verdicts) == 0 {
-		return column{peer: "browser (Chromium)", cells: map[string]string{"browser.run": fmt.Sprintf("fail: %v %s", err, clip(string(outp)))}, detail: "browser/ peer did not run"}
+	_ = json.Unmarshal(b, &v)
+	var cols []column
+	for _, e := range engines {
+		peer := prefix + " (" + e.name + ")"
+		r, ok := v.Engines[e.key]
+		if !ok || len(r.Verdicts) == 0 {
+			cols = append(cols, column{peer: peer, cells: map[string]string{prefix + ".run": fmt.Sprintf("fail: %v %s", err, clip(string(outp)))},
+				detail: fmt.Sprintf("%s %s: did not run (go test -run '%s/%s' %s)", what, e.how, test, e.key, pkg)})
+			continue
+		}
+		c := map[string]string{}
+		for k, val := range r.Verdicts {
+			c[prefix+"."+k] = val
+		}
+		detail := fmt.Sprintf("%s %s: %s", what, e.how, r.UserAgent)
+		if r.Closed != "" {
+			detail += "; after $/shutdown its `closed` " + r.Closed
+		}
+		cols = append(cols, column{peer: peer, cells: c, detail: detail})
 	}
-	c := map[string]string{}
-	for k, val := range v.Verdicts {
-		c["browser."+k] = val
-	}
-	return column{peer: "browser (Chromium)", cells: c, detail: "browser/src/mcpflow.js, a client written from the guide, in headless " + v.UserAgent}
+	return cols
 }

@@ -37,7 +37,7 @@ export const DEFAULT_READ_RESOURCE_LIMIT = 16 << 20;
 export const DEFAULT_UNREAD_STREAM_TIMEOUT_MS = 10000;
 /** How long a result's ref/stream waits for its stream before it fails with -32001 (spec §5.3, Limits.StreamWait; ms). */
 export const DEFAULT_STREAM_WAIT_MS = 10000;
-/** How long a stream reset with 32603 waits for the $/streamError that gives the reason (spec §5.4; flow's streamErrorWait; ms). */
+/** How long a reset stream waits for the $/streamError that gives the reason, whatever the reset's code (spec §5.4; flow's streamErrorWait; ms). */
 export const STREAM_ERROR_WAIT_MS = 100;
 /** How long close() waits for the server to finish its side after $/shutdown (ms). */
 export const SHUTDOWN_WAIT_MS = 3000;
@@ -381,21 +381,36 @@ class ExecStream {
   // takeHead returns the bytes read ahead, as one array.
   takeHead() { const b = concat(this.head, this.headBytes); this.head = []; this.headBytes = 0; return b; }
 
-  // resetError turns a reset of the network stream into this.error: the
-  // reason of its $/streamError, which may trail the reset a moment on the
-  // control stream, else the reset code.
+  // resetError turns a reset of the network stream into this.error. The
+  // server's $/streamError is the authority (spec §5.4): it gives the reason
+  // and may trail the reset a moment on the control stream, so any reset
+  // waits for it, up to STREAM_ERROR_WAIT_MS, whatever code the engine
+  // reports. Failing that, the reset's code: an engine that reports none
+  // (WebTransport's streamErrorCode null) or 0 (Firefox 153 gives 0 for
+  // every reset, whatever the server's code; the server never resets an
+  // execution stream with 0) leaves it unknown, and the error is -32603.
   async resetError(e) {
-    const code = e && typeof e.streamErrorCode === 'number' ? e.streamErrorCode : undefined;
-    if (this.reason === undefined && (code === undefined || code === -CODE.INTERNAL)) {
+    const code = resetCode(e);
+    if (this.reason === undefined) {
       let timer;
       await Promise.race([this.noted.promise, new Promise((r) => { timer = setTimeout(r, STREAM_ERROR_WAIT_MS); })]);
       clearTimeout(timer);
     }
     if (this.error) return;
-    const why = this.reason !== undefined ? this.reason : (code !== undefined ? `reset with code ${code}` : (e && e.message) || String(e));
+    const why = code !== undefined ? `reset with code ${code}` : `reset (no $/streamError within ${STREAM_ERROR_WAIT_MS} ms, and the engine gives no reset code: ${e && e.message || e})`;
     this.t.stats.streamsFailed++;
     this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${why}`, { code: code !== undefined ? -code : CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag, cause: e }));
   }
+}
+
+// resetCode returns the application code of a stream reset as the engine
+// reports it (WebTransportError.streamErrorCode), or undefined when it
+// reports none: null, or 0, which no MCP-Flow peer resets an execution
+// stream with (spec §5.4: 32603 for a failure, 32800 for a cancel) and
+// which Firefox 153 reports for every reset.
+function resetCode(e) {
+  const c = e && e.streamErrorCode;
+  return typeof c === 'number' && c !== 0 ? c : undefined;
 }
 
 /**
@@ -437,6 +452,7 @@ export class WebTransportClientTransport {
     this.ontransport = undefined; // (choice) => void, once
     this.encoding = 'json';
     this.serverTransport = undefined;
+    this.incomingStreamsError = undefined; // an MCPFlowError once the engine stopped delivering incoming streams (_incomingLost)
     this.stats = {
       framesSent: 0, framesReceived: 0, bytesSent: 0, bytesReceived: 0, datagramsReceived: 0,
       progressDelivered: 0, progressStale: 0, streamsReceived: 0, streamBytes: 0, streamsFailed: 0, streamsReleased: 0,
@@ -450,6 +466,7 @@ export class WebTransportClientTransport {
     this._requests = new Map(); // our requests in flight: String(id) -> {progressToken}
     this._resolving = new Set(); // String(id) of results whose streams are being read before handover
     this._cancelled = new Set(); // String(id) cancelled by notifications/cancelled: no answer goes to the SDK
+    this._cancelledAnswered = new Set(); // String(id) of answered requests whose streams we gave up (_cancelAnswered; bounded)
     this._localReads = new Map(); // String(id) of resources/read answered here -> ExecStream
     this._lastProgress = new Map();
     this._streams = new Map(); // key -> ExecStream
@@ -774,7 +791,8 @@ export class WebTransportClientTransport {
     // Streams of this request that the result does not name are refused (spec §5.3).
     if (typeof m.id === 'number') {
       const named = new Set(refs.map((c) => streamKey(m.id, c.streamTag)));
-      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF);
+      // (Not notifications/cancelled: the streams it names are still to come.)
+      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF, false);
     }
     if (this._cancelled.delete(key)) { this._releaseRequest(m.id, `request ${m.id} was cancelled`); return; } // the SDK has given up on it: our $/cancel's -32800
     if (refs.length === 0) { this._deliver(m); return; }
@@ -782,6 +800,7 @@ export class WebTransportClientTransport {
       const s = this._stream(m.id, c.streamTag);
       s.named = true;
       s.mimeType = c.mimeType;
+      if (!s.reader && !s.error && this.incomingStreamsError) this._lostStream(s);
       if (!s.reader && !s.error) {
         s.setTimer('wait', this.streamWait, () => {
           if (s.reader || s.error) return;
@@ -828,9 +847,30 @@ export class WebTransportClientTransport {
 
   // _release gives up a stream on our side: it is cancelled (STOP_SENDING)
   // and forgotten, so that its bytes no longer hold the connection's window.
-  _release(s, why, code) {
+  // Unless cancelRequest is false, an answered request none of whose
+  // streams is wanted any more is cancelled too (_cancelAnswered).
+  _release(s, why, code, cancelRequest = true) {
     if (s.fail(new MCPFlowError(`MCP-Flow: ${why}`, { code, requestId: s.requestId, streamTag: s.tag }))) this.stats.streamsReleased++;
     if (!s.owner || s.owner === 'inline') this._forget(s, why);
+    if (cancelRequest) this._cancelAnswered(s.requestId, why);
+  }
+
+  // _cancelAnswered asks the server to stop writing the streams of an
+  // answered request once none of them is wanted: MCP's
+  // notifications/cancelled, which resets the request's streams still being
+  // written (spec §7.1) and gets no answer (one that has finished ignores
+  // it). A stream's cancel (STOP_SENDING) should be enough, but Firefox 153
+  // and Deno 2.9.6 send no STOP_SENDING when an incoming stream is cancelled
+  // (Firefox only when the session closes; qlog, docs/INTEROP.md): the
+  // server's write would wait for its stall timeout, and its drain after
+  // $/shutdown (close()) on that write.
+  _cancelAnswered(requestId, why) {
+    const key = String(requestId);
+    if (this._ended || !this._writer || this._requests.has(key) || this._resolving.has(key) || this._cancelledAnswered.has(key)) return;
+    if (this._streamsOf(requestId).some((x) => !x.error && !x.ended)) return; // one is still read
+    this._cancelledAnswered.add(key);
+    if (this._cancelledAnswered.size > 1024) this._cancelledAnswered.delete(this._cancelledAnswered.values().next().value);
+    this._writeFrame({ jsonrpc: '2.0', method: 'notifications/cancelled', params: { requestId, reason: this._redact(why) } }).catch(() => {});
   }
 
   _releaseRequest(requestId, why) {
@@ -996,7 +1036,13 @@ export class WebTransportClientTransport {
   async _acceptStreams() {
     const r = this._wt.incomingUnidirectionalStreams.getReader();
     for (;;) {
-      const { value, done } = await r.read().catch(() => ({ done: true }));
+      let value, done;
+      try {
+        ({ value, done } = await r.read());
+      } catch (e) {
+        this._incomingLost(e);
+        return;
+      }
       if (done) return;
       (async () => {
         const br = new ByteReader(value);
@@ -1011,6 +1057,32 @@ export class WebTransportClientTransport {
         if (!s || !s.arrive(br)) br.cancel();
       })();
     }
+  }
+
+  // _incomingLost handles the engine's incomingUnidirectionalStreams
+  // failing while the session lives (Deno 2.9.6 fails it for good when one
+  // stream is reset before its WebTransport prefix was read: docs/INTEROP.md):
+  // no execution stream can arrive any more, so the streams still awaited
+  // fail at once, as do those of later results, and onerror says why.
+  _incomingLost(e) {
+    if (this._closed || this.incomingStreamsError) return;
+    const why = this._redact(e && e.message || e);
+    this.incomingStreamsError = new MCPFlowError(`MCP-Flow: the WebTransport engine stopped delivering incoming streams (${e && e.name || 'Error'}: ${why}): no execution stream can arrive on this session any more`, { code: CODE.INTERNAL, cause: this._safeCause(e) });
+    for (const s of [...this._streams.values()]) if (!s.reader && !s.error && !s.ended) this._lostStream(s);
+    this._error(this.incomingStreamsError);
+  }
+
+  // _lostStream fails a stream that can no longer arrive (_incomingLost),
+  // after waiting STREAM_ERROR_WAIT_MS for its $/streamError: the stream
+  // whose reset broke the engine's incoming streams has one on the way, and
+  // its reason is the better error.
+  async _lostStream(s) {
+    let timer;
+    await Promise.race([s.noted.promise, new Promise((r) => { timer = setTimeout(r, STREAM_ERROR_WAIT_MS); })]);
+    clearTimeout(timer);
+    if (s.reader || s.error || s.ended) return;
+    this.stats.streamsFailed++;
+    this._fail(s, new MCPFlowError(`MCP-Flow: ${s.describe()} cannot arrive: ${this.incomingStreamsError.message}`, { code: CODE.INTERNAL, requestId: s.requestId, streamTag: s.tag, cause: this.incomingStreamsError }));
   }
 
   async _readDatagrams() {

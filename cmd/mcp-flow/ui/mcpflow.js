@@ -2687,12 +2687,17 @@ var ExecStream = class {
     this.headBytes = 0;
     return b;
   }
-  // resetError turns a reset of the network stream into this.error: the
-  // reason of its $/streamError, which may trail the reset a moment on the
-  // control stream, else the reset code.
+  // resetError turns a reset of the network stream into this.error. The
+  // server's $/streamError is the authority (spec §5.4): it gives the reason
+  // and may trail the reset a moment on the control stream, so any reset
+  // waits for it, up to STREAM_ERROR_WAIT_MS, whatever code the engine
+  // reports. Failing that, the reset's code: an engine that reports none
+  // (WebTransport's streamErrorCode null) or 0 (Firefox 153 gives 0 for
+  // every reset, whatever the server's code; the server never resets an
+  // execution stream with 0) leaves it unknown, and the error is -32603.
   async resetError(e) {
-    const code = e && typeof e.streamErrorCode === "number" ? e.streamErrorCode : void 0;
-    if (this.reason === void 0 && (code === void 0 || code === -CODE.INTERNAL)) {
+    const code = resetCode(e);
+    if (this.reason === void 0) {
       let timer;
       await Promise.race([this.noted.promise, new Promise((r) => {
         timer = setTimeout(r, STREAM_ERROR_WAIT_MS);
@@ -2700,11 +2705,15 @@ var ExecStream = class {
       clearTimeout(timer);
     }
     if (this.error) return;
-    const why = this.reason !== void 0 ? this.reason : code !== void 0 ? `reset with code ${code}` : e && e.message || String(e);
+    const why = code !== void 0 ? `reset with code ${code}` : `reset (no $/streamError within ${STREAM_ERROR_WAIT_MS} ms, and the engine gives no reset code: ${e && e.message || e})`;
     this.t.stats.streamsFailed++;
     this.fail(new MCPFlowError(`MCP-Flow: ${this.describe()} failed: ${why}`, { code: code !== void 0 ? -code : CODE.INTERNAL, requestId: this.requestId, streamTag: this.tag, cause: e }));
   }
 };
+function resetCode(e) {
+  const c = e && e.streamErrorCode;
+  return typeof c === "number" && c !== 0 ? c : void 0;
+}
 var WebTransportClientTransport = class {
   #token;
   // the token option: kept out of this.options, so that logging the transport shows no token
@@ -2739,6 +2748,7 @@ var WebTransportClientTransport = class {
     this.ontransport = void 0;
     this.encoding = "json";
     this.serverTransport = void 0;
+    this.incomingStreamsError = void 0;
     this.stats = {
       framesSent: 0,
       framesReceived: 0,
@@ -2763,6 +2773,7 @@ var WebTransportClientTransport = class {
     this._requests = /* @__PURE__ */ new Map();
     this._resolving = /* @__PURE__ */ new Set();
     this._cancelled = /* @__PURE__ */ new Set();
+    this._cancelledAnswered = /* @__PURE__ */ new Set();
     this._localReads = /* @__PURE__ */ new Map();
     this._lastProgress = /* @__PURE__ */ new Map();
     this._streams = /* @__PURE__ */ new Map();
@@ -3089,7 +3100,7 @@ var WebTransportClientTransport = class {
     const refs = m.result && Array.isArray(m.result.content) ? m.result.content.filter((c) => c && c.type === "ref/stream") : [];
     if (typeof m.id === "number") {
       const named = new Set(refs.map((c) => streamKey(m.id, c.streamTag)));
-      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF);
+      for (const s of this._streamsOf(m.id)) if (!named.has(s.key) && !s.named) this._release(s, `${s.describe()}: the result names no such stream`, CODE.INVALID_STREAM_REF, false);
     }
     if (this._cancelled.delete(key)) {
       this._releaseRequest(m.id, `request ${m.id} was cancelled`);
@@ -3103,6 +3114,7 @@ var WebTransportClientTransport = class {
       const s = this._stream(m.id, c.streamTag);
       s.named = true;
       s.mimeType = c.mimeType;
+      if (!s.reader && !s.error && this.incomingStreamsError) this._lostStream(s);
       if (!s.reader && !s.error) {
         s.setTimer("wait", this.streamWait, () => {
           if (s.reader || s.error) return;
@@ -3154,9 +3166,30 @@ var WebTransportClientTransport = class {
   }
   // _release gives up a stream on our side: it is cancelled (STOP_SENDING)
   // and forgotten, so that its bytes no longer hold the connection's window.
-  _release(s, why, code) {
+  // Unless cancelRequest is false, an answered request none of whose
+  // streams is wanted any more is cancelled too (_cancelAnswered).
+  _release(s, why, code, cancelRequest = true) {
     if (s.fail(new MCPFlowError(`MCP-Flow: ${why}`, { code, requestId: s.requestId, streamTag: s.tag }))) this.stats.streamsReleased++;
     if (!s.owner || s.owner === "inline") this._forget(s, why);
+    if (cancelRequest) this._cancelAnswered(s.requestId, why);
+  }
+  // _cancelAnswered asks the server to stop writing the streams of an
+  // answered request once none of them is wanted: MCP's
+  // notifications/cancelled, which resets the request's streams still being
+  // written (spec §7.1) and gets no answer (one that has finished ignores
+  // it). A stream's cancel (STOP_SENDING) should be enough, but Firefox 153
+  // and Deno 2.9.6 send no STOP_SENDING when an incoming stream is cancelled
+  // (Firefox only when the session closes; qlog, docs/INTEROP.md): the
+  // server's write would wait for its stall timeout, and its drain after
+  // $/shutdown (close()) on that write.
+  _cancelAnswered(requestId, why) {
+    const key = String(requestId);
+    if (this._ended || !this._writer || this._requests.has(key) || this._resolving.has(key) || this._cancelledAnswered.has(key)) return;
+    if (this._streamsOf(requestId).some((x) => !x.error && !x.ended)) return;
+    this._cancelledAnswered.add(key);
+    if (this._cancelledAnswered.size > 1024) this._cancelledAnswered.delete(this._cancelledAnswered.values().next().value);
+    this._writeFrame({ jsonrpc: "2.0", method: "notifications/cancelled", params: { requestId, reason: this._redact(why) } }).catch(() => {
+    });
   }
   _releaseRequest(requestId, why) {
     for (const s of this._streamsOf(requestId)) this._release(s, `${s.describe()}: ${why}`, CODE.CANCELLED);
@@ -3332,7 +3365,13 @@ var WebTransportClientTransport = class {
   async _acceptStreams() {
     const r = this._wt.incomingUnidirectionalStreams.getReader();
     for (; ; ) {
-      const { value, done } = await r.read().catch(() => ({ done: true }));
+      let value, done;
+      try {
+        ({ value, done } = await r.read());
+      } catch (e) {
+        this._incomingLost(e);
+        return;
+      }
       if (done) return;
       (async () => {
         const br = new ByteReader(value);
@@ -3350,6 +3389,32 @@ var WebTransportClientTransport = class {
         if (!s || !s.arrive(br)) br.cancel();
       })();
     }
+  }
+  // _incomingLost handles the engine's incomingUnidirectionalStreams
+  // failing while the session lives (Deno 2.9.6 fails it for good when one
+  // stream is reset before its WebTransport prefix was read: docs/INTEROP.md):
+  // no execution stream can arrive any more, so the streams still awaited
+  // fail at once, as do those of later results, and onerror says why.
+  _incomingLost(e) {
+    if (this._closed || this.incomingStreamsError) return;
+    const why = this._redact(e && e.message || e);
+    this.incomingStreamsError = new MCPFlowError(`MCP-Flow: the WebTransport engine stopped delivering incoming streams (${e && e.name || "Error"}: ${why}): no execution stream can arrive on this session any more`, { code: CODE.INTERNAL, cause: this._safeCause(e) });
+    for (const s of [...this._streams.values()]) if (!s.reader && !s.error && !s.ended) this._lostStream(s);
+    this._error(this.incomingStreamsError);
+  }
+  // _lostStream fails a stream that can no longer arrive (_incomingLost),
+  // after waiting STREAM_ERROR_WAIT_MS for its $/streamError: the stream
+  // whose reset broke the engine's incoming streams has one on the way, and
+  // its reason is the better error.
+  async _lostStream(s) {
+    let timer;
+    await Promise.race([s.noted.promise, new Promise((r) => {
+      timer = setTimeout(r, STREAM_ERROR_WAIT_MS);
+    })]);
+    clearTimeout(timer);
+    if (s.reader || s.error || s.ended) return;
+    this.stats.streamsFailed++;
+    this._fail(s, new MCPFlowError(`MCP-Flow: ${s.describe()} cannot arrive: ${this.incomingStreamsError.message}`, { code: CODE.INTERNAL, requestId: s.requestId, streamTag: s.tag, cause: this.incomingStreamsError }));
   }
   async _readDatagrams() {
     const r = this._wt.datagrams.readable.getReader();
