@@ -40,8 +40,10 @@ bench-codec:
 	$(GO) test -run='^$$' -bench=. -benchmem ./codec/...
 
 # bench: the benchmark suite in short mode, under ten minutes on a shared
-# 2-core machine (BENCH_FULL=1 for full mode: 1 GiB results, the go-sdk's
-# open-loop results at 256 MiB, 10,000 idle sessions, 1 s per repeated benchmark instead of
+# 2-core machine, against the go-sdk's and the TypeScript SDK's (interop/node,
+# npm-installed on first use; bench/tsserver) stdio and Streamable HTTP; its
+# workloads are bench/workload's, which `mcp-flow bench` runs against any server
+# (BENCH_FULL=1 for full mode: 1 GiB results, the go-sdk's open-loop results at 256 MiB, 10,000 idle sessions, 1 s per repeated benchmark instead of
 # 300 ms); benchstat-compatible output in bench.out, latency series and the
 # sessions heap profile in bench.series/, every goal with its measured ratio
 # on stdout, and docs/BENCHMARKS.md with its charts, text included,
@@ -99,8 +101,10 @@ LB_CALLERS ?= 50
 lb:
 	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^TestRollingRestart$$' ./internal/lbtest/
 
-# interop: the conformance runner against every peer at hand; writes
-# docs/INTEROP.md.
+# interop: the conformance runner against every peer at hand, and the
+# browser peer (TestBrowserPeer) and the npm transport under the TypeScript
+# SDK (TestSDKClientsOverMCPFlow) in each WebTransport engine (Chromium,
+# Firefox ESR, Deno: a column each); writes docs/INTEROP.md. About 2.5 min.
 interop:
 	$(GO) run ./internal/interopmatrix -out docs/INTEROP.md
 

@@ -8,11 +8,11 @@ import (
 	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bench/workload"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
@@ -39,7 +39,9 @@ func sdkMax() int64 {
 
 var encodings = []codec.Name{codec.JSON, codec.CBOR, codec.Protobuf}
 
-// mcpTargets connects one client per transport. The caller closes them.
+// mcpTargets connects one client per transport: MCP-Flow in each encoding,
+// the go-sdk's stdio and Streamable HTTP, and the TypeScript SDK's
+// (tsTargets). The caller closes them.
 func mcpTargets(b *testing.B) []struct {
 	name string
 	t    mcpTarget
@@ -62,7 +64,7 @@ func mcpTargets(b *testing.B) []struct {
 		name string
 		t    mcpTarget
 	}{"sdk-http", dialSDKHTTP(b)})
-	return out
+	return append(out, tsTargets(b)...)
 }
 
 // latencies collects per-operation times and reports p50 and p99.
@@ -238,29 +240,12 @@ func BenchmarkEcho(b *testing.B) {
 const echoSample = 3000
 
 // echoCalls makes n echo calls on t from c goroutines and returns their
-// latencies.
+// latencies (workload.EchoCalls); a failed call fails the benchmark.
 func echoCalls(ctx context.Context, b *testing.B, t mcpTarget, c, n int) latencies {
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	var l latencies
-	var mu sync.Mutex
-	for range c {
-		wg.Go(func() {
-			var mine latencies
-			for next.Add(1) <= int64(n) {
-				s := time.Now()
-				if err := t.Echo(ctx, "hello"); err != nil {
-					b.Error(err)
-					return
-				}
-				mine = append(mine, time.Since(s))
-			}
-			mu.Lock()
-			l = append(l, mine...)
-			mu.Unlock()
-		})
+	l, err := workload.EchoCalls(ctx, t, c, n)
+	if err != nil {
+		b.Error(err)
 	}
-	wg.Wait()
 	return l
 }
 
@@ -308,7 +293,7 @@ func BenchmarkHeadOfLine(b *testing.B) {
 	}
 	for _, tg := range targets {
 		n := int64(n)
-		if strings.HasPrefix(tg.name, "sdk") {
+		if inline(tg.name) {
 			n = min(n, sdkMax())
 		}
 		b.Run(tg.name, func(b *testing.B) {

@@ -1,9 +1,15 @@
 // Package bench measures MCP-Flow against the transports a user would pick
 // instead (the MCP Go SDK's stdio over real subprocess pipes, and its
-// Streamable HTTP over real loopback HTTP) and against the limits of the
+// Streamable HTTP over real loopback HTTP; the same two of the official
+// TypeScript SDK v2, bench/tsserver on interop/node's Node 22: the rows
+// ts-sdk-stdio and ts-sdk-http) and against the limits of the
 // stack (a bare webtransport-go stream, a bare quic-go stream, TCP), in the
 // same run, on the same machine. Every figure that matters is reported as a
 // ratio to its baseline measured in the same benchmark.
+//
+// The workloads (the large result, echo at a concurrency, the open-loop
+// ping) are package bench/workload's, which `mcp-flow bench` runs against
+// any server, so that its figures and these mean the same thing.
 //
 // Head-of-line latency is measured open loop (a ping every 2 ms, each
 // timed from its scheduled send time): in one process

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/bench/workload"
 )
 
 // pingInterval is the open-loop schedule: one ping every 2 ms, whatever
@@ -20,60 +20,17 @@ const pingInterval = 2 * time.Millisecond
 // enough for a steady idle p99.
 const idlePings = 500
 
-// A sample is one ping of an open loop: when it was scheduled to be sent
-// (from the start of its phase) and how long it took from then to its
-// answer. A ping sent late because the sender was not scheduled counts
-// that lateness too: no coordinated omission.
-type sample struct{ At, Lat time.Duration }
+// sample is one ping of an open loop (workload.Sample).
+type sample = workload.Sample
 
-// openLoop sends a ping every interval on its own goroutine, each timed
-// from its scheduled send time, until count pings are sent (count > 0) or
-// stop is closed, then waits for every answer. A failed ping fails the
-// loop.
-func openLoop(ctx context.Context, ping func(context.Context) error, interval time.Duration, count int, stop <-chan struct{}) ([]sample, error) {
-	t0 := time.Now()
-	var (
-		mu       sync.Mutex
-		out      []sample
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	tm := time.NewTimer(0)
-	defer tm.Stop()
-	<-tm.C
-	for i := 0; count <= 0 || i < count; i++ {
-		at := time.Duration(i) * interval
-		if wait := time.Until(t0.Add(at)); wait > 0 {
-			tm.Reset(wait)
-			select {
-			case <-tm.C:
-			case <-stop:
-				tm.Stop()
-			}
-		}
-		select {
-		case <-stop:
-			count = i // stopped: no more sends
-		default:
-		}
-		if count > 0 && i >= count {
-			break
-		}
-		wg.Go(func() {
-			err := ping(ctx)
-			lat := time.Since(t0) - at
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = fmt.Errorf("ping %d: %w", i, err)
-			}
-			out = append(out, sample{at, lat})
-		})
-	}
-	wg.Wait()
-	slices.SortFunc(out, func(a, b sample) int { return int(a.At - b.At) })
-	return out, firstErr
-}
+// openLoop, quantile, lats and longestStall are the workload's, shared
+// with `mcp-flow bench`.
+var (
+	openLoop     = workload.OpenLoop
+	quantile     = workload.Quantile
+	lats         = workload.Latencies
+	longestStall = workload.LongestStall
+)
 
 // holRun is one head-of-line measurement: an idle open loop, then an open
 // loop while an n-byte result is fetched on the same session.
@@ -108,81 +65,29 @@ func runHOL(ctx context.Context, t mcpTarget, n int64) (*holRun, error) {
 // runHOLSched is runHOL with sched (when not nil) called at the
 // transfer's start, and what it returns at the transfer's end.
 func runHOLSched(ctx context.Context, t mcpTarget, n int64, sched func() func() *schedAccount) (*holRun, error) {
-	idle, err := openLoop(ctx, t.Ping, pingInterval, idlePings, nil)
-	if err != nil {
-		return nil, fmt.Errorf("idle: %w", err)
-	}
-	stop := make(chan struct{})
-	fetched := make(chan error, 1)
-	var got int64
-	var schedEnd func() *schedAccount
-	if sched != nil {
-		schedEnd = sched()
-	}
 	var sa *schedAccount
 	var gs *goSched
-	gsEnd := goSchedFrom()
-	t0, c0 := time.Now(), cpuTime(0)
-	var transfer, cpu time.Duration
-	go func() {
-		var err error
-		got, err = t.Fetch(ctx, n)
-		transfer, cpu = time.Since(t0), cpuTime(0)-c0
-		gs = gsEnd()
-		if schedEnd != nil {
-			sa = schedEnd()
-		}
-		if err == nil && got != n {
-			err = fmt.Errorf("fetched %d of %d bytes", got, n)
-		}
-		close(stop)
-		fetched <- err
-	}()
-	r := &holRun{BusyStart: time.Now().UnixNano()}
-	busy, perr := openLoop(ctx, t.Ping, pingInterval, 0, stop)
-	if err := <-fetched; err != nil {
-		return nil, fmt.Errorf("fetch: %w", err)
+	var c0, cpu time.Duration
+	h, err := workload.HeadOfLine(ctx, t, workload.HOLConfig{Bytes: n, Interval: pingInterval, IdlePings: idlePings,
+		OnTransfer: func() func() {
+			var schedEnd func() *schedAccount
+			if sched != nil {
+				schedEnd = sched()
+			}
+			gsEnd := goSchedFrom()
+			c0 = cpuTime(0)
+			return func() {
+				cpu = cpuTime(0) - c0
+				gs = gsEnd()
+				if schedEnd != nil {
+					sa = schedEnd()
+				}
+			}
+		}})
+	if err != nil {
+		return nil, err
 	}
-	if perr != nil {
-		return nil, fmt.Errorf("during the transfer: %w", perr)
-	}
-	r.Idle, r.Busy, r.Transfer, r.Bytes, r.CPU, r.Sched, r.GoSched = idle, busy, transfer, got, cpu, sa, gs
-	return r, nil
-}
-
-// quantile returns the q-quantile (nearest rank) of the latencies.
-func quantile(sorted []time.Duration, q float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	i := int(q*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(i, 0), len(sorted)-1)]
-}
-
-func lats(s []sample) []time.Duration {
-	out := make([]time.Duration, len(s))
-	for i, x := range s {
-		out[i] = x.Lat
-	}
-	slices.Sort(out)
-	return out
-}
-
-// longestStall is the longest time, from the start of the phase to its
-// last answer, during which no ping was answered: with a ping every 2 ms,
-// ideally 2 ms.
-func longestStall(s []sample) time.Duration {
-	done := make([]time.Duration, len(s))
-	for i, x := range s {
-		done[i] = x.At + x.Lat
-	}
-	slices.Sort(done)
-	var prev, worst time.Duration
-	for _, d := range done {
-		worst = max(worst, d-prev)
-		prev = d
-	}
-	return worst
+	return &holRun{Idle: h.Idle, Busy: h.Busy, Transfer: h.Transfer, Bytes: h.Bytes, CPU: cpu, Sched: sa, GoSched: gs, BusyStart: h.BusyStart}, nil
 }
 
 func µs(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -6,7 +6,8 @@ import (
 	"time"
 )
 
-// TestTargetsWork runs every transport of the benchmarks once, so that the
+// TestTargetsWork runs every transport of the benchmarks once (the
+// TypeScript SDK's too, where interop/node installs), so that the
 // benchmark harness is checked by the test suite and cannot rot unnoticed.
 func TestTargetsWork(t *testing.T) {
 	if testing.Short() {
@@ -18,6 +19,9 @@ func TestTargetsWork(t *testing.T) {
 	targets := map[string]mcpTarget{"sdk-stdio": dialSDKStdio(t), "sdk-http": dialSDKHTTP(t)}
 	for _, e := range encodings {
 		targets["flow-"+string(e)] = dialFlow(t, srv, e)
+	}
+	for _, ts := range tsTargets(t) {
+		targets[ts.name] = ts.t
 	}
 	for name, tg := range targets {
 		if err := tg.Ping(ctx); err != nil {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
+	"github.com/mcp-flow/mcp-flow/bench/workload"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -28,15 +29,9 @@ import (
 	"github.com/quic-go/webtransport-go"
 )
 
-// An mcpTarget is an MCP client connected to a server over one transport.
-type mcpTarget interface {
-	Ping(ctx context.Context) error
-	Echo(ctx context.Context, text string) error
-	// Fetch asks for an n-byte result and reads all of it, returning the
-	// number of payload bytes received.
-	Fetch(ctx context.Context, n int64) (int64, error)
-	Close()
-}
+// An mcpTarget is an MCP client connected to a server over one transport
+// (workload.Target, the targets of `mcp-flow bench` too).
+type mcpTarget = workload.Target
 
 var quiet = flowtest.Quiet
 
@@ -70,21 +65,14 @@ func dialFlowLimits(b testing.TB, srv *flow.Server, enc codec.Name, lim flow.Lim
 	return &flowTarget{s}
 }
 
-func (t *flowTarget) Ping(ctx context.Context) error { return t.s.Ping(ctx) }
-func (t *flowTarget) Echo(ctx context.Context, text string) error {
-	_, err := t.s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": text}})
-	return err
-}
+// w is t as the workload's target, which every method is: the default
+// Calls (generate bytes=N, echo text=…).
+func (t *flowTarget) w() *workload.Flow { return &workload.Flow{Session: t.s} }
+
+func (t *flowTarget) Ping(ctx context.Context) error              { return t.w().Ping(ctx) }
+func (t *flowTarget) Echo(ctx context.Context, text string) error { return t.w().Echo(ctx, text) }
 func (t *flowTarget) Fetch(ctx context.Context, n int64) (int64, error) {
-	r, err := t.s.Call(ctx, "tools/call", map[string]any{"name": "generate", "arguments": map[string]any{"bytes": n}})
-	if err != nil {
-		return 0, err
-	}
-	sr, err := r.Stream(ctx, r.Refs[0].StreamTag)
-	if err != nil {
-		return 0, err
-	}
-	return ioCopyDiscard(sr)
+	return t.w().Fetch(ctx, n)
 }
 func (t *flowTarget) Close() { t.s.Close() }
 
@@ -94,21 +82,13 @@ type sdkTarget struct {
 	pid int // the server subprocess, for CPU accounting (0: in process)
 }
 
-func (t *sdkTarget) Ping(ctx context.Context) error { return t.cs.Ping(ctx, nil) }
-func (t *sdkTarget) Echo(ctx context.Context, text string) error {
-	_, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": text}})
-	return err
-}
+// w is t as the workload's target (the fixture's generate: inline base64).
+func (t *sdkTarget) w() *workload.SDK { return &workload.SDK{Session: t.cs} }
+
+func (t *sdkTarget) Ping(ctx context.Context) error              { return t.w().Ping(ctx) }
+func (t *sdkTarget) Echo(ctx context.Context, text string) error { return t.w().Echo(ctx, text) }
 func (t *sdkTarget) Fetch(ctx context.Context, n int64) (int64, error) {
-	r, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: "blob", Arguments: map[string]int64{"bytes": n}})
-	if err != nil {
-		return 0, err
-	}
-	img, ok := r.Content[0].(*mcp.ImageContent)
-	if !ok {
-		return 0, fmt.Errorf("blob returned %T", r.Content[0])
-	}
-	return int64(len(img.Data)), nil
+	return t.w().Fetch(ctx, n)
 }
 func (t *sdkTarget) Close() { t.cs.Close() }
 

@@ -1,8 +1,6 @@
 package bench
 
-import "io"
+import "github.com/mcp-flow/mcp-flow/bench/workload"
 
-func ioCopyDiscard(r io.Reader) (int64, error) {
-	buf := make([]byte, 256<<10)
-	return io.CopyBuffer(io.Discard, r, buf)
-}
+// ioCopyDiscard reads as the workload's targets do.
+var ioCopyDiscard = workload.CopyDiscard

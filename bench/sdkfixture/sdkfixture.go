@@ -23,20 +23,23 @@ type BlobArgs struct {
 }
 
 // NewServer returns the go-sdk server with the tools echo and blob (N bytes
-// of testtools.Generate as image content, inline base64).
+// of testtools.Generate as image content, inline base64; also as generate).
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-fixture", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil
 		})
-	mcp.AddTool(s, &mcp.Tool{Name: "blob", Description: "N deterministic bytes, inline"},
-		func(_ context.Context, _ *mcp.CallToolRequest, a BlobArgs) (*mcp.CallToolResult, any, error) {
-			b := make([]byte, a.Bytes)
-			if _, err := io.ReadFull(testtools.Generate(a.Bytes), b); err != nil {
-				return nil, nil, err
-			}
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: b, MIMEType: "application/octet-stream"}}}, nil, nil
-		})
+	blob := func(_ context.Context, _ *mcp.CallToolRequest, a BlobArgs) (*mcp.CallToolResult, any, error) {
+		b := make([]byte, a.Bytes)
+		if _, err := io.ReadFull(testtools.Generate(a.Bytes), b); err != nil {
+			return nil, nil, err
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: b, MIMEType: "application/octet-stream"}}}, nil, nil
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "blob", Description: "N deterministic bytes, inline"}, blob)
+	// generate: blob under the name of mcp-flow-server's large result, so
+	// that `mcp-flow bench`'s default large-result Call fits every peer.
+	mcp.AddTool(s, &mcp.Tool{Name: "generate", Description: "N deterministic bytes, inline (blob)"}, blob)
 	return s
 }

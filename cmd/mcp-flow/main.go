@@ -10,6 +10,7 @@
 //	mcp-flow [flags] bridge stdio [flags] [URL]
 //	mcp-flow [flags] bridge http [-listen ADDR] [URL]
 //	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
+//	mcp-flow bench -url URL | -http URL | -stdio 'CMD ARGS' ... [flags]
 //
 // Flags may come before or after the command (and, for call, after the
 // tool's name; "--" ends them).
@@ -98,6 +99,7 @@ commands:
   ping                                   ping the server
   bridge stdio|http [URL]                serve a stdio or Streamable HTTP MCP endpoint in front of the server
   ui [URL]                               serve the inspector page (on 127.0.0.1:7433; -listen)
+  bench -url URL | -http URL | -stdio CMD  measure a server: large result, echo, open-loop ping (-json, -svg)
 flags may come before or after the command ("--" ends them)`
 )
 
@@ -199,6 +201,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if len(rest) == 0 {
 		fs.Usage()
 		return exitUsage
+	}
+	if rest[0] == "bench" {
+		// mcp-flow bench: its own flags after it (bench.go).
+		return runBench(o, rest[1:], stdout, stderr)
 	}
 	if rest[0] == "ui" {
 		// mcp-flow ui [flags] [URL] [flags]: flags anywhere after it.

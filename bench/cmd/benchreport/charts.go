@@ -3,11 +3,12 @@ package main
 import (
 	"fmt"
 	"html"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/mcp-flow/mcp-flow/bench/workload"
 )
 
 // svgBars draws a horizontal bar chart.
@@ -76,41 +77,15 @@ func readSeries(dir string) map[string][]point {
 	return out
 }
 
-var palette = []string{"#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"}
-
 // svgSeries draws latency (log scale) over the time each ping was
-// scheduled, one line per peer.
+// scheduled, one line per peer (workload.SVGSeries, the chart of
+// `mcp-flow bench -svg` too).
 func svgSeries(title string, labels []string, series [][]point) string {
-	const w, h, left, top, right, bottom = 760, 380, 60, 30, 190, 40
-	pw, ph := float64(w-left-right), float64(h-top-bottom)
-	var maxT, maxL, minL float64 = 1, 1, 1e9
-	for _, s := range series {
-		for _, p := range s {
-			maxT, maxL, minL = max(maxT, p.at), max(maxL, p.lat), min(minL, max(p.lat, 0.01))
-		}
-	}
-	lo, hi := math.Floor(math.Log10(minL)), math.Ceil(math.Log10(maxL))
-	if hi <= lo {
-		hi = lo + 1
-	}
-	y := func(l float64) float64 { return float64(top) + ph*(1-(math.Log10(max(l, 0.01))-lo)/(hi-lo)) }
-	x := func(t float64) float64 { return float64(left) + pw*t/maxT }
-	var b strings.Builder
-	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="10" y="18" font-size="14" font-weight="bold">%s</text>`+"\n", html.EscapeString(title))
-	for e := lo; e <= hi; e++ {
-		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%.1f" y2="%.1f" stroke="#ddd"/><text x="%d" y="%.1f" text-anchor="end">%s ms</text>`+"\n", left, w-right, y(math.Pow(10, e)), y(math.Pow(10, e)), left-4, y(math.Pow(10, e))+4, fmtNum(math.Pow(10, e)))
-	}
-	fmt.Fprintf(&b, `<text x="%d" y="%d" text-anchor="middle">scheduled send time since the result was asked for (ms, up to %s)</text>`+"\n", left+int(pw/2), h-8, fmtNum(maxT))
+	ws := make([][]workload.Point, len(series))
 	for i, s := range series {
-		c := palette[i%len(palette)]
-		var pts strings.Builder
 		for _, p := range s {
-			fmt.Fprintf(&pts, "%.1f,%.1f ", x(p.at), y(p.lat))
+			ws[i] = append(ws[i], workload.Point{At: p.at, Lat: p.lat})
 		}
-		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="1" points="%s"/>`+"\n", c, pts.String())
-		fmt.Fprintf(&b, `<rect x="%d" y="%d" width="12" height="12" fill="%s"/><text x="%d" y="%d">%s</text>`+"\n", w-right+10, top+i*18, c, w-right+26, top+i*18+11, html.EscapeString(labels[i]))
 	}
-	b.WriteString("</svg>\n")
-	return b.String()
+	return workload.SVGSeries(title, labels, ws)
 }

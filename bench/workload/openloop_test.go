@@ -1,4 +1,4 @@
-package bench
+package workload
 
 import (
 	"context"
@@ -21,7 +21,7 @@ func TestOpenLoopCountsStalls(t *testing.T) {
 			}
 			return nil
 		}
-		s, err := openLoop(context.Background(), ping, pingInterval, 100, nil)
+		s, err := OpenLoop(context.Background(), ping, 2*time.Millisecond, 100, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -37,11 +37,11 @@ func TestOpenLoopCountsStalls(t *testing.T) {
 				t.Fatalf("ping scheduled at %v took %v, want %v", x.At, x.Lat, want)
 			}
 		}
-		if st := longestStall(s); st != 50*time.Millisecond {
+		if st := LongestStall(s); st != 50*time.Millisecond {
 			t.Errorf("longest stall %v, want 50ms", st)
 		}
-		l := lats(s)
-		if p50, max := quantile(l, 0.5), quantile(l, 1); p50 != 0 || max != 50*time.Millisecond {
+		l := Latencies(s)
+		if p50, max := Quantile(l, 0.5), Quantile(l, 1); p50 != 0 || max != 50*time.Millisecond {
 			t.Errorf("p50 %v max %v, want 0 and 50ms", p50, max)
 		}
 	})
@@ -53,7 +53,7 @@ func TestOpenLoopStops(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		stop := make(chan struct{})
 		time.AfterFunc(21*time.Millisecond, func() { close(stop) })
-		s, err := openLoop(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil }, pingInterval, 0, stop)
+		s, err := OpenLoop(context.Background(), func(context.Context) error { time.Sleep(time.Millisecond); return nil }, 2*time.Millisecond, 0, stop)
 		if err != nil {
 			t.Fatal(err)
 		}
