@@ -151,7 +151,10 @@ func phantomStream(next flow.Handler) flow.Handler {
 // text), and past readResourceLimit an error that says to stream it, with
 // stream() still giving every byte, counted once; audio and log datagrams
 // come as onaudio and onlog (and logs as the SDK's notifications/message);
-// close() with a result's stream left unread takes under 100 ms; unread
+// close() with a result's stream left unread does not wait out its 3 s
+// wait for the server's end of the control stream (bound: 1 s, a hang's
+// bound, not a speed: 4-16 ms on a quiet machine, 148 ms seen in Firefox
+// under two suites side by side); unread
 // streams are cancelled after unreadStreamTimeout, so a later stream comes
 // long before the server's 30 s stall timeout; a ref/stream with no stream
 // fails with -32001 after streamWait.
@@ -463,8 +466,8 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 		if !s.Closed {
 			v.fail(key+"close", "%s: onclose not called after client.close()", name)
 		}
-		if s.LeftUnread != 1 || s.CloseMs >= 100 {
-			v.fail(key+"close", "%s: close() with %d result streams left unread took %.1f ms; want under 100 ms", name, s.LeftUnread, s.CloseMs)
+		if s.LeftUnread != 1 || s.CloseMs >= 1000 {
+			v.fail(key+"close", "%s: close() with %d result streams left unread took %.1f ms; want well under its 3 s wait for the server (1 s)", name, s.LeftUnread, s.CloseMs)
 		} else {
 			t.Logf("%s: close() took %.1f ms", name, s.CloseMs)
 		}
