@@ -121,7 +121,13 @@ func sdkFixture(b testing.TB) string {
 // dialSDKStdio spawns the go-sdk server and connects over its pipes, without
 // the default 16 MiB line cap (CommandTransport has no setting for it).
 func dialSDKStdio(b testing.TB) *sdkTarget {
-	cmd := exec.Command(sdkFixture(b))
+	return dialPipes(b, exec.Command(sdkFixture(b)), func(cmd *exec.Cmd, stdin io.Closer) { stdin.Close(); cmd.Wait() }, nil)
+}
+
+// dialPipes starts cmd, an MCP server over stdio, connects a go-sdk client
+// over its pipes with no line cap (a large result is one line), and has stop
+// end it with the benchmark (given the process and its stdin).
+func dialPipes(b testing.TB, cmd *exec.Cmd, stop func(*exec.Cmd, io.Closer), opts *mcp.ClientSessionOptions) *sdkTarget {
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		b.Fatal(err)
@@ -133,11 +139,11 @@ func dialSDKStdio(b testing.TB) *sdkTarget {
 	if err := cmd.Start(); err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { stdin.Close(); cmd.Wait() })
+	b.Cleanup(func() { stop(cmd, stdin) })
 	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, nil)
+	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1}, opts)
 	if err != nil {
-		b.Fatal(err)
+		b.Fatalf("%s over stdio: %v; stderr:\n%s", cmd.Path, err, cmd.Stderr)
 	}
 	return &sdkTarget{cs: cs, pid: cmd.Process.Pid}
 }

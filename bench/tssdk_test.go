@@ -80,25 +80,7 @@ func tsTargets(b testing.TB) []struct {
 func dialTSStdio(b testing.TB, node, script string) *sdkTarget {
 	cmd := exec.Command(node, script, "stdio")
 	cmd.Stderr = &flowtest.SyncBuffer{}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { endNode(cmd, stdin) })
-	c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
-	cs, err := c.Connect(context.Background(), &mcp.IOTransport{Reader: stdout, Writer: stdin, MaxLineLength: -1},
-		&mcp.ClientSessionOptions{ProtocolVersion: workload.SDKRevision})
-	if err != nil {
-		b.Fatalf("TS SDK stdio: %v; stderr:\n%s", err, cmd.Stderr)
-	}
-	return &sdkTarget{cs: cs, pid: cmd.Process.Pid}
+	return dialPipes(b, cmd, endNode, &mcp.ClientSessionOptions{ProtocolVersion: workload.SDKRevision})
 }
 
 // dialTSHTTP starts the TS SDK server over Streamable HTTP on 127.0.0.1

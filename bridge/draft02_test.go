@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	"strings"
@@ -41,17 +40,7 @@ func TestStdioFrontDraft02(t *testing.T) {
 	records := make(chan map[string]string, 256)
 	b := bridge.NewStdio(bridge.StdioConfig{URL: p.URL, Client: flow.ClientConfig{TLSConfig: p.TLS, Logger: flowtest.Quiet},
 		Logger: slog.New(recordHandler{ch: records})})
-	hostIn, bridgeIn := io.Pipe()
-	bridgeOut, hostOut := io.Pipe()
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(context.Background(), hostIn, hostOut); hostOut.Close() }()
-	t.Cleanup(func() {
-		bridgeIn.Close()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	h := newLineHost(t, bridgeIn, bridgeOut, func() string { return "" })
+	h := runLineHost(t, b, func() string { return "" })
 	h.initialize()
 	line := h.ok("1", "tools/call", `{"name":"generate","arguments":{"bytes":1000}}`, 30*time.Second)
 	var m struct {

@@ -1,8 +1,6 @@
 package bridge_test
 
 import (
-	"context"
-	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -39,17 +37,7 @@ func stdioAuthFront(t *testing.T, srv *flow.Server, file string) (*lineHost, <-c
 	b := bridge.NewStdio(bridge.StdioConfig{URL: srv.URL(), Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet},
 		Token: bearer.FileSource(file), Logger: slog.New(recordHandler{ch: records}), ReconnectWait: 30 * time.Second,
 		ReconnectMin: 50 * time.Millisecond, ReconnectMax: time.Second})
-	hostIn, bridgeIn := io.Pipe()
-	bridgeOut, hostOut := io.Pipe()
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(context.Background(), hostIn, hostOut); hostOut.Close() }()
-	t.Cleanup(func() {
-		bridgeIn.Close()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	return newLineHost(t, bridgeIn, bridgeOut, func() string { return "" }), records
+	return runLineHost(t, b, func() string { return "" }), records
 }
 
 // awaitRecord waits for a log record with message msg, skipping others.

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
@@ -144,6 +145,24 @@ type lineHost struct {
 	in    io.WriteCloser
 	lines chan string
 	logs  func() string // the bridge's stderr, for failure messages
+}
+
+// runLineHost runs b between pipes and returns the host side; the test's
+// cleanup ends the host's input and waits for Run, failing the test on its
+// error.
+func runLineHost(t *testing.T, b *bridge.Stdio, logs func() string) *lineHost {
+	t.Helper()
+	hostIn, bridgeIn := io.Pipe()
+	bridgeOut, hostOut := io.Pipe()
+	ran := make(chan error, 1)
+	go func() { ran <- b.Run(context.Background(), hostIn, hostOut); hostOut.Close() }()
+	t.Cleanup(func() {
+		bridgeIn.Close()
+		if err := <-ran; err != nil {
+			t.Error(err)
+		}
+	})
+	return newLineHost(t, bridgeIn, bridgeOut, logs)
 }
 
 func newLineHost(t *testing.T, in io.WriteCloser, out io.Reader, logs func() string) *lineHost {

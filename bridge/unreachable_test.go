@@ -3,7 +3,6 @@ package bridge_test
 import (
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"net/http/httptest"
 	neturl "net/url"
@@ -100,17 +99,7 @@ func TestStdioFrontSlowInitializeIsNotUnreachable(t *testing.T) {
 	t.Cleanup(func() { once.Do(func() { close(release) }) }) // before the server closes
 	b := bridge.NewStdio(bridge.StdioConfig{URL: srv.URL(), ExitIfUnreachable: true, Logger: flowtest.Quiet,
 		Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet, Limits: flow.Limits{HandshakeTimeout: time.Second}}})
-	hostIn, bridgeIn := io.Pipe()
-	bridgeOut, hostOut := io.Pipe()
-	ran := make(chan error, 1)
-	go func() { ran <- b.Run(context.Background(), hostIn, hostOut); hostOut.Close() }()
-	t.Cleanup(func() {
-		bridgeIn.Close()
-		if err := <-ran; err != nil {
-			t.Error(err)
-		}
-	})
-	h := newLineHost(t, bridgeIn, bridgeOut, func() string { return "" })
+	h := runLineHost(t, b, func() string { return "" })
 	h.send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`)
 	m, line := h.response("0", 30*time.Second)
 	if m.Error == nil || !strings.Contains(m.Error.Message, "no answer to initialize within 1s") || !strings.Contains(m.Error.Message, "-handshake-timeout") {
