@@ -14,6 +14,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -27,8 +28,26 @@ const (
 	shapedLen = 64 << 20
 )
 
-func linkPath(loss float64) lossrelay.Path {
-	return lossrelay.Path{Rate: linkRate, Delay: linkRTT / 2, Queue: lossrelay.BDP(linkRate, linkRTT), Loss: loss}
+// linkProfile is a shaped link: its rate (bytes/s), round trip, random loss
+// in each direction, the result's size, and the suffix of its rows' names.
+type linkProfile struct {
+	suffix string
+	rate   float64
+	rtt    time.Duration
+	loss   float64
+	n      int64
+}
+
+// shapedProfiles: the 100 Mbit/s, 20 ms link without loss (rows without a
+// suffix), and a slower, longer, lossy one (50 ms, 20 Mbit/s, 1 % loss
+// each way, one-BDP queue) with a 16 MiB result (6.7 s at the link rate).
+var shapedProfiles = []linkProfile{
+	{"", linkRate, linkRTT, 0, shapedLen},
+	{"-50ms-20mbit-loss1", 20e6 / 8, 50 * time.Millisecond, 0.01, 16 << 20},
+}
+
+func (l linkProfile) path() lossrelay.Path {
+	return lossrelay.Path{Rate: l.rate, Delay: l.rtt / 2, Queue: lossrelay.BDP(l.rate, l.rtt), Loss: l.loss}
 }
 
 // relayStats is what a relay counts in each direction.
@@ -38,15 +57,20 @@ type relayStats interface {
 
 // BenchmarkShapedLink: ping latency (open loop) during a 64 MiB result (16
 // MiB for the go-sdk in short mode), and the result's throughput against
-// the link rate, through a bottleneck (linkPath): MCP-Flow through the UDP
-// relay, the go-sdk's Streamable HTTP through the TCP relay (all its
-// connections). MCP-Flow runs with quic-go's autotuned windows and with the
+// the link rate, through a bottleneck (linkProfile.path): MCP-Flow through
+// the UDP relay, the go-sdk's Streamable HTTP through the TCP relay (all
+// its connections). MCP-Flow runs with its defaults (flow-cbor: quic-go's
+// autotuned windows, the execution stream paced by its sender to a small
+// queueing delay, Limits.StreamQueueDelay), without that pacing
+// (flow-cbor-unpaced: what the defaults were before it), and with the
 // stream receive window set to 2 BDP (flow.Limits.StreamReceiveWindow, a
-// client setting): what the path holds, one BDP on the link and one in the
-// full queue, so that the sender cannot overflow the queue and still fills
-// the link at the round trip a full queue makes (1.25 BDP, tried before,
-// carried 70-82 % of the link rate: less than one BDP of the loaded round
-// trip). The relay's
+// client setting, unpaced): what the path holds, one BDP on the link and
+// one in the full queue, so that the sender cannot overflow the queue and
+// still fills the link at the round trip a full queue makes (1.25 BDP,
+// tried before, carried 70-82 % of the link rate: less than one BDP of the
+// loaded round trip). The second profile (rows ending
+// -50ms-20mbit-loss1: 50 ms, 20 Mbit/s, 1 % loss each way, a 16 MiB result
+// for both) has MCP-Flow's defaults and the go-sdk. The relay's
 // counters give the packet-level account: datagrams the full queue dropped,
 // the time data waited in it (mean and max), the bytes the result's
 // direction carried beyond the result (framing, retransmissions, base64),
@@ -57,16 +81,16 @@ type relayStats interface {
 // still shares the machine's cores with them (relay-cpu is what it used).
 func BenchmarkShapedLink(b *testing.B) {
 	ctx := context.Background()
-	bdp := lossrelay.BDP(linkRate, linkRTT)
 	type peer struct {
 		name   string
+		prof   linkProfile
 		window int // the client's stream receive window, 0: quic-go's autotuning
 		dial   func(b *testing.B) (mcpTarget, relayStats, int)
 	}
-	flowPeer := func(window int) func(b *testing.B) (mcpTarget, relayStats, int) {
+	flowPeer := func(prof linkProfile, window int, queueDelay time.Duration) func(b *testing.B) (mcpTarget, relayStats, int) {
 		return func(b *testing.B) (mcpTarget, relayStats, int) {
-			srv := flowServer(b)
-			relay := udpRelayProc{startRelay(b, relaySpec{Target: srv.Addr().String(), Up: linkPath(0), Down: linkPath(0), Seed: 13, Record: true})}
+			srv := flowtest.Serve(b, flow.ServerConfig{Logger: quiet, Limits: flow.Limits{StreamQueueDelay: queueDelay}})
+			relay := udpRelayProc{startRelay(b, relaySpec{Target: srv.Addr().String(), Up: prof.path(), Down: prof.path(), Seed: 13, Record: true})}
 			dctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 			defer cancel()
 			s, err := flow.Dial(dctx, "https://"+relay.addr+flow.DefaultPath, flow.ClientConfig{TLSConfig: pinnedTLS(),
@@ -77,14 +101,12 @@ func BenchmarkShapedLink(b *testing.B) {
 			return &flowTarget{s}, relay, relay.pid()
 		}
 	}
-	peers := []peer{
-		{"flow-cbor", 0, flowPeer(0)},
-		{fmt.Sprintf("flow-cbor-window-%dk", bdp*2>>10), bdp * 2, flowPeer(bdp * 2)},
-		{"sdk-http", 0, func(b *testing.B) (mcpTarget, relayStats, int) {
+	sdkPeer := func(prof linkProfile) func(b *testing.B) (mcpTarget, relayStats, int) {
+		return func(b *testing.B) (mcpTarget, relayStats, int) {
 			srv := sdkfixture.NewServer()
 			ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
 			b.Cleanup(ts.Close)
-			relay := startRelay(b, relaySpec{TCP: true, Target: ts.Listener.Addr().String(), Up: linkPath(0), Down: linkPath(0)})
+			relay := startRelay(b, relaySpec{TCP: true, Target: ts.Listener.Addr().String(), Up: prof.path(), Down: prof.path()})
 			c := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
 			url := strings.Replace(ts.URL, ts.Listener.Addr().String(), relay.addr, 1)
 			cs, err := c.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: url, HTTPClient: sdkHTTPClient(), DisableStandaloneSSE: true}, nil)
@@ -92,7 +114,17 @@ func BenchmarkShapedLink(b *testing.B) {
 				b.Fatal(err)
 			}
 			return &sdkTarget{cs: cs}, relay, relay.pid()
-		}},
+		}
+	}
+	fast, lossy := shapedProfiles[0], shapedProfiles[1]
+	bdp := lossrelay.BDP(fast.rate, fast.rtt)
+	peers := []peer{
+		{"flow-cbor", fast, 0, flowPeer(fast, 0, 0)},
+		{"flow-cbor-unpaced", fast, 0, flowPeer(fast, 0, -1)},
+		{fmt.Sprintf("flow-cbor-window-%dk", bdp*2>>10), fast, bdp * 2, flowPeer(fast, bdp*2, -1)},
+		{"sdk-http", fast, 0, sdkPeer(fast)},
+		{"flow-cbor" + lossy.suffix, lossy, 0, flowPeer(lossy, 0, 0)},
+		{"sdk-http" + lossy.suffix, lossy, 0, sdkPeer(lossy)},
 	}
 	for _, p := range peers {
 		b.Run(p.name, func(b *testing.B) {
@@ -100,11 +132,11 @@ func BenchmarkShapedLink(b *testing.B) {
 			defer t.Close()
 			for b.Loop() {
 				_, d0 := relay.Stats()
-				n := int64(shapedLen)
+				n := p.prof.n
 				if strings.HasPrefix(p.name, "sdk") && !full {
 					// The go-sdk's base64 over HTTP/1.1 fills a third
 					// of the link: 16 MiB in short mode.
-					n = 16 << 20
+					n = min(n, 16<<20)
 				}
 				t0, cores0, c0, rc0 := time.Now(), coreBusy(), cpuTime(0), procCPU(relayPID)
 				rd0, _ := procSched(relayPID)
@@ -126,7 +158,7 @@ func BenchmarkShapedLink(b *testing.B) {
 				_, d1 := relay.Stats()
 				r.report(b)
 				tput := float64(r.Bytes) / r.Transfer.Seconds()
-				b.ReportMetric(100*tput/linkRate, "link-%")
+				b.ReportMetric(100*tput/p.prof.rate, "link-%")
 				fw := d1.Forwarded - d0.Forwarded
 				b.ReportMetric(float64(d1.QueueDropped-d0.QueueDropped), "queue-drops")
 				if fw > 0 {
@@ -142,14 +174,17 @@ func BenchmarkShapedLink(b *testing.B) {
 				if rec, ok := relay.(recorder); ok {
 					up, down := rec.Records()
 					_, drops := rec.QueueDrops()
-					slowPathAccount(b, r, up, down, drops)
+					slowPathAccount(b, r, p.prof, up, down, drops)
 				}
 			}
-			b.ReportMetric(linkRate*8/1e6, "link-Mbit/s")
+			b.ReportMetric(p.prof.rate*8/1e6, "link-Mbit/s")
 			if p.window > 0 {
 				b.ReportMetric(float64(p.window)/1024, "window-KiB")
 			}
-			b.ReportMetric(float64(linkRTT.Milliseconds()), "rtt-ms")
+			b.ReportMetric(float64(p.prof.rtt.Milliseconds()), "rtt-ms")
+			if p.prof.loss > 0 {
+				b.ReportMetric(100*p.prof.loss, "loss-%")
+			}
 		})
 	}
 }
@@ -172,13 +207,13 @@ type recorder interface {
 // result's direction's datagrams the full queue dropped during each of
 // those pings, on average (a ping's answer among them waits for QUIC's
 // loss recovery), and slow-with-drops-% how many of those pings saw any.
-func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops []time.Time) {
+func slowPathAccount(b *testing.B, r *holRun, prof linkProfile, up, down []lossrelay.Record, drops []time.Time) {
 	if len(r.Busy) == 0 {
 		return
 	}
 	excess := func(x lossrelay.Record) (queue, late time.Duration) {
-		ser := time.Duration(float64(x.Len) / linkRate * float64(time.Second))
-		return x.Due.Sub(x.Arrived) - linkRTT/2 - ser, x.Sent.Sub(x.Due)
+		ser := time.Duration(float64(x.Len) / prof.rate * float64(time.Second))
+		return x.Due.Sub(x.Arrived) - prof.rtt/2 - ser, x.Sent.Sub(x.Due)
 	}
 	worst := func(recs []lossrelay.Record, from, to time.Time) (queue, late time.Duration) {
 		k, _ := slices.BinarySearchFunc(recs, from, func(x lossrelay.Record, t time.Time) int { return x.Sent.Compare(t) })
@@ -211,7 +246,7 @@ func slowPathAccount(b *testing.B, r *holRun, up, down []lossrelay.Record, drops
 		dq += q
 		dl += l
 		ue += uq + ul
-		outside += max(s.Lat-linkRTT-q-l-uq-ul, 0)
+		outside += max(s.Lat-prof.rtt-q-l-uq-ul, 0)
 	}
 	n := time.Duration(len(slow))
 	ms := func(d time.Duration) float64 { return float64((d / n).Microseconds()) / 1e3 }

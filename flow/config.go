@@ -87,6 +87,18 @@ type Limits struct {
 	// Default 0: quic-go's autotuned window (512 KiB at first, up to 6 MiB
 	// per stream). Client side only for now.
 	StreamReceiveWindow int
+	// StreamQueueDelay is the queueing delay that the sender of an
+	// execution stream aims at on the path (spec §5, §8): it paces the
+	// stream from its connection's RTT samples, so that a large result
+	// keeps the bottleneck's queue, and the control frames behind it, to
+	// about this much delay instead of quic-go's congestion window filling
+	// it (pace.go; docs/design.md "Pacing execution streams"). Paths whose
+	// minimum RTT is under 1 ms (loopback, a LAN) are not paced. Default
+	// 0: a third of the path's minimum RTT, at least 2 ms; negative: no
+	// pacing. Server side (the sender of execution streams); it needs
+	// nothing of the client, and a client's StreamReceiveWindow still caps
+	// what is in flight.
+	StreamQueueDelay time.Duration
 	// MaxProgressRate bounds the progress datagrams a session sends per
 	// second (spec §6.2, §8; the guide's "throttle datagrams"): updates
 	// that come faster wait in their request's slot, where a newer one

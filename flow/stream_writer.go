@@ -32,6 +32,7 @@ type StreamWriter struct {
 	// written counts the payload bytes the stream took (EventStream).
 	written atomic.Int64
 	ev      streamEvents
+	pace    *pacer // nil: not paced (pace.go)
 }
 
 // OpenStream opens an execution stream for this request's result. It fails
@@ -55,7 +56,7 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 	}
 	s.openStreams++
 	r.in.nextTag++
-	w := &StreamWriter{s: s, in: r.in, id: id, tag: r.in.nextTag, mime: mimeType}
+	w := &StreamWriter{s: s, in: r.in, id: id, tag: r.in.nextTag, mime: mimeType, pace: s.newPacer()}
 	s.mu.Unlock()
 
 	st, err := s.wt.OpenUniStreamSync(s.ctx)
@@ -125,8 +126,24 @@ func (w *StreamWriter) Tag() uint32 { return w.tag }
 // Limits.StreamWriteStallTimeout (it reads nothing, and QUIC flow control
 // holds the bytes back) resets the stream with 32603 and sends
 // $/streamError (spec §5.4); it fails with a *StreamError wrapping
-// ErrWriteStalled.
+// ErrWriteStalled. On a path of 1 ms or more, Write paces itself to keep
+// the bottleneck's queue short (Limits.StreamQueueDelay, pace.go).
 func (w *StreamWriter) Write(p []byte) (int, error) {
+	written := 0
+	for {
+		c := w.pace.chunk(len(p) - written)
+		if err := w.pace.wait(w.s.ctx, c); err != nil {
+			return written, err
+		}
+		n, err := w.write(p[written : written+c])
+		written += n
+		if err != nil || written == len(p) {
+			return written, err
+		}
+	}
+}
+
+func (w *StreamWriter) write(p []byte) (int, error) {
 	n, err := writeStalling(w.st, p, w.s.lim.StreamWriteStallTimeout)
 	w.written.Add(int64(n))
 	if errors.Is(err, ErrWriteStalled) {
