@@ -97,6 +97,9 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		s.mu.Unlock()
 		return nil, ErrShuttingDown
 	}
+	if s.calls == nil {
+		s.calls, s.streamCalls = map[jsonrpc.ID]*call{}, map[uint32]*call{}
+	}
 	s.calls[c.id] = c
 	s.streamCalls[num] = c
 	s.mu.Unlock()

@@ -37,8 +37,8 @@ import (
 // FIN has been read (peerFIN). The deadline (Limits.DrainTimeout, rule 5)
 // runs from the start of the drain, whoever started it.
 //
-// Every field is guarded by Session.mu, except lastRead (atomic) and
-// inForce (closed once, by the drain's start). Only this file touches them.
+// Every field is guarded by Session.mu, except lastRead (atomic). Only
+// this file touches them.
 type drain struct {
 	phase      drainPhase
 	sent       bool            // we sent (or hold) $/shutdown
@@ -49,10 +49,14 @@ type drain struct {
 	finTimer   *time.Timer     // ShutdownGrace before our FIN (sender)
 	closeTimer *time.Timer     // PeerFINWait before our clean close
 	lastRead   atomic.Int64    // unix nanos of the last control frame read, or of our $/shutdown
-	inForce    chan struct{}   // closed when the drain starts (Session.Draining)
+	// inForce is closed when the drain starts (Session.Draining); made
+	// by the first Draining, not with the session (an idle session that
+	// nobody asks holds no channel), closed at once if started is set.
+	inForce chan struct{}
+	started bool
 }
 
-func newDrain() drain { return drain{inForce: make(chan struct{})} }
+func newDrain() drain { return drain{} }
 
 // drainPhase is where a drain stands; see drain.
 type drainPhase uint8
@@ -103,7 +107,17 @@ func (d *drain) stopTimers() {
 // called, and in that case our $/shutdown has been sent already unless our
 // own calls are still in flight. From then on Call refuses new requests.
 // It is never closed on a session that ends without a shutdown.
-func (s *Session) Draining() <-chan struct{} { return s.dr.inForce }
+func (s *Session) Draining() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dr.inForce == nil {
+		s.dr.inForce = make(chan struct{})
+		if s.dr.started {
+			close(s.dr.inForce)
+		}
+	}
+	return s.dr.inForce
+}
 
 // finSent reports whether our FIN has been sent on the control stream.
 func (s *Session) finSent() bool {
@@ -209,7 +223,12 @@ func (s *Session) drainOn(send, fin bool, reason string) {
 		}
 	}()
 	s.maybeFinish()
-	close(d.inForce)
+	s.mu.Lock()
+	d.started = true
+	if d.inForce != nil {
+		close(d.inForce)
+	}
+	s.mu.Unlock()
 }
 
 // announce sends our $/shutdown once our own calls, and the execution

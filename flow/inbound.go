@@ -100,6 +100,9 @@ func (s *Session) handleCall(m *jsonrpc.Request, answer func(*jsonrpc.Response))
 		refuse(jsonrpc.CodeInvalidRequest, "a request with id "+m.ID.String()+" is already in flight")
 		return
 	}
+	if s.handling == nil {
+		s.handling = map[jsonrpc.ID]*inbound{}
+	}
 	s.handling[m.ID] = in
 	s.unanswered++
 	s.mu.Unlock()

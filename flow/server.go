@@ -329,7 +329,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, s.log.With("remote", r.RemoteAddr), s.codecs)
+	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, slog.New(newLazyAttr(s.log.Handler(), slog.String("remote", r.RemoteAddr))), s.codecs)
 	real.srv = serverSide{cfg: &s.cfg}
 	if conn, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
 		if hs, ok := w.(http3.HTTPStreamer); ok {

@@ -48,7 +48,6 @@ type Session struct {
 	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
 	end     *connectEnd               // a server session's CONNECT stream and connection: its clean close (spec §7.2)
 	ctrl    WTStream
-	server  bool
 	srv     serverSide // zero on a client
 	lim     Limits
 	hooks   Hooks
@@ -56,11 +55,11 @@ type Session struct {
 	log     *slog.Logger
 	codecs  codecSet
 
-	state   atomic.Int32
 	enc     atomic.Pointer[codecBox]
 	fr      *wire.FrameReader
 	wmu     sync.Mutex // serialises writes to ctrl, so each frame is one write
 	nextID  atomic.Uint32
+	state   atomic.Int32
 	touched atomic.Int64 // unix nanos of the last control frame
 	// refusedInit is set once we answered initialize with an error.
 	refusedInit atomic.Bool
@@ -85,6 +84,8 @@ type Session struct {
 	hs atomic.Pointer[handshake]
 	pg progressSender // progress datagrams (datagram.go)
 
+	// The maps below are written under mu, and nil until their first
+	// entry: an idle session holds none of them.
 	mu          sync.Mutex
 	calls       map[jsonrpc.ID]*call // our requests awaiting a response
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
@@ -100,6 +101,9 @@ type Session struct {
 	// them (endLiveStreams).
 	live      map[liveStream]struct{}
 	liveEnded bool
+	// server is set once, when the session is made (here, beside
+	// liveEnded, so that the two bools share a word: TestSessionSize).
+	server bool
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -135,19 +139,16 @@ func newCodecSet(lim *codec.Limits) (codecSet, error) {
 
 func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, log *slog.Logger, codecs codecSet) *Session {
 	s := &Session{
-		wt:          wt,
-		server:      server,
-		lim:         lim,
-		hooks:       hooks,
-		handler:     h,
-		log:         log,
-		codecs:      codecs,
-		calls:       map[jsonrpc.ID]*call{},
-		streamCalls: map[uint32]*call{},
-		handling:    map[jsonrpc.ID]*inbound{},
-		done:        make(chan struct{}),
-		dr:          newDrain(),
-		born:        time.Now(),
+		wt:      wt,
+		server:  server,
+		lim:     lim,
+		hooks:   hooks,
+		handler: h,
+		log:     log,
+		codecs:  codecs,
+		done:    make(chan struct{}),
+		dr:      newDrain(),
+		born:    time.Now(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	s.enc.Store(&codecBox{codecs[codec.JSON]})
