@@ -47,14 +47,15 @@ bench-codec:
 # 300 ms); benchstat-compatible output in bench.out, latency series and the
 # sessions heap profile in bench.series/, every goal with its measured ratio
 # on stdout, and docs/BENCHMARKS.md with its charts, text included,
-# generated from that one run.
+# generated from that one run, as is README.md's summary block (the stall
+# chart and the summary table between its bench:summary markers).
 BENCH_FULL ?=
 BENCH_TIME ?= $(if $(BENCH_FULL),1s,300ms)
 bench:
 	rm -rf bench.series
 	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) $(GO) test -run='^$$' -bench=. -benchmem -benchtime=200ms -timeout=60m ./codec/ > bench.out
 	MCP_FLOW_BENCH_FULL=$(BENCH_FULL) MCP_FLOW_BENCH_SERIES=$(CURDIR)/bench.series $(GO) test -run='^$$' -bench=. -benchmem -benchtime=$(BENCH_TIME) -timeout=60m ./bench/ >> bench.out
-	$(GO) run ./bench/cmd/benchreport -in bench.out -series bench.series -out docs
+	$(GO) run ./bench/cmd/benchreport -in bench.out -series bench.series -out docs -readme README.md
 
 # generate: the protobuf code (needs protoc: Debian's protobuf-compiler).
 generate:

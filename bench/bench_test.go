@@ -265,7 +265,10 @@ func median(v []float64) float64 {
 // every 2 ms whatever the answers, each timed from its scheduled send time
 // (openLoop), so that a stalled control plane counts every ping it holds
 // up. Client and server share this process;
-// BenchmarkHeadOfLineProcesses separates them.
+// BenchmarkHeadOfLineProcesses separates them. bare-webtransport is the
+// same open loop on a bare webtransport-go session (bareHOL: the bulk on
+// one stream, 64-byte pings echoed on another), the figure the stack and
+// the scheduler give in this process without MCP-Flow.
 func BenchmarkHeadOfLine(b *testing.B) {
 	ctx := context.Background()
 	const n = 256 << 20
@@ -291,6 +294,17 @@ func BenchmarkHeadOfLine(b *testing.B) {
 			t    mcpTarget
 		}{name, t})
 	}
+	// The baseline of the one-process figures: a bare webtransport-go
+	// session, the bulk on one stream while the pings are echoed on
+	// another, on the same schedule, probed as flow-cbor is. In one
+	// process the Go scheduler both ends share decides much of the busy
+	// tail (doc.go), so flow-cbor's is reported beside this one.
+	bt, bp := dialBareHOL(b)
+	probes["bare-webtransport"] = bp
+	targets = append(targets, struct {
+		name string
+		t    mcpTarget
+	}{"bare-webtransport", bt})
 	for _, tg := range targets {
 		n := int64(n)
 		if inline(tg.name) {

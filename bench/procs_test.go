@@ -31,7 +31,9 @@ import (
 
 // roleEnv makes the test binary, started by a benchmark, play one side in
 // a process of its own: "server" (an MCP-Flow server with
-// mcp-flow-server's test tools) or "holclient" (the head-of-line client).
+// mcp-flow-server's test tools), "bareserver" (bare webtransport-go
+// sessions held idle, bareServerRole) or "holclient" (the head-of-line
+// client).
 const roleEnv = "MCP_FLOW_BENCH_ROLE"
 
 func TestMain(m *testing.M) {
@@ -42,6 +44,8 @@ func TestMain(m *testing.M) {
 		os.Exit(traceRole(holClientRole))
 	case "relay":
 		os.Exit(traceRole(relayRole))
+	case "bareserver":
+		os.Exit(traceRole(bareServerRole))
 	}
 	os.Exit(flowtest.LeaveNothing(func() int {
 		code := m.Run()
@@ -92,6 +96,13 @@ func serverRole() int {
 	go srv.Serve()
 	defer srv.Close()
 	fmt.Printf("url: %s\nhash: %s\n", srv.URL(), flowtest.Cert.HashHex())
+	return serveStdin(srv.Sessions)
+}
+
+// serveStdin answers a server role's commands on stdin (serverRole's),
+// with sessions saying how many sessions the role holds, until stdin's
+// EOF.
+func serveStdin(sessions func() int) int {
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		if path, ok := strings.CutPrefix(sc.Text(), "heapdump "); ok {
@@ -145,7 +156,7 @@ func serverRole() int {
 			runtime.GC()
 			var m runtime.MemStats
 			runtime.ReadMemStats(&m)
-			fmt.Printf("heap: %d sessions: %d goroutines: %d live: %d stacks: %d\n", m.HeapInuse, srv.Sessions(), runtime.NumGoroutine(), m.HeapAlloc, m.StackInuse)
+			fmt.Printf("heap: %d sessions: %d goroutines: %d live: %d stacks: %d\n", m.HeapInuse, sessions(), runtime.NumGoroutine(), m.HeapAlloc, m.StackInuse)
 		}
 	}
 	return 0
@@ -249,8 +260,14 @@ func (p *serverProc) stop(b testing.TB) {
 // startServer starts the server role on core cpu, with up to maxSessions
 // sessions and env added, and stops it with the benchmark.
 func startServer(b testing.TB, cpu, maxSessions int, env ...string) *serverProc {
+	return startRole(b, "server", cpu, append([]string{"MCP_FLOW_BENCH_MAX_SESSIONS=" + strconv.Itoa(maxSessions)}, env...)...)
+}
+
+// startRole starts a server role ("server", "bareserver") on core cpu
+// with env added, reads its url and hash, and stops it with the benchmark.
+func startRole(b testing.TB, role string, cpu int, env ...string) *serverProc {
 	p := &serverProc{stderr: &flowtest.SyncBuffer{}}
-	p.cmd = roleCmd("server", cpu, append([]string{"MCP_FLOW_BENCH_MAX_SESSIONS=" + strconv.Itoa(maxSessions)}, env...)...)
+	p.cmd = roleCmd(role, cpu, env...)
 	p.cmd.Stderr = p.stderr
 	var err error
 	if p.stdin, err = p.cmd.StdinPipe(); err != nil {

@@ -3,7 +3,12 @@ package bench
 import (
 	"context"
 	"crypto/tls"
+	"io"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -106,7 +111,15 @@ func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, 
 // the sessions it holds (a process of its own, so that what the burst left
 // behind, such as the goroutine records Go keeps once made, does not count
 // as held by idle sessions), and a heap profile says where it goes
-// (written for benchreport beside the latency series).
+// (written for benchreport beside the latency series). A third process,
+// the "bareserver" role (bareServerRole), then holds as many bare
+// webtransport-go sessions, dialled the same way and measured the same
+// way, first without a stream (KiB-heap/bare-nostream-session), then each
+// with one bidirectional stream read at both ends
+// (KiB-heap/bare-stream-session, the fair equivalent); MCP-Flow's own
+// share of an idle session, KiB-own-live/session, is the live heap it
+// holds beyond the latter (doc.go says why), and KiB-own-profile/session
+// what its heap profile attributes to MCP-Flow's code.
 func BenchmarkSessions(b *testing.B) {
 	n := idleSessions()
 	for b.Loop() {
@@ -124,9 +137,11 @@ func BenchmarkSessions(b *testing.B) {
 		closeDialer()
 		srv.stop(b)
 
-		srv = startServer(b, -1, n+16)
+		srv = startServer(b, -1, n+16, "MCP_FLOW_BENCH_MEMPROFILERATE="+strconv.Itoa(sessionsProfileRate))
 		cfg, closeDialer = sharedDialer(b, srv.tlsFor(b))
 		m0 := srv.heap(b)
+		tmp := b.TempDir()
+		own0 := profiledOwn(b, srv, filepath.Join(tmp, "before.prof"))
 		t1 := time.Now()
 		idle, failed, err := dialMany(cfg, srv.url, n, 32)
 		dialTime := time.Since(t1)
@@ -136,8 +151,10 @@ func BenchmarkSessions(b *testing.B) {
 		m1 := srv.heap(b)
 		held := m1.sessions
 		per := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(held) / 1024 }
-		b.ReportMetric(per(m1.heapInuse, m0.heapInuse), "KiB-heap/session")
-		b.ReportMetric(per(m1.live, m0.live), "KiB-live/session")
+		flowHeap := per(m1.heapInuse, m0.heapInuse)
+		b.ReportMetric(flowHeap, "KiB-heap/session")
+		flowLive := per(m1.live, m0.live)
+		b.ReportMetric(flowLive, "KiB-live/session")
 		b.ReportMetric(per(m1.stacks, m0.stacks), "KiB-stacks/session")
 		b.ReportMetric(float64(m1.goroutines-m0.goroutines)/float64(held), "goroutines/session")
 		b.ReportMetric(float64(held), "sessions")
@@ -150,11 +167,88 @@ func BenchmarkSessions(b *testing.B) {
 		b.ReportMetric(float64(refused), "burst-refused")
 		b.ReportMetric(dialTimeout.Seconds(), "dial-timeout-s")
 		b.ReportMetric(float64(failed), "idle-failed")
+		// What the heap profile attributes to MCP-Flow's code (reported).
+		b.ReportMetric((profiledOwn(b, srv, filepath.Join(tmp, "after.prof"))-own0)/float64(held), "KiB-own-profile/session")
 		heapTop(b, srv, held)
 		closeAll(idle)
 		closeDialer()
 		srv.stop(b)
+
+		// The baselines, measured the same way: bare webtransport-go
+		// sessions held idle by a server process of its own, first
+		// without a stream, then each with one bidirectional stream that
+		// both sides read (the fair equivalent: an idle MCP-Flow session
+		// holds its control stream so).
+		bare := startRole(b, "bareserver", -1, "MCP_FLOW_BENCH_MEMPROFILERATE="+strconv.Itoa(sessionsProfileRate))
+		cfg, closeDialer = sharedDialer(b, bare.tlsFor(b))
+		m0 = bare.heap(b)
+		bs, bfailed, err := dialBareMany(cfg.Transport, bare.url, n, 32)
+		if bfailed > 0 {
+			b.Logf("%d of %d bare sessions failed, first: %v", bfailed, n, err)
+		}
+		bm := bare.heap(b)
+		bheld := bm.sessions
+		bper := func(a, b uint64) float64 { return float64(int64(a)-int64(b)) / float64(bheld) / 1024 }
+		b.ReportMetric(bper(bm.heapInuse, m0.heapInuse), "KiB-heap/bare-nostream-session")
+		b.ReportMetric(bper(bm.live, m0.live), "KiB-live/bare-nostream-session")
+		b.ReportMetric(bper(bm.stacks, m0.stacks), "KiB-stacks/bare-nostream-session")
+		b.ReportMetric(float64(bm.goroutines-m0.goroutines)/float64(bheld), "goroutines/bare-nostream-session")
+		b.ReportMetric(float64(bheld), "bare-nostream-sessions")
+		if _, err := io.WriteString(bare.stdin, "accept\n"); err != nil {
+			b.Fatal(err)
+		}
+		if !bare.lines.Scan() || bare.lines.Text() != "accepting" {
+			b.Fatalf("the bare server did not start accepting streams; stderr:\n%s", bare.stderr)
+		}
+		var readers sync.WaitGroup
+		sfailed, err := openBareStreams(bs, 32, &readers)
+		if sfailed > 0 {
+			b.Logf("%d of %d bare sessions' streams failed, first: %v", sfailed, len(bs), err)
+		}
+		bm = bare.heap(b)
+		bheld = bm.sessions // those whose stream echoed and is held
+		bareHeap := bper(bm.heapInuse, m0.heapInuse)
+		b.ReportMetric(bareHeap, "KiB-heap/bare-stream-session")
+		bareLive := bper(bm.live, m0.live)
+		b.ReportMetric(bareLive, "KiB-live/bare-stream-session")
+		b.ReportMetric(bper(bm.stacks, m0.stacks), "KiB-stacks/bare-stream-session")
+		b.ReportMetric(float64(bm.goroutines-m0.goroutines)/float64(bheld), "goroutines/bare-stream-session")
+		b.ReportMetric(float64(bheld), "bare-stream-sessions")
+		b.ReportMetric(float64(bfailed+sfailed), "bare-failed")
+		// MCP-Flow's own share (judged): the live heap its idle session
+		// holds beyond the bare session with a stream, whoever allocated
+		// it (doc.go says why live, and why the difference).
+		b.ReportMetric(flowLive-bareLive, "KiB-own-live/session")
+		if dir := os.Getenv("MCP_FLOW_BENCH_SERIES"); dir != "" && bheld > 0 {
+			// For pprof -diff_base against BenchmarkSessions.heap.prof.
+			bare.profile(b, filepath.Join(dir, "BenchmarkSessions.bare.heap.prof"))
+		}
+		closeBare(bs)
+		readers.Wait()
+		closeDialer()
+		bare.stop(b)
 	}
+}
+
+// sessionsProfileRate is runtime.MemProfileRate in BenchmarkSessions'
+// idle server processes: a sample every 4 KiB allocated on average, not
+// every 512 KiB, so that the heap profile sees MCP-Flow's few hundred
+// bytes per session (KiB-own-profile/session) in thousands of samples.
+// The profile's records are not heap: HeapInuse and HeapAlloc do not
+// count them.
+const sessionsProfileRate = 4096
+
+// profiledOwn has srv write a heap profile to path and returns the in-use
+// space it attributes to MCP-Flow's own code (heapOwner: the code nearest
+// the allocation, past the runtime and the standard library's containers,
+// is a package of module github.com/mcp-flow/mcp-flow), in KiB.
+func profiledOwn(b *testing.B, srv *serverProc, path string) float64 {
+	srv.profile(b, path)
+	out, err := exec.Command("go", "tool", "pprof", "-traces", "-sample_index=inuse_space", path).CombinedOutput()
+	if err != nil {
+		b.Fatalf("go tool pprof: %v\n%s", err, out)
+	}
+	return heapOwners(string(out))["MCP-Flow (flow, wire)"]
 }
 
 // closeAll closes the sessions, concurrently.

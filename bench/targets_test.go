@@ -318,6 +318,13 @@ func rawQUIC(b testing.TB) *rawTarget {
 type wtStream struct{ *webtransport.Stream }
 
 func rawWT(b testing.TB) *rawTarget {
+	url, stop := rawWTServe(b)
+	return rawWTDial(b, url, stop, quicConf())
+}
+
+// rawWTServe serves the bare stack's echo-or-sink on webtransport-go at
+// url's /raw, in this process, until stop.
+func rawWTServe(b testing.TB) (url string, stop func()) {
 	tlsConf := certs.ServerTLSConfig(benchCert)
 	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(tlsConf), QUICConfig: quicConf()}
 	webtransport.ConfigureHTTP3Server(h3)
@@ -342,8 +349,14 @@ func rawWT(b testing.TB) *rawTarget {
 		b.Fatal(err)
 	}
 	go ws.Serve(pc)
-	tr := &webtransport.Transport{TLSClientConfig: pinnedTLS(), QUICConfig: quicConf()}
-	_, sess, err := tr.Dial(context.Background(), "https://"+pc.LocalAddr().String()+"/raw", nil)
+	return "https://" + pc.LocalAddr().String() + "/raw", func() { ws.Close(); pc.Close() }
+}
+
+// rawWTDial dials the bare server at url (rawWTServe) with qc and opens
+// its ping stream; its close closes the session, then calls stop.
+func rawWTDial(b testing.TB, url string, stop func(), qc *quic.Config) *rawTarget {
+	tr := &webtransport.Transport{TLSClientConfig: pinnedTLS(), QUICConfig: qc}
+	_, sess, err := tr.Dial(context.Background(), url, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -352,5 +365,5 @@ func rawWT(b testing.TB) *rawTarget {
 	if err != nil {
 		b.Fatal(err)
 	}
-	return &rawTarget{name: "webtransport", open: open, ping: p, close: func() { sess.CloseWithError(0, ""); ws.Close(); pc.Close() }}
+	return &rawTarget{name: "webtransport", open: open, ping: p, close: func() { sess.CloseWithError(0, ""); stop() }}
 }

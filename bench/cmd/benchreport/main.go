@@ -122,6 +122,7 @@ func main() {
 	in := flag.String("in", "bench.out", "go test -bench output")
 	out := flag.String("out", "docs", "directory for BENCHMARKS.md and bench/*.svg")
 	seriesDir := flag.String("series", "bench.series", "the latency series and heap profile the benchmarks wrote (MCP_FLOW_BENCH_SERIES)")
+	readme := flag.String("readme", "", "rewrite this file's "+summaryStart+" block (the stall chart and the summary table) from the run; none when empty")
 	flag.Parse()
 	f, err := os.Open(*in)
 	if err != nil {
@@ -142,11 +143,17 @@ func main() {
 	if err := os.MkdirAll(filepath.Join(*out, "bench"), 0o755); err != nil {
 		fail(err)
 	}
-	md := rep.markdown(rs, readSeries(*seriesDir), *seriesDir, filepath.Join(*out, "bench"))
+	md, stalls := rep.markdown(rs, readSeries(*seriesDir), *seriesDir, filepath.Join(*out, "bench"))
 	if err := os.WriteFile(filepath.Join(*out, "BENCHMARKS.md"), []byte(md), 0o644); err != nil {
 		fail(err)
 	}
 	fmt.Println("wrote", filepath.Join(*out, "BENCHMARKS.md"))
+	if *readme != "" {
+		if err := rep.writeReadme(*readme, filepath.Join(*out, "bench"), stalls); err != nil {
+			fail(err)
+		}
+		fmt.Println("wrote", *readme+"'s summary")
+	}
 }
 
 // versions reads the versions of the peers from go.mod.
