@@ -221,15 +221,19 @@ func TestStallCharts(t *testing.T) {
 	for _, tg := range append([]string{"flow-json"}, targets...) {
 		names = append(names, "BenchmarkHeadOfLine/"+tg)
 	}
-	writeStallSeries(t, series, append(names, "BenchmarkShapedLink/flow-cbor", "BenchmarkShapedLink/sdk-http")...)
+	writeStallSeries(t, series, append(names, "BenchmarkShapedLink/flow-cbor", "BenchmarkShapedLink/sdk-http",
+		"BenchmarkShapedLink/flow-cbor-50ms-20mbit-loss1", "BenchmarkShapedLink/sdk-http-50ms-20mbit-loss1", "BenchmarkShapedLink/flow-cbor-unpaced")...)
 	rep := parse(strings.NewReader(stallOut))
 	md, drawn := rep.markdown(nil, readSeries(series), series, charts)
-	if len(drawn) != 2 {
-		t.Fatalf("drew %v, want stall.svg and stall-shaped.svg", drawn)
+	if len(drawn) != 3 {
+		t.Fatalf("drew %v, want stall.svg, stall-shaped.svg and stall-shaped-lossy.svg", drawn)
 	}
 	for file, want := range map[string][]string{
 		"stall.svg":        {"MCP-Flow (CBOR), 256 MiB", "go-sdk Streamable HTTP, 64 MiB", "go-sdk stdio, 64 MiB", "TS SDK Streamable HTTP, 64 MiB", "TS SDK stdio, 64 MiB"},
 		"stall-shaped.svg": {"MCP-Flow (CBOR), 64 MiB", "go-sdk Streamable HTTP, 16 MiB"},
+		// the lossy profile's rows, named with its suffix; flow-cbor-unpaced
+		// is a variant, drawn in neither.
+		"stall-shaped-lossy.svg": {"MCP-Flow (CBOR)", "go-sdk Streamable HTTP"},
 	} {
 		b, err := os.ReadFile(filepath.Join(charts, file))
 		if err != nil {

@@ -29,6 +29,9 @@ var stallTargets = []stallTarget{
 // bench measured and wrote a series for.
 type stallChart struct {
 	file, title, bench string
+	// suffix follows each target's row name in bench: a link profile
+	// named in the row (BenchmarkShapedLink's "-50ms-20mbit-loss1").
+	suffix string
 }
 
 // stallCharts: the loopback chart and the shaped link's. A benchmark
@@ -36,8 +39,9 @@ type stallChart struct {
 // one chart per profile: the first profile in file, the others in
 // file's name with "-PROFILE" before ".svg".
 var stallCharts = []stallChart{
-	{"stall.svg", "Ping latency during the large result, loopback", "BenchmarkHeadOfLine"},
-	{"stall-shaped.svg", "Ping latency during the large result, shaped link", "BenchmarkShapedLink"},
+	{"stall.svg", "Ping latency during the large result, loopback", "BenchmarkHeadOfLine", ""},
+	{"stall-shaped.svg", "Ping latency during the large result, shaped link", "BenchmarkShapedLink", ""},
+	{"stall-shaped-lossy.svg", "Ping latency during the large result, shaped link, 1 % loss", "BenchmarkShapedLink", "-50ms-20mbit-loss1"},
 }
 
 // A drawnStall is a stall chart written: its file (in the chart
@@ -47,7 +51,7 @@ type drawnStall struct{ file, title string }
 // stallLines returns, for the benchmark bench, its profiles in the order
 // the run measured them ("" when its rows have none) and for each one
 // the labels and series of the stallTargets it has a series of.
-func (rep *report) stallLines(bench string, series map[string][]point) (profiles []string, labels map[string][]string, lines map[string][][]point) {
+func (rep *report) stallLines(bench, suffix string, series map[string][]point) (profiles []string, labels map[string][]string, lines map[string][][]point) {
 	labels, lines = map[string][]string{}, map[string][][]point{}
 	seen := map[string]bool{}
 	for _, n := range rep.order {
@@ -63,9 +67,9 @@ func (rep *report) stallLines(bench string, series map[string][]point) (profiles
 	}
 	for _, p := range profiles {
 		for _, tg := range stallTargets {
-			name := bench + "/" + tg.row
+			name := bench + "/" + tg.row + suffix
 			if p != "" {
-				name = bench + "/" + p + "/" + tg.row
+				name = bench + "/" + p + "/" + tg.row + suffix
 			}
 			s := series[name]
 			if len(s) == 0 {
@@ -96,7 +100,7 @@ func splitLast(rest string) (string, string) {
 func (rep *report) drawStalls(series map[string][]point, chartDir string) []drawnStall {
 	var out []drawnStall
 	for _, c := range stallCharts {
-		profiles, labels, lines := rep.stallLines(c.bench, series)
+		profiles, labels, lines := rep.stallLines(c.bench, c.suffix, series)
 		first := true
 		for _, p := range profiles {
 			if len(lines[p]) == 0 {
@@ -110,7 +114,7 @@ func (rep *report) drawStalls(series map[string][]point, chartDir string) []draw
 				title += " (" + p + ")"
 			}
 			first = false
-			if m, ok := rep.results[c.bench+"/"+strings.TrimPrefix(p+"/", "/")+stallTargets[0].row]; ok && m.metrics["link-Mbit/s"] > 0 {
+			if m, ok := rep.results[c.bench+"/"+strings.TrimPrefix(p+"/", "/")+stallTargets[0].row+c.suffix]; ok && m.metrics["link-Mbit/s"] > 0 {
 				title += fmt.Sprintf(", %g Mbit/s, %g ms round trip", m.metrics["link-Mbit/s"], m.metrics["rtt-ms"])
 			}
 			if err := os.WriteFile(filepath.Join(chartDir, file), []byte(svgSeries(title, labels[p], lines[p])), 0o644); err != nil {
@@ -127,7 +131,7 @@ func stallSection(md *strings.Builder, drawn []drawnStall) {
 	if len(drawn) == 0 {
 		return
 	}
-	md.WriteString("## Stall charts: ping latency during the large result\n\nThe open loop of the head-of-line benchmarks (a ping every 2 ms, each timed from its scheduled send time) during the large result, for MCP-Flow and the go-sdk's and the TypeScript SDK's Streamable HTTP and stdio, on one log-scale axis: loopback (BenchmarkHeadOfLine, client and server in the benchmark's process but the stdio servers) and through the shaped link (BenchmarkShapedLink). Each legend gives the result's size; a line ends when its result has arrived.\n\n")
+	md.WriteString("## Stall charts: ping latency during the large result\n\nThe open loop of the head-of-line benchmarks (a ping every 2 ms, each timed from its scheduled send time) during the large result, for MCP-Flow and the go-sdk's and the TypeScript SDK's Streamable HTTP and stdio, on one log-scale axis: loopback (BenchmarkHeadOfLine, client and server in the benchmark's process but the stdio servers) and through the shaped link (BenchmarkShapedLink). Each legend gives the result's size; a line ends when its result has arrived. On the shaped link with 1 % loss, the go-sdk's Streamable HTTP crosses the TCP relay, which relays bytes and cannot lose packets: its line has the rate, the delay and the queue of the link but no loss (docs/design.md, \"Pacing execution streams\").\n\n")
 	for _, d := range drawn {
 		fmt.Fprintf(md, "![%s](bench/%s)\n\n", d.title, d.file)
 	}
