@@ -154,35 +154,10 @@ func bareServerRole() int {
 // (dialMany's, without MCP-Flow: no control stream, no initialize), and
 // returns them with the number of dials that failed and the first error.
 func dialBareMany(d flow.WebTransportDialer, url string, n, conc int) ([]*webtransport.Session, int, error) {
-	var (
-		next     atomic.Int64
-		mu       sync.Mutex
-		out      = make([]*webtransport.Session, 0, n)
-		failed   int
-		firstErr error
-		wg       sync.WaitGroup
-	)
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-				_, s, err := d.Dial(ctx, url, nil)
-				cancel()
-				mu.Lock()
-				if err != nil {
-					failed++
-					if firstErr == nil {
-						firstErr = err
-					}
-				} else {
-					out = append(out, s)
-				}
-				mu.Unlock()
-			}
-		})
-	}
-	wg.Wait()
-	return out, failed, firstErr
+	return dialConcurrent(n, conc, func(ctx context.Context) (*webtransport.Session, error) {
+		_, s, err := d.Dial(ctx, url, nil)
+		return s, err
+	})
 }
 
 // openBareStreams gives each of ss the bare session's control stream, the
@@ -272,17 +247,7 @@ func dialBareHOL(b testing.TB) (*bareHOL, *udpProbe) {
 	qc.KeepAlivePeriod = flow.DefaultKeepAlivePeriod
 	r := rawWTDial(b, url, stop, qc)
 	s2, _ := socketInodes(os.Getpid())
-	p := &udpProbe{server: map[uint64]bool{}}
-	for ino := range s1 {
-		if !s0[ino] {
-			p.server[ino] = true
-		}
-	}
-	for ino := range s2 {
-		if !s1[ino] {
-			p.server[ino] = false
-		}
-	}
+	p := probeBetween(s0, s1, s2)
 	t := &bareHOL{r: r, waiters: make(chan chan error, 1<<16), done: make(chan struct{})}
 	go t.readAnswers()
 	return t, p

@@ -18,7 +18,6 @@ import (
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/testtools"
-	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -145,46 +144,24 @@ func BenchmarkBrowserThroughput(b *testing.B) {
 // written 256 KiB at a time (as the execution stream writes). It returns
 // the session's URL; the server closes with the benchmark.
 func bareWTServer(b *testing.B) string {
-	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(certs.ServerTLSConfig(flowtest.Cert)), QUICConfig: quicConf()}
-	webtransport.ConfigureHTTP3Server(h3)
-	ws := &webtransport.Server{H3: h3, CheckOrigin: func(*http.Request) bool { return true }}
-	mux := http.NewServeMux()
-	mux.HandleFunc("/bare", func(w http.ResponseWriter, r *http.Request) {
-		s, err := ws.Upgrade(w, r)
+	url, stop := wtServe(b, certs.ServerTLSConfig(flowtest.Cert), "/bare", func(ctx context.Context, s *webtransport.Session, st *webtransport.Stream) {
+		defer st.Close()
+		var req [8]byte
+		if _, err := io.ReadFull(st, req[:]); err != nil {
+			return
+		}
+		u, err := s.OpenUniStreamSync(ctx)
 		if err != nil {
 			return
 		}
-		for {
-			st, err := s.AcceptStream(context.Background())
-			if err != nil {
-				return
-			}
-			go func() {
-				defer st.Close()
-				var req [8]byte
-				if _, err := io.ReadFull(st, req[:]); err != nil {
-					return
-				}
-				u, err := s.OpenUniStreamSync(r.Context())
-				if err != nil {
-					return
-				}
-				buf := make([]byte, 256<<10)
-				src := testtools.Generate(int64(binary.BigEndian.Uint64(req[:])))
-				if _, err := io.CopyBuffer(struct{ io.Writer }{u}, struct{ io.Reader }{src}, buf); err != nil {
-					u.CancelWrite(1)
-					return
-				}
-				u.Close()
-			}()
+		buf := make([]byte, 256<<10)
+		src := testtools.Generate(int64(binary.BigEndian.Uint64(req[:])))
+		if _, err := io.CopyBuffer(struct{ io.Writer }{u}, struct{ io.Reader }{src}, buf); err != nil {
+			u.CancelWrite(1)
+			return
 		}
+		u.Close()
 	})
-	h3.Handler = mux
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	go ws.Serve(pc)
-	b.Cleanup(func() { ws.Close(); pc.Close() })
-	return "https://" + pc.LocalAddr().String() + "/bare"
+	b.Cleanup(stop)
+	return url
 }

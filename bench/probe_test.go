@@ -264,6 +264,13 @@ func dialProbed(b testing.TB, lim flow.Limits) (*flowTarget, *udpProbe) {
 	s1, _ := socketInodes(os.Getpid())
 	t := dialFlowLimits(b, srv, codec.CBOR, lim)
 	s2, _ := socketInodes(os.Getpid())
+	return t, probeBetween(s0, s1, s2)
+}
+
+// probeBetween is a probe of the sockets opened between the three
+// snapshots of this process's socket inodes: the server's between s0 and
+// s1, the client's between s1 and s2.
+func probeBetween(s0, s1, s2 map[uint64]bool) *udpProbe {
 	p := &udpProbe{server: map[uint64]bool{}}
 	for ino := range s1 {
 		if !s0[ino] {
@@ -275,7 +282,7 @@ func dialProbed(b testing.TB, lim flow.Limits) (*flowTarget, *udpProbe) {
 			p.server[ino] = false
 		}
 	}
-	return t, p
+	return p
 }
 
 // sampleSelf samples p's UDP queues and the run delay of each of this

@@ -70,10 +70,17 @@ func sharedDialer(b *testing.B, base *flow.ClientConfig) (flow.ClientConfig, fun
 // dialMany dials n sessions, conc at a time, and returns them with the
 // number of dials that failed and the first error.
 func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, int, error) {
+	return dialConcurrent(n, conc, func(ctx context.Context) (*flow.Session, error) { return flow.Dial(ctx, url, cfg) })
+}
+
+// dialConcurrent makes n dials, conc at a time, each within dialTimeout,
+// and returns what they dialled with the number that failed and the first
+// error.
+func dialConcurrent[T any](n, conc int, dial func(context.Context) (T, error)) ([]T, int, error) {
 	var (
 		next     atomic.Int64
 		mu       sync.Mutex
-		out      = make([]*flow.Session, 0, n)
+		out      = make([]T, 0, n)
 		failed   int
 		firstErr error
 		wg       sync.WaitGroup
@@ -82,7 +89,7 @@ func dialMany(cfg flow.ClientConfig, url string, n, conc int) ([]*flow.Session, 
 		wg.Go(func() {
 			for next.Add(1) <= int64(n) {
 				ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
-				s, err := flow.Dial(ctx, url, cfg)
+				s, err := dial(ctx)
 				cancel()
 				mu.Lock()
 				if err != nil {

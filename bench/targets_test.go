@@ -325,12 +325,20 @@ func rawWT(b testing.TB) *rawTarget {
 // rawWTServe serves the bare stack's echo-or-sink on webtransport-go at
 // url's /raw, in this process, until stop.
 func rawWTServe(b testing.TB) (url string, stop func()) {
-	tlsConf := certs.ServerTLSConfig(benchCert)
+	return wtServe(b, certs.ServerTLSConfig(benchCert), "/raw", func(_ context.Context, _ *webtransport.Session, st *webtransport.Stream) {
+		serveRaw(st, func() { st.Close() })
+	})
+}
+
+// wtServe serves bare webtransport-go sessions at path on 127.0.0.1 with
+// tlsConf, calling serve in a goroutine of its own for each bidirectional
+// stream a session's peer opens (ctx: the CONNECT request's), until stop.
+func wtServe(b testing.TB, tlsConf *tls.Config, path string, serve func(ctx context.Context, s *webtransport.Session, st *webtransport.Stream)) (url string, stop func()) {
 	h3 := &http3.Server{TLSConfig: http3.ConfigureTLSConfig(tlsConf), QUICConfig: quicConf()}
 	webtransport.ConfigureHTTP3Server(h3)
 	ws := &webtransport.Server{H3: h3, CheckOrigin: func(*http.Request) bool { return true }}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/raw", func(w http.ResponseWriter, r *http.Request) {
+	mux.HandleFunc(path, func(w http.ResponseWriter, r *http.Request) {
 		s, err := ws.Upgrade(w, r)
 		if err != nil {
 			return
@@ -340,7 +348,7 @@ func rawWTServe(b testing.TB) (url string, stop func()) {
 			if err != nil {
 				return
 			}
-			go serveRaw(st, func() { st.Close() })
+			go serve(r.Context(), s, st)
 		}
 	})
 	h3.Handler = mux
@@ -349,7 +357,7 @@ func rawWTServe(b testing.TB) (url string, stop func()) {
 		b.Fatal(err)
 	}
 	go ws.Serve(pc)
-	return "https://" + pc.LocalAddr().String() + "/raw", func() { ws.Close(); pc.Close() }
+	return "https://" + pc.LocalAddr().String() + path, func() { ws.Close(); pc.Close() }
 }
 
 // rawWTDial dials the bare server at url (rawWTServe) with qc and opens
