@@ -1,6 +1,9 @@
 package flow
 
-import "net"
+import (
+	"net"
+	"time"
+)
 
 // RefuseConnections makes srv's QUIC stack refuse a new connection with
 // CONNECTION_REFUSED whenever refuse returns true for its address (asked
@@ -39,3 +42,9 @@ func DatagramsOn(s *Session) bool { return s.handshake().datagrams }
 
 // HelloUsed reports whether $/hello settled s's transport (spec §11.3).
 func HelloUsed(s *Session) bool { return s.hello.Load() }
+
+// PaceStreamWith makes w pace itself as on a path whose RTT samples are
+// always minRTT and latest (pace.go), whatever its connection measures.
+func PaceStreamWith(w *StreamWriter, minRTT, latest time.Duration) {
+	w.pace = newPacer(0, func() rttSample { return rttSample{min: minRTT, latest: latest} })
+}
