@@ -46,5 +46,5 @@ func HelloUsed(s *Session) bool { return s.hello.Load() }
 // PaceStreamWith makes w pace itself as on a path whose RTT samples are
 // always minRTT and latest (pace.go), whatever its connection measures.
 func PaceStreamWith(w *StreamWriter, minRTT, latest time.Duration) {
-	w.pace = newPacer(0, func() rttSample { return rttSample{min: minRTT, latest: latest} })
+	w.pace = newPacer(0, func() rttSample { return rttSample{min: minRTT, latest: latest} }, nil)
 }

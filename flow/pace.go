@@ -3,6 +3,7 @@ package flow
 import (
 	"context"
 	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -122,7 +123,9 @@ func (l *paceLaw) observe(now time.Time, s rttSample) {
 		l.window = max(l.window/2, paceMinWindow)
 	}
 	if l.end.IsZero() {
-		l.rtt = max(s.latest, s.min)
+		// A law that starts from a memo keeps the round trip newPacer
+		// gave it.
+		l.rtt = max(s.latest, s.min, l.rtt)
 		l.end = now.Add(l.rtt)
 		return
 	}
@@ -194,6 +197,22 @@ type pacer struct {
 	stats func() rttSample
 	law   paceLaw
 	timer *time.Timer
+	// memo is the session's memory of the path (nil: none): the law's
+	// window and rates at the end of each round trip after startup, from
+	// which the session's next stream starts.
+	memo  *atomic.Pointer[paceMemo]
+	round int // the law's round when memo was last written
+}
+
+// paceMemo is what a stream's law learnt of the path: a stream that
+// starts from it skips startup, so that each result of a session does not
+// climb from paceInitWindow again (on a 50 ms path that is a dozen round
+// trips before 1 MiB is under way), and the delay-based update corrects
+// it within a round trip or two if streams now share the path.
+type paceMemo struct {
+	window float64
+	rtt    time.Duration // the round trip the window was sent in
+	bw     [10]float64
 }
 
 // newPacer returns the pacer of an execution stream on s, or nil when s's
@@ -203,17 +222,44 @@ func (s *Session) newPacer() *pacer {
 		return nil
 	}
 	c := s.conn.Load()
-	if c == nil && s.end != nil {
-		c = s.end.conn
+	var memo *atomic.Pointer[paceMemo]
+	if s.end != nil {
+		c, memo = s.end.conn, &s.end.paced
 	}
 	if c == nil {
 		return nil
 	}
-	return newPacer(s.lim.StreamQueueDelay, func() rttSample { return connSample(c) })
+	return newPacer(s.lim.StreamQueueDelay, func() rttSample { return connSample(c) }, memo)
 }
 
-func newPacer(target time.Duration, stats func() rttSample) *pacer {
-	return &pacer{stats: stats, law: newPaceLaw(target)}
+// newPacer returns a pacer aiming at target with stats, starting from
+// memo's path when it has one and keeping it up to date (memo nil: none).
+func newPacer(target time.Duration, stats func() rttSample, memo *atomic.Pointer[paceMemo]) *pacer {
+	p := &pacer{stats: stats, law: newPaceLaw(target), memo: memo}
+	if memo != nil {
+		if m := memo.Load(); m != nil {
+			p.law.window, p.law.rtt, p.law.bw, p.law.startup = m.window, m.rtt, m.bw, false
+			// The memo's window was sent in a round trip that held the
+			// queue the law aims at; the new stream starts on an empty
+			// one, so it sends the same rate: the window of the path's
+			// minimum RTT, and the update fills the queue to its target.
+			if st := stats(); st.min > 0 && m.rtt > st.min {
+				p.law.window = max(m.window*st.min.Seconds()/m.rtt.Seconds(), paceMinWindow)
+				p.law.rtt = st.min
+			}
+		}
+	}
+	return p
+}
+
+// remember writes the law's path into the memo once per round trip, once
+// startup is over.
+func (p *pacer) remember() {
+	if p.memo == nil || p.law.startup || p.law.round == p.round {
+		return
+	}
+	p.round = p.law.round
+	p.memo.Store(&paceMemo{window: p.law.window, rtt: p.law.rtt, bw: p.law.bw})
 }
 
 func connSample(c *quic.Conn) rttSample {
@@ -242,6 +288,7 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	}
 	now := time.Now()
 	p.law.observe(now, s)
+	p.remember()
 	d := p.law.delay(now, n)
 	if d <= 0 {
 		return nil

@@ -2,6 +2,7 @@ package flow
 
 import (
 	"encoding/binary"
+	"sync/atomic"
 	"time"
 
 	"github.com/quic-go/quic-go"
@@ -32,6 +33,9 @@ type quicConnKey struct{}
 type connectEnd struct {
 	str  *http3.Stream
 	conn *quic.Conn
+	// paced is what the session's execution streams learnt of the path,
+	// for the next one to start from (pace.go; only servers send them).
+	paced atomic.Pointer[paceMemo]
 }
 
 // closeCapsule returns the WT_CLOSE_SESSION capsule for code and msg.
