@@ -62,14 +62,23 @@ generate:
 	@command -v protoc >/dev/null || { echo "installing protoc (Debian protobuf-compiler)"; apt-get install -y protobuf-compiler; }
 	$(GO) generate ./...
 
-# run: built first and then exec'd (not go run, which exits 1 after Ctrl-C
-# however cleanly the server ended), so that Ctrl-C ends make quietly.
-# RUN_ARGS are the server's flags; BIN is where the binary goes.
+# run: built first and then run (not go run, which exits 1 after Ctrl-C
+# however cleanly the server ended), so that Ctrl-C ends make quietly. On
+# Ctrl-C the recipe's shell (bash: it waits for the server, which exits 0)
+# outlives the server until make has taken its own SIGINT (its pending bit
+# in /proc, 2 s at most): GNU make 4.3, when its child exits before it gets
+# to the signal, reaps the child twice and says "*** wait: No child
+# processes" (TestMakeRunCtrlCMakeLate). RUN_ARGS are the server's flags;
+# BIN is where the binary goes.
 BIN      ?= bin
 RUN_ARGS ?=
 run:
 	@$(GO) build -o $(BIN)/ ./cmd/mcp-flow-server
-	exec $(BIN)/mcp-flow-server $(RUN_ARGS)
+	@echo $(BIN)/mcp-flow-server $(RUN_ARGS); \
+	$(BIN)/mcp-flow-server $(RUN_ARGS); status=$$?; \
+	for i in $$(seq 200); do \
+	  grep -qE '^(SigPnd|ShdPnd):[[:space:]]*[0-9a-f]*[2367abef]$$' /proc/$$PPID/status 2>/dev/null || break; sleep 0.01; \
+	done; exit $$status
 
 # ui: regenerate the inspector's copy of the npm package (cmd/mcp-flow/ui/mcpflow.js)
 # after a change under js/src (TestInspector fails while it is stale).
