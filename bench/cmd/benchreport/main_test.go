@@ -288,7 +288,7 @@ func TestReadmeSummary(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep := parse(strings.NewReader(stallOut))
-	drawn := []drawnStall{{"stall.svg", "t"}, {"stall-shaped.svg", "t"}}
+	drawn := []drawnStall{{"stall.svg", "t"}, {"stall-shaped.svg", "t"}, {"stall-shaped-lossy.svg", "t"}}
 	if err := rep.writeReadme(readme, chartDir, drawn); err != nil {
 		t.Fatal(err)
 	}
@@ -299,7 +299,7 @@ func TestReadmeSummary(t *testing.T) {
 		"| MCP-Flow (CBOR, execution stream) | 431 (256 MiB) | 8.9 ms (256 MiB) |\n",
 		"| Streamable HTTP (go-sdk / TS SDK) | 13.2 (256 MiB) / 27.5 (256 MiB) | 301 ms (64 MiB) / 1232 ms (64 MiB) |\n",
 		"| stdio (go-sdk / TS SDK) | 11.8 (256 MiB) / 9.5 (256 MiB) | 2447 ms (64 MiB) / 2500 ms (64 MiB) |\n",
-		"](docs/bench/stall.svg)", "](docs/bench/stall-shaped.svg)", "[BENCHMARKS.md](docs/BENCHMARKS.md)",
+		"](docs/bench/stall.svg)", "](docs/bench/stall-shaped.svg), and with 1 % loss: [stall-shaped-lossy.svg](docs/bench/stall-shaped-lossy.svg).", "[BENCHMARKS.md](docs/BENCHMARKS.md)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("README lacks %q:\n%s", want, got)

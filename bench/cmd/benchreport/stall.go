@@ -183,7 +183,7 @@ func (rep *report) largeSize(row string) (size string, mbps float64, ok bool) {
 // summary is the README's block: the loopback stall chart (chart, a path
 // from the README) and a table of the large result's MB/s and the busy
 // ping p99 for MCP-Flow, Streamable HTTP and stdio.
-func (rep *report) summary(benchmarks, chart, shaped string) string {
+func (rep *report) summary(benchmarks, chart, shaped, lossy string) string {
 	var b strings.Builder
 	b.WriteString(summaryStart + "\n")
 	mode := ""
@@ -217,7 +217,11 @@ func (rep *report) summary(benchmarks, chart, shaped string) string {
 		fmt.Fprintf(&b, "\n![Ping latency during the large result: MCP-Flow, the go-sdk's and the TypeScript SDK's Streamable HTTP and stdio (log scale)](%s)\n", chart)
 	}
 	if shaped != "" {
-		fmt.Fprintf(&b, "\nThe same through a shaped link (a bottleneck with its queue and round trip): [%s](%s).\n", filepath.Base(shaped), shaped)
+		fmt.Fprintf(&b, "\nThe same through a shaped link (a bottleneck with its queue and round trip): [%s](%s)", filepath.Base(shaped), shaped)
+		if lossy != "" {
+			fmt.Fprintf(&b, ", and with 1 %% loss: [%s](%s)", filepath.Base(lossy), lossy)
+		}
+		b.WriteString(".\n")
 	}
 	b.WriteString(summaryEnd)
 	return b.String()
@@ -258,7 +262,7 @@ func (rep *report) writeReadme(readme, chartDir string, drawn []drawnStall) erro
 		}
 		return ""
 	}
-	doc, err := replaceSummary(string(b), rep.summary(rel(filepath.Join(filepath.Dir(chartDir), "BENCHMARKS.md")), chart("stall.svg"), chart("stall-shaped.svg")))
+	doc, err := replaceSummary(string(b), rep.summary(rel(filepath.Join(filepath.Dir(chartDir), "BENCHMARKS.md")), chart("stall.svg"), chart("stall-shaped.svg"), chart("stall-shaped-lossy.svg")))
 	if err != nil {
 		return fmt.Errorf("%s: %w", readme, err)
 	}
