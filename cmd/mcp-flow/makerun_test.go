@@ -122,75 +122,85 @@ func makeRunCtrlC(t *testing.T, makeLate bool) {
 	}
 }
 
-// waitServerExited waits (10 s at most) until no mcp-flow-server of
-// process group pgid runs: gone, or a zombie its parent has not reaped.
-func waitServerExited(t *testing.T, pgid int, out fmt.Stringer) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		running := false
-		dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-		for _, d := range dirs {
-			b, err := os.ReadFile(d)
-			if err != nil {
-				continue
-			}
-			// pid (comm) state ppid pgrp ...
-			st := string(b)
-			i := strings.LastIndexByte(st, ')')
-			if i < 0 || !strings.Contains(st[:i], "(mcp-flow-server") {
-				continue
-			}
-			f := strings.Fields(st[i+1:])
-			if len(f) > 2 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" {
-				running = true
-			}
-		}
-		if !running {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("mcp-flow-server still runs 10 s after it shut down; output:\n%s", out)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+// procStat is what /proc/PID/stat says of a process.
+type procStat struct {
+	pid, ppid, pgrp int
+	comm, state     string
 }
 
-// children returns the states of pid's child processes (/proc).
-func children(pid int) []string {
-	var states []string
-	dirs, _ := filepath.Glob("/proc/[0-9]*/stat")
-	for _, d := range dirs {
-		b, err := os.ReadFile(d)
+// procStats reads /proc/*/stat: every process's, or only pid's (pid > 0).
+func procStats(pid int) []procStat {
+	glob := "/proc/[0-9]*/stat"
+	if pid > 0 {
+		glob = fmt.Sprintf("/proc/%d/stat", pid)
+	}
+	var out []procStat
+	files, _ := filepath.Glob(glob)
+	for _, file := range files {
+		b, err := os.ReadFile(file)
 		if err != nil {
 			continue
 		}
+		// pid (comm) state ppid pgrp ...
 		st := string(b)
-		i := strings.LastIndexByte(st, ')')
-		if i < 0 {
+		i, j := strings.IndexByte(st, '('), strings.LastIndexByte(st, ')')
+		if i < 0 || j < i {
 			continue
 		}
-		if f := strings.Fields(st[i+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			states = append(states, f[0])
+		f := strings.Fields(st[j+1:])
+		if len(f) < 3 {
+			continue
+		}
+		p := procStat{comm: st[i+1 : j], state: f[0]}
+		p.pid, _ = strconv.Atoi(strings.TrimSpace(st[:i]))
+		p.ppid, _ = strconv.Atoi(f[1])
+		p.pgrp, _ = strconv.Atoi(f[2])
+		out = append(out, p)
+	}
+	return out
+}
+
+// waitFor waits (10 s at most) until done says yes, reading /proc again
+// every millisecond; what names what it waited for.
+func waitFor(t *testing.T, what string, out fmt.Stringer, done func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !done(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not after 10 s; output:\n%s", what, out)
+		}
+	}
+}
+
+// waitServerExited waits until no mcp-flow-server of process group pgid
+// runs: gone, or a zombie its parent has not reaped.
+func waitServerExited(t *testing.T, pgid int, out fmt.Stringer) {
+	t.Helper()
+	waitFor(t, "mcp-flow-server exited", out, func() bool {
+		for _, p := range procStats(0) {
+			if p.comm == "mcp-flow-server" && p.pgrp == pgid && p.state != "Z" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// children returns the states of pid's child processes.
+func children(pid int) []string {
+	var states []string
+	for _, p := range procStats(0) {
+		if p.ppid == pid {
+			states = append(states, p.state)
 		}
 	}
 	return states
 }
 
-// waitState waits (10 s at most) until process pid is in state (/proc).
+// waitState waits until process pid is in state.
 func waitState(t *testing.T, pid int, state string, out fmt.Stringer) {
 	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-		if err != nil {
-			t.Fatal(err)
-		}
-		st := string(b)
-		if f := strings.Fields(st[strings.LastIndexByte(st, ')')+1:]); len(f) > 0 && f[0] == state {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("process %d not in state %s after 10 s; output:\n%s", pid, state, out)
-		}
-	}
+	waitFor(t, fmt.Sprintf("process %d in state %s", pid, state), out, func() bool {
+		st := procStats(pid)
+		return len(st) == 1 && st[0].state == state
+	})
 }
