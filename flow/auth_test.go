@@ -2,13 +2,11 @@ package flow_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,7 +16,6 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
@@ -62,24 +59,6 @@ func authServer(t *testing.T, ev *events, tt tokenTable, mod func(*flow.ServerCo
 	})
 }
 
-// connectOnce sends one CONNECT to u with h and returns the response
-// (nil if none came) and the dialer's error; a session that opens is closed.
-func connectOnce(t *testing.T, u string, h http.Header) (*http.Response, error) {
-	t.Helper()
-	tr := &webtransport.Transport{TLSClientConfig: clientTLS(t),
-		QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
-	defer tr.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, sess, err := tr.Dial(ctx, u, h)
-	if sess != nil {
-		sess.CloseWithError(0, "")
-	}
-	return resp, err
-}
-
-func bearerHeader(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
-
 // TestAuthRefusalsOnTheWire: every way a CONNECT can fail the token check
 // gets its status and challenge (RFC 6750 §3, RFC 9728 §5.1), an
 // EventRefused "auth" that names no token, and no session.
@@ -98,15 +77,15 @@ func TestAuthRefusalsOnTheWire(t *testing.T) {
 		challenge string
 	}{
 		{"no token", "", nil, 401, `Bearer ` + meta},
-		{"garbage", "", bearerHeader("garbage-token-xyz"), 401, `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta},
-		{"expired", "", bearerHeader("tok-expired"), 401, `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta},
-		{"missing scope", "", bearerHeader("tok-noscope"), 403, `Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp", ` + meta},
+		{"garbage", "", flowtest.BearerHeader("garbage-token-xyz"), 401, `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta},
+		{"expired", "", flowtest.BearerHeader("tok-expired"), 401, `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta},
+		{"missing scope", "", flowtest.BearerHeader("tok-noscope"), 403, `Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp", ` + meta},
 		{"not bearer", "", http.Header{"Authorization": {"Basic dG9rLWFsaWNlOg=="}}, 400, `Bearer error="invalid_request", error_description="Authorization is not a Bearer token", ` + meta},
 		{"garbage in query", "?access_token=query-garbage-xyz", nil, 401, `Bearer error="invalid_token", error_description="the access token is not valid", ` + meta},
-		{"header and query", "?access_token=tok-alice", bearerHeader("tok-alice"), 400, `Bearer error="invalid_request", error_description="a token in both the Authorization header and the query", ` + meta},
+		{"header and query", "?access_token=tok-alice", flowtest.BearerHeader("tok-alice"), 400, `Bearer error="invalid_request", error_description="a token in both the Authorization header and the query", ` + meta},
 	}
 	for _, c := range cases {
-		resp, err := connectOnce(t, srv.URL()+c.query, c.h)
+		resp, err := flowtest.ConnectOnce(t, srv.URL()+c.query, c.h, clientTLS(t))
 		if err == nil || resp == nil {
 			t.Fatalf("%s: CONNECT accepted (%v, %v)", c.name, resp, err)
 		}
@@ -145,7 +124,7 @@ func TestAuthRefusalsOnTheWire(t *testing.T) {
 func TestAuthRefusedConnectsLeaveNothing(t *testing.T) {
 	ev := newEvents()
 	srv := authServer(t, ev, testTokens, nil)
-	before := settledGoroutines(0) // the server's acceptors are up
+	before := flowtest.SettledGoroutines(0) // the server's acceptors are up
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tlsConf := clientTLS(t).Clone()
@@ -161,7 +140,7 @@ func TestAuthRefusedConnectsLeaveNothing(t *testing.T) {
 	}
 	connect := func() {
 		t.Helper()
-		resp, sess, err := cc.Dial(ctx, srv.URL(), bearerHeader("garbage-token-xyz"))
+		resp, sess, err := cc.Dial(ctx, srv.URL(), flowtest.BearerHeader("garbage-token-xyz"))
 		if sess != nil {
 			sess.CloseWithError(0, "")
 			t.Fatal("a CONNECT with a bad token was accepted")
@@ -172,13 +151,13 @@ func TestAuthRefusedConnectsLeaveNothing(t *testing.T) {
 	}
 	connect() // the connection's own goroutines, on both sides, are up now
 	ev.waitFor(t, "the first refusal", 1, func(e flow.Event) bool { return e.Outcome == "auth" })
-	base := settledGoroutines(0)
+	base := flowtest.SettledGoroutines(0)
 	const n = 200
 	for range n {
 		connect()
 	}
 	ev.waitFor(t, "refusals", n+1, func(e flow.Event) bool { return e.Outcome == "auth" })
-	during := settledGoroutines(base)
+	during := flowtest.SettledGoroutines(base)
 	t.Logf("goroutines: %d before the connection, %d after one refused CONNECT, %d after %d more (connection open)", before, base, during, n)
 	if during > base+n/20 {
 		t.Errorf("%d goroutines after %d refused CONNECTs, %d before them: refused CONNECTs keep goroutines", during, n, base)
@@ -188,33 +167,9 @@ func TestAuthRefusedConnectsLeaveNothing(t *testing.T) {
 	}
 	qc.CloseWithError(0, "")
 	tr.Close()
-	if after := settledGoroutines(before); after > before {
+	if after := flowtest.SettledGoroutines(before); after > before {
 		t.Errorf("%d goroutines after the connection closed, %d before it", after, before)
 	}
-}
-
-// settledGoroutines waits (up to 10 s) until the goroutine count is at most
-// want, or has stopped falling, and returns it. want 0: until it stops
-// falling.
-func settledGoroutines(want int) int {
-	deadline := time.Now().Add(10 * time.Second)
-	last, still := runtime.NumGoroutine(), 0
-	for time.Now().Before(deadline) {
-		runtime.Gosched()
-		time.Sleep(20 * time.Millisecond) // polling a count: nothing to wait on
-		n := runtime.NumGoroutine()
-		if want > 0 && n <= want {
-			return n
-		}
-		if n == last {
-			if still++; still == 10 && want == 0 {
-				return n
-			}
-		} else {
-			last, still = n, 0
-		}
-	}
-	return runtime.NumGoroutine()
 }
 
 // TestAuthDialWithToken: Dial sends ClientConfig.Token's token, asked for on
@@ -228,7 +183,7 @@ func TestAuthDialWithToken(t *testing.T) {
 	s := dial(t, srv, func(c *flow.ClientConfig) {
 		c.Token = func(context.Context) (string, error) { return tokens[asked.Add(1)-1], nil }
 	})
-	w := whoamiOf(t, s)
+	w := flowtest.Whoami(t, s)
 	if !w.Authenticated || w.Subject != "alice" || strings.Join(w.Scopes, " ") != "mcp extra" || w.ExpiresAt == "" {
 		t.Errorf("whoami: %+v, want alice with mcp extra", w)
 	}
@@ -280,7 +235,7 @@ func TestAuthDialWithToken(t *testing.T) {
 	// A token in the query (AllowQuery, for browsers) is taken too; the
 	// error of a refused one leaves the query out.
 	s3 := dialURL(t, srv.URL()+"?"+url.Values{bearer.QueryParam: {"tok-alice"}}.Encode(), nil)
-	if w := whoamiOf(t, s3); w.Subject != "alice" {
+	if w := flowtest.Whoami(t, s3); w.Subject != "alice" {
 		t.Errorf("query token: whoami %+v", w)
 	}
 	_, err = flow.Dial(ctx, srv.URL()+"?access_token=query-garbage-xyz", flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t)})
@@ -302,7 +257,7 @@ func TestAuthStateless(t *testing.T) {
 	if _, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{}); err != nil {
 		t.Fatalf("server/discover: %v", err)
 	}
-	if w := whoamiOf(t, s); w.Subject != "alice" {
+	if w := flowtest.Whoami(t, s); w.Subject != "alice" {
 		t.Errorf("whoami over 2026-07-28: %+v", w)
 	}
 	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), ProtocolVersion: protocol.MCP20260728})
@@ -368,22 +323,9 @@ func TestAuthTokenExpiry(t *testing.T) {
 // TestWhoamiAnonymous: without authentication whoami says so.
 func TestWhoamiAnonymous(t *testing.T) {
 	s := dial(t, startServer(t, nil), nil)
-	if w := whoamiOf(t, s); w.Authenticated || w.Subject != "" {
+	if w := flowtest.Whoami(t, s); w.Authenticated || w.Subject != "" {
 		t.Errorf("whoami without auth: %+v", w)
 	}
-}
-
-func whoamiOf(t *testing.T, s *flow.Session) testtools.Whoami {
-	t.Helper()
-	r := callTool(t, s, "whoami", map[string]any{})
-	var res struct {
-		StructuredContent testtools.Whoami `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("whoami: %s", textOf(t, r))
-	return res.StructuredContent
 }
 
 func dialURL(t *testing.T, u string, mod func(*flow.ClientConfig)) *flow.Session {

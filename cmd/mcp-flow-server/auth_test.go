@@ -8,7 +8,6 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -66,24 +65,6 @@ func authServerInProcess(t *testing.T, p *oidctest.Provider, scopes string, ev *
 		HTTPHandler: sa.wrap(nil), Hooks: flow.Hooks{Observe: ev.observe}})
 }
 
-func bearerHeader(tok string) http.Header { return http.Header{"Authorization": {"Bearer " + tok}} }
-
-// connectOnce sends one CONNECT and returns the response; a session that
-// opens is closed.
-func connectOnce(t *testing.T, url string, h http.Header, hash string) (*http.Response, error) {
-	t.Helper()
-	tr := &webtransport.Transport{TLSClientConfig: pinnedOrTest(t, hash),
-		QUICConfig: &quic.Config{EnableDatagrams: true, EnableStreamResetPartialDelivery: true}}
-	defer tr.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	resp, sess, err := tr.Dial(ctx, url, h)
-	if sess != nil {
-		sess.CloseWithError(0, "")
-	}
-	return resp, err
-}
-
 func pinnedOrTest(t *testing.T, hash string) *tls.Config {
 	if hash == "" {
 		return flowtest.ClientTLS(t)
@@ -114,16 +95,16 @@ func TestJWTRefusals(t *testing.T) {
 		challenge string
 	}{
 		{"no token", nil, 401, "Bearer " + meta},
-		{"garbage", bearerHeader("not.a.jwt"), 401, invalid},
-		{"wrong signature", bearerHeader(with(func(o *oidctest.TokenOptions) { o.Foreign = true })), 401, invalid},
-		{"wrong issuer", bearerHeader(with(func(o *oidctest.TokenOptions) { o.Issuer = "http://127.0.0.1:1/elsewhere" })), 401, invalid},
-		{"wrong audience", bearerHeader(with(func(o *oidctest.TokenOptions) { o.Audience = "https://other.test/mcp" })), 401, invalid},
-		{"expired", bearerHeader(with(func(o *oidctest.TokenOptions) { o.ExpiresIn = -time.Minute })), 401, invalid},
-		{"missing scope", bearerHeader(with(func(o *oidctest.TokenOptions) { o.Scope = "extra" })), 403,
+		{"garbage", flowtest.BearerHeader("not.a.jwt"), 401, invalid},
+		{"wrong signature", flowtest.BearerHeader(with(func(o *oidctest.TokenOptions) { o.Foreign = true })), 401, invalid},
+		{"wrong issuer", flowtest.BearerHeader(with(func(o *oidctest.TokenOptions) { o.Issuer = "http://127.0.0.1:1/elsewhere" })), 401, invalid},
+		{"wrong audience", flowtest.BearerHeader(with(func(o *oidctest.TokenOptions) { o.Audience = "https://other.test/mcp" })), 401, invalid},
+		{"expired", flowtest.BearerHeader(with(func(o *oidctest.TokenOptions) { o.ExpiresIn = -time.Minute })), 401, invalid},
+		{"missing scope", flowtest.BearerHeader(with(func(o *oidctest.TokenOptions) { o.Scope = "extra" })), 403,
 			`Bearer error="insufficient_scope", error_description="the access token lacks a required scope", scope="mcp:tools", ` + meta},
 	}
 	for _, c := range cases {
-		resp, err := connectOnce(t, srv.URL(), c.h, "")
+		resp, err := flowtest.ConnectOnce(t, srv.URL(), c.h, pinnedOrTest(t, ""))
 		if err == nil || resp == nil {
 			t.Fatalf("%s: CONNECT accepted", c.name)
 		}
@@ -147,7 +128,7 @@ func TestJWTRefusals(t *testing.T) {
 	}
 
 	s := dialWithToken(t, srv.URL(), "", func(context.Context) (string, error) { return p.Token(t, good), nil })
-	if w := whoamiOf(t, s); w.Subject != "alice" || strings.Join(w.Scopes, " ") != "mcp:tools extra" || w.ExpiresAt == "" {
+	if w := flowtest.Whoami(t, s); w.Subject != "alice" || strings.Join(w.Scopes, " ") != "mcp:tools extra" || w.ExpiresAt == "" {
 		t.Errorf("whoami: %+v, want alice with mcp:tools extra", w)
 	}
 	old := p.Token(t, good)
@@ -158,7 +139,7 @@ func TestJWTRefusals(t *testing.T) {
 	// are refused as unknown.
 	deadline := time.Now().Add(10 * time.Second)
 	for tries := 1; ; tries++ {
-		resp, err := connectOnce(t, srv.URL(), bearerHeader(rotated), "")
+		resp, err := flowtest.ConnectOnce(t, srv.URL(), flowtest.BearerHeader(rotated), pinnedOrTest(t, ""))
 		if err == nil {
 			t.Logf("the token under the rotated key: accepted at try %d", tries)
 			break
@@ -168,7 +149,7 @@ func TestJWTRefusals(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond) // the refresh interval is a time: nothing to wait on
 	}
-	if resp, err := connectOnce(t, srv.URL(), bearerHeader(old), ""); err != nil {
+	if resp, err := flowtest.ConnectOnce(t, srv.URL(), flowtest.BearerHeader(old), pinnedOrTest(t, "")); err != nil {
 		t.Errorf("a token signed before the rotation: %v (HTTP %v)", err, resp)
 	}
 }
@@ -181,7 +162,7 @@ func TestJWTRefusedConnectsLeaveNothing(t *testing.T) {
 	ev := &eventLog{}
 	srv := authServerInProcess(t, p, "", ev)
 	foreign := p.Token(t, oidctest.TokenOptions{Audience: testAudience, Foreign: true})
-	before := settledGoroutines(0)
+	before := flowtest.SettledGoroutines(0)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	tlsConf := flowtest.ClientTLS(t).Clone()
@@ -207,19 +188,19 @@ func TestJWTRefusedConnectsLeaveNothing(t *testing.T) {
 		}
 	}
 	connect(nil)
-	base := settledGoroutines(0)
+	base := flowtest.SettledGoroutines(0)
 	const n = 150
 	for i := range n {
 		switch i % 3 {
 		case 0:
 			connect(nil)
 		case 1:
-			connect(bearerHeader("garbage"))
+			connect(flowtest.BearerHeader("garbage"))
 		default:
-			connect(bearerHeader(foreign))
+			connect(flowtest.BearerHeader(foreign))
 		}
 	}
-	during := settledGoroutines(base)
+	during := flowtest.SettledGoroutines(base)
 	t.Logf("goroutines: %d before, %d after one refused CONNECT, %d after %d more on the same open connection", before, base, during, n)
 	if during > base+n/20 {
 		t.Errorf("%d goroutines after %d refused CONNECTs, %d before them", during, n, base)
@@ -230,31 +211,9 @@ func TestJWTRefusedConnectsLeaveNothing(t *testing.T) {
 	}
 	qc.CloseWithError(0, "")
 	tr.Close()
-	if after := settledGoroutines(before); after > before {
+	if after := flowtest.SettledGoroutines(before); after > before {
 		t.Errorf("%d goroutines after the connection closed, %d before it", after, before)
 	}
-}
-
-// settledGoroutines waits (up to 10 s) until the goroutine count is at most
-// want, or (want 0) has not changed for 200 ms, and returns it.
-func settledGoroutines(want int) int {
-	deadline := time.Now().Add(10 * time.Second)
-	last, still := runtime.NumGoroutine(), 0
-	for time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling a count: there is no event to wait on
-		n := runtime.NumGoroutine()
-		if want > 0 && n <= want {
-			return n
-		}
-		if n == last {
-			if still++; still == 10 && want == 0 {
-				return n
-			}
-		} else {
-			last, still = n, 0
-		}
-	}
-	return runtime.NumGoroutine()
 }
 
 // TestServerAuthFlags: mcp-flow-server with -auth-*: the metadata document
@@ -311,12 +270,12 @@ func TestServerAuthFlags(t *testing.T) {
 	})
 
 	t.Run("refused and accepted", func(t *testing.T) {
-		resp, err := connectOnce(t, url, nil, hash)
+		resp, err := flowtest.ConnectOnce(t, url, nil, pinnedOrTest(t, hash))
 		if err == nil || resp == nil || resp.StatusCode != 401 || resp.Header.Get("WWW-Authenticate") != `Bearer resource_metadata="`+testMetadataURL+`"` {
 			t.Fatalf("no token: %v %v", resp, err)
 		}
 		s := dialWithToken(t, url, hash, token(oidctest.TokenOptions{}))
-		if w := whoamiOf(t, s); w.Subject != "alice" || strings.Join(w.Scopes, " ") != "mcp:tools" {
+		if w := flowtest.Whoami(t, s); w.Subject != "alice" || strings.Join(w.Scopes, " ") != "mcp:tools" {
 			t.Errorf("whoami: %+v", w)
 		}
 	})
@@ -328,7 +287,7 @@ func TestServerAuthFlags(t *testing.T) {
 		if _, err := s.Call(ctx, protocol.MethodDiscover, map[string]any{}); err != nil {
 			t.Fatalf("server/discover: %v", err)
 		}
-		if w := whoamiOf(t, s); w.Subject != "alice" {
+		if w := flowtest.Whoami(t, s); w.Subject != "alice" {
 			t.Errorf("whoami: %+v", w)
 		}
 		_, err := flow.Dial(ctx, url, flow.ClientConfig{TLSConfig: flowtest.PinnedTLS(t, hash), Logger: flowtest.Quiet, ProtocolVersion: protocol.MCP20260728})
@@ -340,7 +299,7 @@ func TestServerAuthFlags(t *testing.T) {
 
 	t.Run("expiry", func(t *testing.T) {
 		s := dialWithToken(t, url, hash, token(oidctest.TokenOptions{Audience: testAudience, Scope: "mcp:tools", ExpiresIn: 3 * time.Second}))
-		if w := whoamiOf(t, s); w.ExpiresAt == "" {
+		if w := flowtest.Whoami(t, s); w.ExpiresAt == "" {
 			t.Errorf("whoami: no expiry in %+v", w)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
@@ -404,22 +363,4 @@ func dialWithToken(t *testing.T, url, hash string, tok func(context.Context) (st
 	}
 	t.Cleanup(func() { s.Close() })
 	return s
-}
-
-func whoamiOf(t *testing.T, s *flow.Session) testtools.Whoami {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "whoami", "arguments": map[string]any{}})
-	if err != nil {
-		t.Fatalf("whoami: %v", err)
-	}
-	var res struct {
-		StructuredContent testtools.Whoami `json:"structuredContent"`
-	}
-	if err := json.Unmarshal(r.Result, &res); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("whoami: %s", r.Result)
-	return res.StructuredContent
 }
