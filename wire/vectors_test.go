@@ -7,11 +7,11 @@ import (
 	"errors"
 	"flag"
 	"io"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/vectortest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -48,36 +48,9 @@ func TestVectors(t *testing.T) {
 	} {
 		t.Run(f.name, func(t *testing.T) {
 			path := filepath.Join(vectorsDir, f.name)
-			out := marshal(t, f.build(t))
-			if *update {
-				if err := os.MkdirAll(vectorsDir, 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			b, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (generate it with go test ./wire -run TestVectors -update)", err)
-			}
-			f.check(t, b)
-			if !bytes.Equal(b, out) {
-				t.Errorf("%s is stale: it differs from what this implementation writes now (regenerate with go test ./wire -run TestVectors -update)", path)
-			}
+			f.check(t, vectortest.Load(t, path, f.build(t), *update, "go test ./wire -run TestVectors -update"))
 		})
 	}
-}
-
-func marshal(t testing.TB, v any) []byte {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(v); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }
 
 func unhex(t testing.TB, s string) []byte {
@@ -209,7 +182,7 @@ func checkFrames(t *testing.T, b []byte) {
 				t.Fatalf("%s: outcome %d: unexpected error %v", v.Name, i, err)
 			}
 			onlyFrames = onlyFrames && (want.Error == "")
-			if gj, wj := marshal(t, got), marshal(t, want); !bytes.Equal(gj, wj) {
+			if gj, wj := vectortest.Marshal(t, got), vectortest.Marshal(t, want); !bytes.Equal(gj, wj) {
 				t.Errorf("%s: outcome %d: the reader gets %s; the vector says %s", v.Name, i, gj, wj)
 			}
 		}
