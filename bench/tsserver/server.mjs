@@ -14,9 +14,7 @@
 // sessions (the SDK's stateful transport, as most servers run it); over
 // stdio, the SDK's default entry point (2025 and 2026-07-28). Logs go to stderr only. The HTTP server
 // binds 127.0.0.1 and ends at stdin's EOF, SIGINT or SIGTERM.
-import http from 'node:http';
-import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { serveHTTP, sessionHandler } from '../../interop/node/serve-http.mjs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
@@ -62,57 +60,7 @@ if (mode === 'stdio') {
 } else if (mode === 'http') {
     // Sessions as most servers hold them (the SDK's stateful transport, one
     // McpServer per Mcp-Session-Id), as the go-sdk baseline does too.
-    const sessions = new Map();
-    const h = {
-        fetch: async request => {
-            const sid = request.headers.get('mcp-session-id');
-            let t = sid && sessions.get(sid);
-            if (sid && !t) {
-                return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'session not found' } }), { status: 404, headers: { 'content-type': 'application/json' } });
-            }
-            if (!t) {
-                t = new WebStandardStreamableHTTPServerTransport({
-                    sessionIdGenerator: () => randomUUID(),
-                    onsessioninitialized: id => sessions.set(id, t),
-                    onsessionclosed: id => sessions.delete(id),
-                });
-                await factory().connect(t);
-            }
-            return t.handleRequest(request);
-        },
-    };
-    const srv = http.createServer(async (req, res) => {
-        const ac = new AbortController();
-        res.on('close', () => { if (!res.writableFinished) ac.abort(); });
-        const headers = new Headers();
-        for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-        const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
-        try {
-            const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: hasBody ? Readable.toWeb(req) : undefined, duplex: 'half', signal: ac.signal });
-            const response = await h.fetch(request);
-            res.writeHead(response.status, Object.fromEntries(response.headers));
-            if (!response.body) return res.end();
-            const body = Readable.fromWeb(response.body);
-            res.on('close', () => body.destroy());
-            body.on('error', () => res.destroy());
-            body.pipe(res);
-        } catch (e) {
-            log('request failed', e?.message);
-            if (!res.headersSent) res.writeHead(500);
-            res.end();
-        }
-    });
-    srv.keepAliveTimeout = 60000;
-    srv.listen(Number(port ?? 0), '127.0.0.1', () => {
-        process.stdout.write(`listening http://127.0.0.1:${srv.address().port}/mcp\n`);
-    });
-    // Ending: the client's keep-alive and SSE connections too (close alone
-    // waits for every one of them).
-    const stop = () => { srv.close(() => process.exit(0)); srv.closeAllConnections(); };
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.stdin.on('end', stop);
-    process.stdin.resume();
+    serveHTTP(sessionHandler(WebStandardStreamableHTTPServerTransport, factory), port, log);
 } else {
     log('usage: server.mjs stdio | http [port]');
     process.exit(2);

@@ -17,9 +17,7 @@
 // 2026-07-28 input_required result); sample (a sampling request to the
 // client, 2025 only); fail (an error: the SDK answers isError). Logs go to
 // stderr only.
-import http from 'node:http';
-import { randomUUID } from 'node:crypto';
-import { Readable } from 'node:stream';
+import { serveHTTP, sessionHandler } from '../node/serve-http.mjs';
 import { createRequire } from 'node:module';
 import { pathToFileURL } from 'node:url';
 
@@ -87,57 +85,13 @@ if (mode === 'stdio') {
 } else if (mode === 'http') {
     let handle;
     if (era === 'legacy') {
-        const sessions = new Map(); // 2025 sessions: Mcp-Session-Id → transport
-        handle = async request => {
-            const sid = request.headers.get('mcp-session-id');
-            let t = sid && sessions.get(sid);
-            if (sid && !t) {
-                return new Response(JSON.stringify({ jsonrpc: '2.0', id: null, error: { code: -32001, message: 'session not found' } }), { status: 404, headers: { 'content-type': 'application/json' } });
-            }
-            if (!t) {
-                t = new WebStandardStreamableHTTPServerTransport({
-                    sessionIdGenerator: () => randomUUID(),
-                    onsessioninitialized: id => sessions.set(id, t),
-                    onsessionclosed: id => sessions.delete(id),
-                    supportedProtocolVersions: ['2025-11-25', '2025-06-18', '2025-03-26'],
-                });
-                await factory().connect(t);
-            }
-            return t.handleRequest(request);
-        };
+        // 2025 sessions: one McpServer per Mcp-Session-Id.
+        handle = sessionHandler(WebStandardStreamableHTTPServerTransport, factory, { supportedProtocolVersions: ['2025-11-25', '2025-06-18', '2025-03-26'] });
     } else {
         const h = createMcpHandler(factory, { legacy: era === 'modern' ? 'reject' : 'stateless', onerror: e => log('error', e?.message) });
         handle = r => h.fetch(r);
     }
-    const srv = http.createServer(async (req, res) => {
-        const ac = new AbortController();
-        res.on('close', () => { if (!res.writableFinished) ac.abort(); });
-        const headers = new Headers();
-        for (let i = 0; i < req.rawHeaders.length; i += 2) headers.append(req.rawHeaders[i], req.rawHeaders[i + 1]);
-        const hasBody = req.method !== 'GET' && req.method !== 'HEAD' && req.method !== 'DELETE';
-        try {
-            const request = new Request(`http://${req.headers.host}${req.url}`, { method: req.method, headers, body: hasBody ? Readable.toWeb(req) : undefined, duplex: 'half', signal: ac.signal });
-            const response = await handle(request);
-            res.writeHead(response.status, Object.fromEntries(response.headers));
-            if (!response.body) return res.end();
-            const body = Readable.fromWeb(response.body);
-            res.on('close', () => body.destroy());
-            body.on('error', () => res.destroy());
-            body.pipe(res);
-        } catch (e) {
-            log('request failed', e?.message);
-            if (!res.headersSent) res.writeHead(500);
-            res.end();
-        }
-    });
-    srv.listen(Number(port ?? 0), '127.0.0.1', () => {
-        process.stdout.write(`listening http://127.0.0.1:${srv.address().port}/mcp\n`);
-    });
-    const stop = () => srv.close(() => process.exit(0));
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
-    process.stdin.on('end', stop); // the test's end of input: leave nothing behind
-    process.stdin.resume();
+    serveHTTP(handle, port, log);
 } else {
     log('usage: server.mjs stdio|http modern|legacy|both [port]');
     process.exit(2);
