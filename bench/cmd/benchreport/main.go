@@ -18,6 +18,8 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/mcp-flow/mcp-flow/bench/workload"
 )
 
 // result is one benchmark line: its metrics by unit.
@@ -88,15 +90,8 @@ func (r *report) best(prefix, unit string) (float64, string, bool) {
 	return v, name, name != ""
 }
 
-func fmtNum(v float64) string {
-	switch {
-	case v >= 100:
-		return strconv.FormatFloat(v, 'f', 0, 64)
-	case v >= 1:
-		return strconv.FormatFloat(v, 'f', 1, 64)
-	}
-	return strconv.FormatFloat(v, 'g', 3, 64)
-}
+// fmtNum formats a figure as the charts of `mcp-flow bench` do.
+var fmtNum = workload.FmtNum
 
 // group collects the results under prefix, labelled by the rest of the name.
 func (r *report) group(prefix, unit string) (labels []string, values []float64) {
