@@ -267,31 +267,27 @@ func connSample(c *quic.Conn) rttSample {
 	return rttSample{min: st.MinRTT, latest: st.LatestRTT}
 }
 
-// chunk returns how much of n bytes the next write may take: all of them
-// when the path is not paced.
-func (p *pacer) chunk(n int) int {
-	if p == nil || !p.law.active(p.stats()) {
-		return n
-	}
-	return min(n, p.law.chunk())
-}
-
-// wait waits until n more bytes may be sent, or ctx ends. The wait is
-// bounded: n / paceMinRate past the stream's schedule at most.
-func (p *pacer) wait(ctx context.Context, n int) error {
+// next returns how much of n bytes the next write may take (all of them
+// when the path is not paced, else a chunk of the law's), once it may go:
+// it waits for the stream's schedule, or until ctx ends (then it returns
+// ctx's error with the chunk). The wait is bounded: the chunk /
+// paceMinRate past the schedule at most. It reads the connection's
+// statistics once.
+func (p *pacer) next(ctx context.Context, n int) (int, error) {
 	if p == nil {
-		return nil
+		return n, nil
 	}
 	s := p.stats()
 	if !p.law.active(s) {
-		return nil
+		return n, nil
 	}
 	now := time.Now()
 	p.law.observe(now, s)
 	p.remember()
-	d := p.law.delay(now, n)
+	c := min(n, p.law.chunk())
+	d := p.law.delay(now, c)
 	if d <= 0 {
-		return nil
+		return c, nil
 	}
 	if p.timer == nil {
 		p.timer = time.NewTimer(d)
@@ -300,9 +296,9 @@ func (p *pacer) wait(ctx context.Context, n int) error {
 	}
 	select {
 	case <-p.timer.C:
-		return nil
+		return c, nil
 	case <-ctx.Done():
 		p.timer.Stop()
-		return ctx.Err()
+		return c, ctx.Err()
 	}
 }

@@ -140,12 +140,10 @@ func TestPaceLaw(t *testing.T) {
 // samples say (loopback's RTT is scheduling noise).
 func TestPaceLawLoopback(t *testing.T) {
 	p := newPacer(0, func() rttSample { return rttSample{min: 200 * time.Microsecond, latest: 50 * time.Millisecond} }, nil)
-	if c := p.chunk(1 << 20); c != 1<<20 {
-		t.Errorf("chunk on loopback: %d, want the whole write (1 MiB)", c)
-	}
 	for range 1000 {
-		if err := p.wait(context.Background(), 1<<20); err != nil {
-			t.Fatal(err)
+		c, err := p.next(context.Background(), 1<<20)
+		if err != nil || c != 1<<20 {
+			t.Fatalf("next on loopback: %d, %v; want the whole write (1 MiB) at once", c, err)
 		}
 	}
 	if !p.law.at.IsZero() {
@@ -188,19 +186,19 @@ func TestPaceNeverStalls(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 16*bound+time.Second)
 	defer cancel()
 	for sent := 0; sent < 64<<10; {
-		c := p.chunk(64<<10 - sent)
+		c, err := p.next(ctx, 64<<10-sent)
+		if err != nil {
+			t.Fatalf("after %d bytes: %v (stalled)", sent, err)
+		}
 		if c <= 0 || c > paceChunk {
 			t.Fatalf("chunk %d, want (0, %d]", c, paceChunk)
-		}
-		if err := p.wait(ctx, c); err != nil {
-			t.Fatalf("after %d bytes: %v (stalled)", sent, err)
 		}
 		sent += c
 	}
 	done, stop := context.WithCancel(context.Background())
 	stop()
 	for i := 0; ; i++ { // the schedule is ahead now: a wait that ends with done
-		if err := p.wait(done, paceChunk); err != nil {
+		if _, err := p.next(done, paceChunk); err != nil {
 			break
 		}
 		if i > 100 {

@@ -131,11 +131,10 @@ func (w *StreamWriter) Tag() uint32 { return w.tag }
 func (w *StreamWriter) Write(p []byte) (int, error) {
 	written := 0
 	for {
-		c := w.pace.chunk(len(p) - written)
 		// A wait cut short by the session's end goes on to the write,
 		// which fails as an unpaced one does (the session's error, not
 		// the context's).
-		_ = w.pace.wait(w.s.ctx, c)
+		c, _ := w.pace.next(w.s.ctx, len(p)-written)
 		n, err := w.write(p[written : written+c])
 		written += n
 		if err != nil || written == len(p) {
