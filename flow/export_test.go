@@ -48,3 +48,7 @@ func HelloUsed(s *Session) bool { return s.hello.Load() }
 func PaceStreamWith(w *StreamWriter, minRTT, latest time.Duration) {
 	w.pace = newPacer(0, func() rttSample { return rttSample{min: minRTT, latest: latest} }, nil)
 }
+
+// Paced reports whether w paces itself: its connection's minimum RTT is
+// paceMinRTT or more (pace.go).
+func Paced(w *StreamWriter) bool { return w.pace != nil && w.pace.law.active(w.pace.stats()) }
