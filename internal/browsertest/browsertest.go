@@ -15,7 +15,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -53,7 +52,7 @@ func Debian(t testing.TB, name, pkg string) string {
 	if p, err := exec.LookPath(name); err == nil {
 		return p
 	}
-	aptInstall(t, name, pkg)
+	aptInstall(t, name, pkg, func() bool { _, err := exec.LookPath(name); return err == nil })
 	p, err := exec.LookPath(name)
 	if err != nil {
 		Need(t, name+" after apt-get install "+pkg, err)
@@ -71,25 +70,11 @@ func DebianFile(t testing.TB, path, pkg string) string {
 	if _, err := os.Stat(path); err == nil {
 		return path
 	}
-	aptInstall(t, path, pkg)
+	aptInstall(t, path, pkg, func() bool { _, err := os.Stat(path); return err == nil })
 	if _, err := os.Stat(path); err != nil {
 		Need(t, path+" after apt-get install "+pkg, err)
 	}
 	return path
-}
-
-// aptInstall installs Debian's package pkg, which brings what (a command, a
-// file); under aptMu. A failure is Need's.
-func aptInstall(t testing.TB, what, pkg string) {
-	t.Helper()
-	t.Logf("%s is missing: installing Debian's %s with apt-get", what, pkg)
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
-		cmd := exec.Command("apt-get", args...)
-		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			Need(t, "installing "+pkg+" (apt-get "+strings.Join(args, " ")+")", fmt.Errorf("%v\n%s", err, out))
-		}
-	}
 }
 
 // NPM installs dir's npm packages when marker (a path under dir, such as
@@ -99,12 +84,7 @@ func aptInstall(t testing.TB, what, pkg string) {
 // not needed.)
 func NPM(t testing.TB, dir, marker string) {
 	t.Helper()
-	if _, err := exec.LookPath("npm"); err != nil {
-		Need(t, "npm (Debian package npm)", err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, marker)); err != nil {
-		Run(t, dir, "npm", "install", "--no-audit", "--no-fund", "--ignore-scripts")
-	}
+	NPMInstall(t, dir, []string{marker}, "install", "--no-audit", "--no-fund", "--ignore-scripts")
 	Run(t, dir, "npm", "run", "build")
 }
 

@@ -56,13 +56,7 @@ func Deno(t testing.TB) string {
 		Need(t, "deno", os.ErrNotExist) // npm's deno also has darwin and windows builds; add them here when needed
 	}
 	bin := filepath.Join(dir, "node_modules", "@deno", target, "deno")
-	if _, err := os.Stat(bin); err != nil {
-		t.Logf("deno is missing: installing npm's deno in %s with npm ci", dir)
-		Run(t, dir, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-		if _, err := os.Stat(bin); err != nil {
-			Need(t, "deno after npm ci in "+dir, err)
-		}
-	}
+	NPMInstall(t, dir, []string{bin}, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 	return bin
 }
 

