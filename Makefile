@@ -23,10 +23,26 @@ vet:
 race:
 	$(GO) test -race -count=1 -timeout=25m $(CORE)
 
-# test: everything CI runs. The race detector covers the core packages; the
-# rest run once without it to keep the suite well inside its time budget.
-test: vet race
-	$(GO) test -count=1 -timeout=25m $(PKGS)
+# test: everything CI runs. The core packages (where the sessions'
+# goroutines meet) run under the race detector, every other package once
+# without it, and no package twice; both runs go on when the other fails.
+# gotestsum (a tool of go.mod) prints what go test prints for a failure and
+# each package's line, keeps the runs' go test -json in $(TESTOUT), and at
+# the end the SLOWEST tests of the two (subtests included; "race" marks the
+# race build), so that the next slow test shows.
+TESTOUT  ?= .test-results
+SLOWEST  ?= 15
+GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
+test: vet
+	@mkdir -p $(TESTOUT); status=0; \
+	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -timeout=25m $(CORE) || status=1; \
+	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -timeout=25m \
+	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE))") || status=1; \
+	echo "== the $(SLOWEST) slowest tests"; \
+	{ $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/race.json --threshold 1ns | sed 's/^/race /'; \
+	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/test.json --threshold 1ns; } \
+	  | $(GO) run ./internal/slowest -n $(SLOWEST); \
+	exit $$status
 
 # fuzz: every fuzz target for FUZZTIME each.
 fuzz:
