@@ -202,6 +202,15 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		return
 	}
 	in.cancelled = true
+	// MCP: no response after notifications/cancelled. The request counts as
+	// answered before its handler's context is cancelled: a handler that
+	// returns at once must find it so, or its error goes out as a response
+	// (seen under load in TestObserveRawPeer: -32800 for the silenced id).
+	silenced := !answer && !in.responded
+	if silenced {
+		in.responded = true
+		s.unanswered--
+	}
 	streams := make([]*StreamWriter, 0, len(in.streams))
 	for _, w := range in.streams {
 		streams = append(streams, w)
@@ -222,16 +231,8 @@ func (s *Session) cancelInbound(id jsonrpc.ID, reason string, answer bool) {
 		}
 		s.respond(in, jsonrpc.NewErrorResponse(id, jsonrpc.NewError(code, "Request cancelled: "+reason)))
 	} else {
-		// MCP: no response after notifications/cancelled.
 		s.finishProgress(in, false)
-		s.mu.Lock()
-		ended := !in.responded
-		if ended {
-			in.responded = true
-			s.unanswered--
-		}
-		s.mu.Unlock()
-		if ended {
+		if silenced {
 			s.requestDone(in, "cancelled", jsonrpc.CodeRequestCancelled)
 		}
 		s.settleInbound(in)
