@@ -13,8 +13,6 @@ func TestTargetsWork(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and spawns the go-sdk fixture")
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
 	srv := flowServer(t)
 	targets := map[string]mcpTarget{"sdk-stdio": dialSDKStdio(t), "sdk-http": dialSDKHTTP(t)}
 	for _, e := range encodings {
@@ -23,6 +21,12 @@ func TestTargetsWork(t *testing.T) {
 	for _, ts := range tsTargets(t) {
 		targets[ts.name] = ts.t
 	}
+	// A hang guard, started once the targets are up (on a fresh machine
+	// the set-up above builds the fixture and installs the TypeScript SDK
+	// with npm, which took the whole of a 60 s deadline started before
+	// it): the calls below took 2-3 s in all with two suites side by side.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
 	for name, tg := range targets {
 		if err := tg.Ping(ctx); err != nil {
 			t.Errorf("%s ping: %v", name, err)
