@@ -23,9 +23,12 @@ vet:
 race:
 	$(GO) test -race -count=1 -timeout=25m $(CORE)
 
-# test: everything CI runs. The core packages (where the sessions'
-# goroutines meet) run under the race detector, every other package once
-# without it, and no package twice; both runs go on when the other fails.
+# test: everything CI runs. internal/setup installs what the tests need
+# (Debian's browsers and nginx, the npm folders) in the background while
+# gofmt, go vet and the race build run; the core packages (where the
+# sessions' goroutines meet) run under the race detector, every other
+# package once without it, and no package twice; every step goes on when
+# another fails, and make test fails if any did.
 # gotestsum (a tool of go.mod) prints what go test prints for a failure and
 # each package's line, keeps the runs' go test -json in $(TESTOUT), and at
 # the end the SLOWEST tests of the two (subtests included; "race" marks the
@@ -33,9 +36,12 @@ race:
 TESTOUT  ?= .test-results
 SLOWEST  ?= 15
 GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
-test: vet
+test:
 	@mkdir -p $(TESTOUT); status=0; \
+	$(GO) run ./internal/setup 2> $(TESTOUT)/setup.log & setup=$$!; \
+	$(MAKE) --no-print-directory vet || status=1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -timeout=25m $(CORE) || status=1; \
+	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -timeout=25m \
 	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE))") || status=1; \
 	echo "== the $(SLOWEST) slowest tests"; \

@@ -136,6 +136,7 @@ func exercise(t *testing.T, c *fallback.Client) {
 	start := time.Now()
 	_, err = c.Call(cctx, "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 100, "delayMs": 100}}, nil)
 	ccancel()
+	t.Logf("the call cancelled after 300 ms returned after %v", time.Since(start))
 	if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) > 5*time.Second {
 		t.Fatalf("a cancelled call: %v after %v", err, time.Since(start))
 	}

@@ -78,13 +78,25 @@ func DebianFile(t testing.TB, path, pkg string) string {
 }
 
 // NPM installs dir's npm packages when marker (a path under dir, such as
-// node_modules/playwright-core) is missing, then runs `npm run build`. (npm
-// install, not npm ci: npm 11's ci refuses a lock file made on one platform
-// for packages with per-platform optional dependencies; install scripts are
-// not needed.)
+// node_modules/playwright-core) is missing, then runs `npm run build`, both
+// under dir's lock (InstallNPM): test binaries of several packages build
+// the same folder (js/ serves the browser, closetest, the CLI's inspector
+// and its own tests). (npm install, not npm ci: npm 11's ci refuses a lock
+// file made on one platform for packages with per-platform optional
+// dependencies; install scripts are not needed.)
 func NPM(t testing.TB, dir, marker string) {
 	t.Helper()
-	NPMInstall(t, dir, []string{marker}, "install", "--no-audit", "--no-fund", "--ignore-scripts")
+	unlock, err := lockDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unlock()
+	installed := present(dir, []string{marker})
+	if !installed() {
+		if err := installNPMLocked(t.Logf, dir, installed, "install", "--no-audit", "--no-fund", "--ignore-scripts"); err != nil {
+			Need(t, "npm install in "+dir, err)
+		}
+	}
 	Run(t, dir, "npm", "run", "build")
 }
 

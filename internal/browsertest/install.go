@@ -31,11 +31,9 @@ const (
 var aptLockHeld = regexp.MustCompile(`Could not get lock|Unable to lock|Unable to acquire the dpkg frontend lock`)
 
 // aptInstall installs Debian's package pkg, which brings what (a command, a
-// file): `apt-get update` then `apt-get install`, each waiting up to
-// AptLockWait for a lock held elsewhere and tried once more after any other
-// failure. The suite's own test binaries take turns on an flock of the dpkg
-// folder first, so that one installs while the others wait and then find the
-// package there (check). A failure after that is Need's.
+// file), unless check finds it there once the suite's other test binaries
+// are done installing (they take turns on an flock of the dpkg folder). A
+// failure is Need's.
 func aptInstall(t testing.TB, what, pkg string, check func() bool) {
 	t.Helper()
 	unlock, err := lockDir("/var/lib/dpkg")
@@ -47,13 +45,46 @@ func aptInstall(t testing.TB, what, pkg string, check func() bool) {
 		return
 	}
 	t.Logf("%s is missing: installing Debian's %s with apt-get", what, pkg)
-	lockOpt := fmt.Sprintf("DPkg::Lock::Timeout=%d", int(AptLockWait.Seconds()))
-	for _, args := range [][]string{{"update"}, {"install", "-y", "--no-install-recommends", pkg}} {
-		args = append([]string{"-o", lockOpt, "-o", "Acquire::Retries=3"}, args...)
-		if err := aptRetry(t.Logf, args); err != nil {
-			Need(t, "installing "+pkg+" (apt-get "+strings.Join(args, " ")+")", err)
+	if err := aptGet(t.Logf, pkg); err != nil {
+		Need(t, "installing "+pkg, err)
+	}
+}
+
+// InstallDebian installs those of Debian's packages pkgs that are not
+// installed yet, taking its turn with the suite's test binaries; for make
+// test's set-up (internal/setup).
+func InstallDebian(logf func(string, ...any), pkgs ...string) error {
+	unlock, err := lockDir("/var/lib/dpkg")
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	var missing []string
+	for _, p := range pkgs {
+		out, err := exec.Command("dpkg-query", "-W", "-f=${Status}", p).Output()
+		if err != nil || !strings.HasSuffix(string(out), " installed") {
+			missing = append(missing, p)
 		}
 	}
+	if len(missing) == 0 {
+		return nil
+	}
+	logf("installing Debian's %s with apt-get", strings.Join(missing, " "))
+	return aptGet(logf, missing...)
+}
+
+// aptGet runs `apt-get update`, then `apt-get install` of pkgs, each
+// waiting up to AptLockWait for a lock held elsewhere and tried once more
+// after any other failure.
+func aptGet(logf func(string, ...any), pkgs ...string) error {
+	lockOpt := fmt.Sprintf("DPkg::Lock::Timeout=%d", int(AptLockWait.Seconds()))
+	for _, args := range [][]string{{"update"}, append([]string{"install", "-y", "--no-install-recommends"}, pkgs...)} {
+		args = append([]string{"-o", lockOpt, "-o", "Acquire::Retries=3"}, args...)
+		if err := aptRetry(logf, args); err != nil {
+			return fmt.Errorf("apt-get %s: %w", strings.Join(args, " "), err)
+		}
+	}
+	return nil
 }
 
 // aptRetry runs apt-get with args until it succeeds, polling while another
@@ -70,7 +101,7 @@ func aptRetry(logf func(string, ...any), args []string) error {
 		case err == nil:
 			return nil
 		case aptLockHeld.Match(out) && time.Now().Before(deadline):
-			logf("apt-get %s: a lock is held by another process; trying again in %v", args[len(args)-1], aptLockPoll)
+			logf("apt-get %s: a lock is held by another process; trying again in %v", strings.Join(args, " "), aptLockPoll)
 			time.Sleep(aptLockPoll) // an external process's lock: nothing to wait on but the lock itself
 		case !retried:
 			retried = true
@@ -99,28 +130,24 @@ func NPMInstall(t testing.TB, dir string, markers []string, args ...string) {
 // there. A failed install is tried once more (a registry's transient error,
 // a half-written cache); logf says so.
 func InstallNPM(logf func(string, ...any), dir string, markers []string, args ...string) error {
-	installed := func() bool {
-		for _, m := range markers {
-			if !filepath.IsAbs(m) {
-				m = filepath.Join(dir, m)
-			}
-			if _, err := os.Stat(m); err != nil {
-				return false
-			}
-		}
-		return true
-	}
+	installed := present(dir, markers)
 	if installed() {
 		return nil
-	}
-	if _, err := exec.LookPath("npm"); err != nil {
-		return fmt.Errorf("npm (Debian package npm) is missing: %w", err)
 	}
 	unlock, err := lockDir(dir)
 	if err != nil {
 		return err
 	}
 	defer unlock()
+	return installNPMLocked(logf, dir, installed, args...)
+}
+
+// installNPMLocked is InstallNPM under dir's lock.
+func installNPMLocked(logf func(string, ...any), dir string, installed func() bool, args ...string) error {
+	if _, err := exec.LookPath("npm"); err != nil {
+		return fmt.Errorf("npm (Debian package npm) is missing: %w", err)
+	}
+	var err error
 	for try := 0; try < 2 && !installed(); try++ {
 		if try > 0 {
 			logf("npm %s in %s failed; trying once more: %v", strings.Join(args, " "), dir, err)
@@ -134,11 +161,27 @@ func InstallNPM(logf func(string, ...any), dir string, markers []string, args ..
 	}
 	if !installed() {
 		if err == nil {
-			err = fmt.Errorf("npm %s succeeded but one of %v is missing", strings.Join(args, " "), markers)
+			err = fmt.Errorf("npm %s succeeded but what it should install is missing", strings.Join(args, " "))
 		}
 		return err
 	}
 	return nil
+}
+
+// present returns whether every one of markers (paths under dir, or
+// absolute) exists.
+func present(dir string, markers []string) func() bool {
+	return func() bool {
+		for _, m := range markers {
+			if !filepath.IsAbs(m) {
+				m = filepath.Join(dir, m)
+			}
+			if _, err := os.Stat(m); err != nil {
+				return false
+			}
+		}
+		return true
+	}
 }
 
 // lockDir takes an exclusive flock on the folder dir, shared with the test
