@@ -29,7 +29,10 @@ import (
 )
 
 // TokenInfo is what a verified token says: subject (UserID), scopes,
-// expiry, and other claims in Extra.
+// expiry, and other claims in Extra. It is the go-sdk's, what a Verifier
+// returns and a front's handler finds in its context (TokenInfoFrom); a
+// flow session's is flow.TokenInfo, the same fields (Authenticate copies
+// them).
 type TokenInfo = auth.TokenInfo
 
 // Verifier checks a token and says what it carries. An error that unwraps
