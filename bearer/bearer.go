@@ -8,7 +8,10 @@
 //
 // It uses the MCP Go SDK's shapes (auth.TokenInfo, auth.TokenVerifier), so a
 // verifier written for the SDK works here too; NewJWTVerifier is the common
-// case (RFC 9068 JWT access tokens checked against an issuer's JWKS).
+// case (RFC 9068 JWT access tokens checked against an issuer's JWKS, with
+// go-oidc and go-jose). A Config is a flow.Authenticator (Authenticate), so
+// flow.ServerConfig.Auth takes it while package flow links none of these
+// libraries; a front checks with Middleware, or Check and Refuse.
 package bearer
 
 import (
@@ -21,10 +24,15 @@ import (
 	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+
+	"github.com/mcp-flow/mcp-flow/flow"
 )
 
 // TokenInfo is what a verified token says: subject (UserID), scopes,
-// expiry, and other claims in Extra.
+// expiry, and other claims in Extra. It is the go-sdk's, what a Verifier
+// returns and a front's handler finds in its context (TokenInfoFrom); a
+// flow session's is flow.TokenInfo, the same fields (Authenticate copies
+// them).
 type TokenInfo = auth.TokenInfo
 
 // Verifier checks a token and says what it carries. An error that unwraps
@@ -169,6 +177,23 @@ func (c *Config) Refuse(w http.ResponseWriter, ref *Refusal) {
 	}
 	http.Error(w, msg, ref.Status)
 }
+
+// Authenticate is c as a flow.Authenticator (flow.ServerConfig.Auth, on the
+// WebTransport CONNECT): Check, and for a refusal Refuse and the *Refusal as
+// the error. With c not Enabled it returns (nil, nil).
+func (c Config) Authenticate(w http.ResponseWriter, r *http.Request) (*flow.TokenInfo, error) {
+	info, ref := c.Check(r)
+	switch {
+	case ref != nil:
+		c.Refuse(w, ref)
+		return nil, ref
+	case info == nil:
+		return nil, nil
+	}
+	return &flow.TokenInfo{UserID: info.UserID, Scopes: info.Scopes, Expiration: info.Expiration, Extra: info.Extra}, nil
+}
+
+var _ flow.Authenticator = Config{}
 
 // Middleware checks every request to next; a refused one gets Refuse, an
 // accepted one reaches next with its TokenInfo in its context

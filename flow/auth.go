@@ -1,8 +1,11 @@
 package flow
 
 // Authentication (docs/spec.md §9.1, beyond the guide): the server checks
-// an OAuth bearer token on the CONNECT (ServerConfig.Auth, package bearer)
-// before a session exists; the client sends one (ClientConfig.Token).
+// the access token of a CONNECT (ServerConfig.Auth, an Authenticator)
+// before a session exists; the client sends one (ClientConfig.Token). The
+// checking itself is not flow's: package bearer is the Authenticator of
+// OAuth bearer tokens (go-oidc, go-jose, the go-sdk's auth), which flow does
+// not link (TestFlowLinksNoTokenLibrary).
 
 import (
 	"context"
@@ -10,32 +13,52 @@ import (
 	"net/http"
 	"strings"
 	"time"
-
-	"github.com/mcp-flow/mcp-flow/bearer"
 )
+
+// TokenInfo is what a verified access token says (docs/spec.md §9.1): its
+// subject, scopes, expiry (zero: none) and other claims. The fields are
+// named as in the go-sdk's auth.TokenInfo.
+type TokenInfo struct {
+	UserID     string // the subject (sub)
+	Scopes     []string
+	Expiration time.Time
+	Extra      map[string]any
+}
+
+// Authenticator checks the access token of a CONNECT (docs/spec.md §9.1),
+// as an http.Handler answers a request: package bearer's Config is one
+// (OAuth 2.1 bearer tokens, RFC 6750; JWTs checked with go-oidc).
+type Authenticator interface {
+	// Authenticate returns what r's token says, or (nil, nil) when it
+	// checks no tokens. Refusing r, it writes the answer to w (400, 401 or
+	// 403 with a WWW-Authenticate challenge that names the protected
+	// resource metadata, RFC 9728 §5.1) and returns why, for logs: an
+	// error that never holds the token.
+	Authenticate(w http.ResponseWriter, r *http.Request) (*TokenInfo, error)
+}
 
 // ReasonTokenExpired is the reason of the $/shutdown a server sends when
 // the session's access token expires (docs/spec.md §9.1).
 const ReasonTokenExpired = "access token expired"
 
-// authorize checks r's bearer token where s.cfg.Auth asks for one
-// (spec §9.1). It returns the verified token (nil without authentication)
-// and true, or writes the refusal (400, 401 or 403 with WWW-Authenticate),
-// reports EventRefused "auth", and returns false. Nothing of a session
-// exists yet: a refused CONNECT costs no slot, goroutine or buffer.
-func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*bearer.TokenInfo, bool) {
-	if !s.cfg.Auth.Enabled() {
+// authorize checks r's access token where s.cfg.Auth asks for one (spec
+// §9.1). It returns the verified token (nil without authentication) and
+// true, or, the Authenticator having written the refusal, reports
+// EventRefused "auth" and returns false. Nothing of a session exists yet:
+// a refused CONNECT costs no slot, goroutine or buffer.
+func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*TokenInfo, bool) {
+	if s.cfg.Auth == nil {
 		return nil, true
 	}
-	info, ref := s.cfg.Auth.Check(r)
-	if ref == nil {
+	info, err := s.cfg.Auth.Authenticate(w, r)
+	if err == nil {
 		return info, true
 	}
-	// The Reason is bearer's: it never holds the token; the URL is
-	// redacted for a token in the query.
+	// The reason is the Authenticator's: it never holds the token; of the
+	// URL only the path is named, not the query, where a token may be
+	// (spec §9.1).
 	s.observe(Event{Kind: EventRefused, Outcome: "auth",
-		Reason: fmt.Sprintf("%s (a CONNECT to %s from %s)", ref.Reason, bearer.Redact(r.URL), r.RemoteAddr)})
-	s.cfg.Auth.Refuse(w, ref)
+		Reason: fmt.Sprintf("%v (a CONNECT to %s from %s)", err, r.URL.Path, r.RemoteAddr)})
 	return nil, false
 }
 
@@ -43,7 +66,7 @@ func (s *Server) authorize(w http.ResponseWriter, r *http.Request) (*bearer.Toke
 // says (subject, scopes, expiry; docs/spec.md §9.1), or nil when the
 // server checks no tokens, and on a client. A handler reaches it as
 // req.Session.TokenInfo().
-func (s *Session) TokenInfo() *bearer.TokenInfo { return s.token }
+func (s *Session) TokenInfo() *TokenInfo { return s.token }
 
 // watchExpiry shuts the session down gracefully when its access token
 // expires (spec §9.1): $/shutdown with ReasonTokenExpired; requests in

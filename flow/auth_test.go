@@ -320,11 +320,65 @@ func TestAuthTokenExpiry(t *testing.T) {
 	}
 }
 
-// TestWhoamiAnonymous: without authentication whoami says so.
+// TestWhoamiAnonymous: without authentication whoami says so: no Auth, or
+// a zero bearer.Config (no Verifier), which checks nothing.
 func TestWhoamiAnonymous(t *testing.T) {
-	s := dial(t, startServer(t, nil), nil)
-	if w := flowtest.Whoami(t, s); w.Authenticated || w.Subject != "" {
-		t.Errorf("whoami without auth: %+v", w)
+	for name, auth := range map[string]flow.Authenticator{"no Auth": nil, "zero bearer.Config": bearer.Config{}} {
+		s := dial(t, startServer(t, func(c *flow.ServerConfig) { c.Auth = auth }), nil)
+		if w := flowtest.Whoami(t, s); w.Authenticated || w.Subject != "" {
+			t.Errorf("%s: whoami: %+v", name, w)
+		}
+	}
+}
+
+// authFunc is an Authenticator of the test's own, not package bearer's.
+type authFunc func(w http.ResponseWriter, r *http.Request) (*flow.TokenInfo, error)
+
+func (f authFunc) Authenticate(w http.ResponseWriter, r *http.Request) (*flow.TokenInfo, error) {
+	return f(w, r)
+}
+
+// TestAuthenticatorOfOurOwn: flow takes any Authenticator (spec §9.1): what
+// it accepts is the session's TokenInfo, claims and all; what it refuses
+// is its own answer on the wire, and an EventRefused "auth" with its reason
+// and the CONNECT's path, not its query.
+func TestAuthenticatorOfOurOwn(t *testing.T) {
+	ev := newEvents()
+	sessions := make(chan *flow.Session, 1)
+	srv := startServer(t, func(c *flow.ServerConfig) {
+		c.Hooks.Observe = ev.observe
+		c.OnSession = func(s *flow.Session) { sessions <- s }
+		c.Auth = authFunc(func(w http.ResponseWriter, r *http.Request) (*flow.TokenInfo, error) {
+			if r.Header.Get("Authorization") != "Bearer let-me-in" {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="ours"`)
+				http.Error(w, "not you", http.StatusUnauthorized)
+				return nil, errors.New("not the test's token")
+			}
+			return &flow.TokenInfo{UserID: "eve", Scopes: []string{"mcp"}, Extra: map[string]any{"tenant": "t1"}}, nil
+		})
+	})
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Token = func(context.Context) (string, error) { return "let-me-in", nil }
+	})
+	if w := flowtest.Whoami(t, s); !w.Authenticated || w.Subject != "eve" || w.ExpiresAt != "" {
+		t.Errorf("whoami: %+v, want eve with no expiry", w)
+	}
+	if ti := (<-sessions).TokenInfo(); ti == nil || ti.UserID != "eve" || ti.Extra["tenant"] != "t1" {
+		t.Errorf("the server session's TokenInfo: %+v, want eve of tenant t1", ti)
+	}
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err := flow.Dial(ctx, srv.URL()+"?probe=secret-query", flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: -1,
+		Token: func(context.Context) (string, error) { return "wrong-token", nil }})
+	var re *flow.RefusedError
+	if !errors.As(err, &re) || re.Status != http.StatusUnauthorized || re.Challenge != `Bearer realm="ours"` {
+		t.Errorf("a refused dial: %v, want the Authenticator's 401 and challenge", err)
+	}
+	ev.waitFor(t, "the refusal", 1, func(e flow.Event) bool { return e.Kind == flow.EventRefused && e.Outcome == "auth" })
+	r := ev.match(func(e flow.Event) bool { return e.Outcome == "auth" })[0].Reason
+	if !strings.HasPrefix(r, "not the test's token (a CONNECT to /") || strings.Contains(r, "secret-query") {
+		t.Errorf("refusal reason %q, want the Authenticator's reason and the path only", r)
 	}
 }
 

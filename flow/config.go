@@ -11,7 +11,6 @@ import (
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 
-	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -342,13 +341,14 @@ type ServerConfig struct {
 	ServeStateless bool
 	// OnSession, if set, is called with each session once it is READY.
 	OnSession func(*Session)
-	// Auth, when its Verifier is set, asks every CONNECT for an OAuth
-	// bearer token (docs/spec.md §9.1, beyond the guide): it is checked
-	// after the Origin and before the session takes a slot, and a refusal
-	// is a 400, 401 or 403 with a WWW-Authenticate challenge. The verified
-	// token is the session's (Session.TokenInfo); the session is shut down
-	// gracefully when the token expires. Zero: no authentication.
-	Auth bearer.Config
+	// Auth, if set, checks the access token of every CONNECT (docs/spec.md
+	// §9.1, beyond the guide; a bearer.Config for OAuth bearer tokens):
+	// after the Origin and before the session takes a slot; a refusal is
+	// the Authenticator's answer (400, 401 or 403 with a WWW-Authenticate
+	// challenge). The verified token is the session's (Session.TokenInfo);
+	// the session is shut down gracefully when the token expires. Nil: no
+	// authentication.
+	Auth Authenticator
 	// Faults break rules on purpose, for testing conformance runners only.
 	Faults Faults
 }

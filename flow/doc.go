@@ -11,6 +11,12 @@
 // and $/shutdown drains the whole session (spec §7). Every limit has a
 // documented default (Limits, spec §8).
 //
+// A server checks access tokens (spec §9.1) through an interface it is
+// given, ServerConfig.Auth (an Authenticator; package bearer's Config for
+// OAuth bearer tokens), and a session keeps what the token said as flow's
+// own TokenInfo; a client's token is a function, ClientConfig.Token. So flow
+// links no token library (go-oidc, go-jose, x/oauth2, the go-sdk's auth).
+//
 // Errors are typed by scope: *SessionError (the session is over),
 // *StreamError (one execution stream), *jsonrpc.Error (one request).
 //

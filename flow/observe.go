@@ -104,8 +104,8 @@ const (
 	// Encoding).
 	EventControl
 	// EventRefused: a server refused a CONNECT or a session before it was
-	// READY (Outcome: why): "origin" (HTTP 403), "auth" (no valid bearer
-	// token: 400, 401 or 403, spec §9.1), "sessions" (MaxSessions,
+	// READY (Outcome: why): "origin" (HTTP 403), "auth" (ServerConfig.Auth
+	// refused its access token: 400, 401 or 403, spec §9.1), "sessions" (MaxSessions,
 	// 503), "shutting-down" (a CONNECT during Shutdown or Close, 503, or a
 	// session shut down before its control stream), "upgrade" (a CONNECT that
 	// was no WebTransport upgrade, 400), "handshakes" (no control stream or

@@ -11,7 +11,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
@@ -75,7 +74,7 @@ type Session struct {
 	statelessCaps    json.RawMessage
 	// token is the access token the server verified on the CONNECT
 	// (spec §9.1); set before the session serves, never changed.
-	token *bearer.TokenInfo
+	token *TokenInfo
 	// peerShutdown is the reason of the peer's first $/shutdown, if it
 	// gave one (PeerShutdownReason).
 	peerShutdown atomic.Pointer[string]
