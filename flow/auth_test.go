@@ -381,19 +381,3 @@ func TestAuthenticatorOfOurOwn(t *testing.T) {
 		t.Errorf("refusal reason %q, want the Authenticator's reason and the path only", r)
 	}
 }
-
-func dialURL(t *testing.T, u string, mod func(*flow.ClientConfig)) *flow.Session {
-	t.Helper()
-	cfg := flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t)}
-	if mod != nil {
-		mod(&cfg)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	s, err := flow.Dial(ctx, u, cfg)
-	if err != nil {
-		t.Fatalf("Dial: %v", err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return s
-}

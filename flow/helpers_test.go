@@ -45,6 +45,12 @@ func clientTLS(t testing.TB) *tls.Config { return flowtest.ClientTLS(t) }
 // 10 s it had before (TestProgressNeverBackwards, in a contention run).
 func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Session {
 	t.Helper()
+	return dialURL(t, srv.URL(), mod)
+}
+
+// dialURL is dial to url (a server's URL with a query, say).
+func dialURL(t testing.TB, url string, mod func(*flow.ClientConfig)) *flow.Session {
+	t.Helper()
 	cfg := flow.ClientConfig{
 		TLSConfig: clientTLS(t),
 		Info:      flow.Implementation{Name: "test-client", Version: "1"},
@@ -55,7 +61,7 @@ func dial(t testing.TB, srv *flow.Server, mod func(*flow.ClientConfig)) *flow.Se
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	s, err := flow.Dial(ctx, srv.URL(), cfg)
+	s, err := flow.Dial(ctx, url, cfg)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}

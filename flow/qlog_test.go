@@ -23,8 +23,9 @@ func TestQlogDir(t *testing.T) {
 	t.Run("set", func(t *testing.T) {
 		dir := filepath.Join(t.TempDir(), "qlog") // created on demand
 		t.Setenv(qlogdir.Env, dir)
-		const secret = "Bearer qlog-s3cret"
-		echoSession(t, func(c *flow.ClientConfig) { c.Header = http.Header{"Authorization": {secret}} })
+		const secret, querySecret = "Bearer qlog-s3cret", "qlog-query-s3cret"
+		// A browser's token goes in the CONNECT's query (spec §9.1).
+		echoSession(t, func(c *flow.ClientConfig) { c.Header = http.Header{"Authorization": {secret}} }, "?access_token="+querySecret)
 		qs := flowtest.ReadQlogs(t, filepath.Join(dir, "*"))
 		if len(qs) != 2 || qs[0].ODCID != qs[1].ODCID || qs[0].Side == qs[1].Side {
 			t.Fatalf("want <odcid>_client.sqlog and <odcid>_server.sqlog of one connection, got %v", qs)
@@ -34,6 +35,9 @@ func TestQlogDir(t *testing.T) {
 			b, _ := os.ReadFile(filepath.Join(dir, q.Name))
 			if bytes.Contains(b, []byte(secret)) || !bytes.Contains(b, []byte(`"[redacted]"`)) {
 				t.Errorf("%s: the Authorization header is not redacted", q.Name)
+			}
+			if bytes.Contains(b, []byte(querySecret)) || !bytes.Contains(b, []byte("access_token=%5Bredacted%5D")) {
+				t.Errorf("%s: the token in the CONNECT's query is not redacted", q.Name)
 			}
 			for _, want := range []string{"transport:packet_sent", "transport:packet_received", "transport:connection_closed", "http3:frame_created", "http3:frame_parsed"} {
 				if !slices.Contains(q.Events, want) {
@@ -45,7 +49,7 @@ func TestQlogDir(t *testing.T) {
 	t.Run("unset", func(t *testing.T) {
 		t.Setenv(qlogdir.Env, "")
 		t.Chdir(t.TempDir()) // where files of an empty directory name would go
-		echoSession(t, nil)
+		echoSession(t, nil, "")
 		if es, _ := os.ReadDir("."); len(es) != 0 {
 			t.Fatalf("QLOGDIR unset, yet %d files appeared: %v", len(es), es)
 		}
@@ -56,16 +60,17 @@ func TestQlogDir(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Setenv(qlogdir.Env, filepath.Join(notDir, "qlog"))
-		echoSession(t, nil) // quic-go's own helper would log.Fatal here
+		echoSession(t, nil, "") // quic-go's own helper would log.Fatal here
 	})
 }
 
-// echoSession runs one session to a server of its own: a tools/call of echo,
+// echoSession runs one session to a server of its own (at its URL with
+// query added): a tools/call of echo,
 // then Close, and waits for both sides' qlog files to be written.
-func echoSession(t *testing.T, mod func(*flow.ClientConfig)) {
+func echoSession(t *testing.T, mod func(*flow.ClientConfig), query string) {
 	t.Helper()
 	srv := startServer(t, nil)
-	s := dial(t, srv, mod)
+	s := dialURL(t, srv.URL()+query, mod)
 	if got := textOf(t, callTool(t, s, "echo", map[string]any{"text": "hi"})); got != "hi" {
 		t.Fatalf("echo: %q", got)
 	}

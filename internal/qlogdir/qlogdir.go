@@ -8,7 +8,8 @@
 // Unlike quic-go's helper it never ends the process or fails a connection:
 // a directory it cannot create or a file it cannot open is logged once and
 // the connection goes on without a qlog. Header values that carry
-// credentials (Authorization, Cookie) are redacted.
+// credentials (Authorization, Cookie) are redacted, and so is a token in the
+// CONNECT's query (access_token).
 //
 // It shares no code with flow, so that the conformance judge may use it too.
 package qlogdir
@@ -18,8 +19,10 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -50,14 +53,42 @@ func Tracer() func(context.Context, bool, quic.ConnectionID) qlogwriter.Trace {
 	}, redact)
 }
 
+// TokenQueryParam is the query parameter that carries a bearer token where
+// a header cannot (a browser's WebTransport CONNECT; spec §9.1, RFC 6750
+// §2.3). It is bearer.QueryParam, written again here: this package shares
+// nothing with the implementation, so that the judge may use it.
+const TokenQueryParam = "access_token"
+
 // redact hides the values of the header fields that carry credentials
-// (names as http.CanonicalHeaderKey gives them).
+// (names as http.CanonicalHeaderKey gives them, pseudo-header fields as
+// ":path"), and a token in the request target's query.
 func redact(name, value string) string {
 	switch name {
 	case "Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie":
 		return "[redacted]"
+	case ":path":
+		return redactQuery(value)
 	}
 	return value
+}
+
+// redactQuery returns the request target path with the value of every
+// TokenQueryParam in its query replaced by [redacted]; anything it cannot
+// parse as a query is redacted whole.
+func redactQuery(path string) string {
+	p, q, ok := strings.Cut(path, "?")
+	if !ok || !strings.Contains(q, TokenQueryParam) {
+		return path
+	}
+	vs, err := url.ParseQuery(q)
+	if err != nil {
+		return p + "?[redacted]"
+	}
+	if !vs.Has(TokenQueryParam) {
+		return path
+	}
+	vs.Set(TokenQueryParam, "[redacted]")
+	return p + "?" + vs.Encode()
 }
 
 // open starts the trace of one connection: the file, its header record, and
