@@ -53,9 +53,10 @@ func TestDraft02RunIsFast(t *testing.T) {
 	if len(rs) != len(ServerChecks()) {
 		t.Errorf("%d results for %d checks", len(rs), len(ServerChecks()))
 	}
-	// Under 5 s on an idle machine (about 2.3 s); the bound leaves room for
-	// a loaded one and still fails a run that waits out a check's time limit.
-	if took > 8*time.Second {
+	// About 2.3 s on an idle machine, 2.4-3.2 s measured with the 2-core
+	// machine at load 10 (2026-12-06); a run that waits out the 10 s answer
+	// wait of each silent check takes 20 s or more.
+	if took > 15*time.Second {
 		t.Errorf("the run took %v", took)
 	}
 	if len(notices) != 1 || !strings.Contains(notices[0], "draft-02") || !strings.Contains(notices[0], "stream reset partial delivery") {
