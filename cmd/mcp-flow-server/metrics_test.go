@@ -238,11 +238,14 @@ var metricsURLPattern = regexp.MustCompile(`metrics=(http://\S+/metrics)`)
 
 // metricsURL is the URL of the -metrics listener, from the server's log.
 // The line is written before the server announces its own URL on stdout.
-func metricsURL(t *testing.T, stderr fmt.Stringer) string {
+func metricsURL(t *testing.T, stderr *flowtest.SyncBuffer) string {
 	t.Helper()
-	m := metricsURLPattern.FindStringSubmatch(stderr.String())
+	// The server logs it before its stdout announcement, but the log reaches
+	// stderr's buffer through another goroutine (seen missing under load).
+	text, _ := stderr.Wait(30*time.Second, metricsURLPattern.MatchString)
+	m := metricsURLPattern.FindStringSubmatch(text)
 	if m == nil {
-		t.Fatalf("no metrics=URL in the server's log:\n%s", stderr)
+		t.Fatalf("no metrics=URL in the server's log after 30 s:\n%s", text)
 	}
 	return m[1]
 }

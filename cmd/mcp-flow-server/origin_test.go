@@ -379,13 +379,9 @@ func TestOneOriginAuth(t *testing.T) {
 
 // awaitLog waits up to 30 s for the server's stderr to hold want (the
 // server's log is the only event a subprocess gives), else fails with why.
-func awaitLog(t *testing.T, stderr fmt.Stringer, want, why string) {
+func awaitLog(t *testing.T, stderr *flowtest.SyncBuffer, want, why string) {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(stderr.String(), want) {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s (no %q in 30 s); stderr:\n%s", why, want, stderr)
-		}
-		time.Sleep(20 * time.Millisecond)
+	if text, ok := stderr.Wait(30*time.Second, func(s string) bool { return strings.Contains(s, want) }); !ok {
+		t.Fatalf("%s (no %q in 30 s); stderr:\n%s", why, want, text)
 	}
 }

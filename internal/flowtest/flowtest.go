@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
@@ -95,14 +96,47 @@ func ClientTLS(t testing.TB) *tls.Config {
 // SyncBuffer is a bytes.Buffer that a subprocess writes (as its Stdout or
 // Stderr) while a test reads it.
 type SyncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
+	mu      sync.Mutex
+	b       bytes.Buffer
+	written chan struct{} // closed by the next Write; nil until Wait asks
 }
 
 func (s *SyncBuffer) Write(p []byte) (int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.written != nil {
+		close(s.written)
+		s.written = nil
+	}
 	return s.b.Write(p)
+}
+
+// Wait waits until what has been written satisfies done, for at most
+// timeout, and returns the text and whether it did. A subprocess's stderr
+// reaches the buffer through exec's copying goroutine: a line the process
+// wrote before its stdout announcement may not be here yet when the test
+// has read that announcement.
+func (s *SyncBuffer) Wait(timeout time.Duration, done func(string) bool) (string, bool) {
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		text := s.b.String()
+		if done(text) {
+			s.mu.Unlock()
+			return text, true
+		}
+		if s.written == nil {
+			s.written = make(chan struct{})
+		}
+		written := s.written
+		s.mu.Unlock()
+		select {
+		case <-written:
+		case <-deadline.C:
+			return text, false
+		}
+	}
 }
 
 // String returns what has been written so far.
