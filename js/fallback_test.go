@@ -252,7 +252,10 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		if !chose(name, r.fallbackRun, "streamable-http", "timeout") {
 			continue
 		}
-		if r.Choice.Ms < 800 || r.Choice.Ms > 2000 {
+		// Not before the budget (the rule), and a guard on a budget not kept
+		// (the reason says which timer fired): 801-804 ms measured with the
+		// 2-core machine at load 10 (2026-12-06).
+		if r.Choice.Ms < 800 || r.Choice.Ms > 8000 {
 			t.Errorf("%s: fell back after %d ms, want the 800 ms budget", name, r.Choice.Ms)
 		}
 		if r.Tools == nil || !slices.Contains(r.Tools.Names, "echo") || !slices.Contains(r.Tools.Names, "generate") {
@@ -322,6 +325,8 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		}
 	}
 	if r := res.Refused; r != nil && chose("no UDP listener", r.fallbackRun, "streamable-http", "failed") {
+		// The refusal, not the 800 ms budget: 29 ms measured with the 2-core
+		// machine at load 10 (2026-12-06); "failed" as the reason says the same.
 		if r.Choice.Ms >= 800 {
 			t.Errorf("no UDP listener: fell back after %d ms; want at once, before the budget", r.Choice.Ms)
 		}
