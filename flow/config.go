@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/faults"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -349,8 +350,9 @@ type ServerConfig struct {
 	// token is the session's (Session.TokenInfo); the session is shut down
 	// gracefully when the token expires. Zero: no authentication.
 	Auth bearer.Config
-	// Faults break rules on purpose, for testing conformance runners only.
-	Faults Faults
+	// faults break rules on purpose, for testing conformance runners only;
+	// set by internal/faults.Set, never by a command.
+	faults faults.Faults
 }
 
 // ClientConfig configures Dial. It is copied; later changes have no effect.

@@ -255,7 +255,7 @@ func (s *Server) isClosing() bool {
 // AllowedOrigins.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if s.cfg.Faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o) {
+	if s.cfg.faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o) {
 		return true
 	}
 	return LoopbackOrigin(o) && s.loopbackListener()
