@@ -1,5 +1,9 @@
 package flow
 
+// This file is long because it holds the package's configuration types
+// (Limits, Hooks, ServerConfig, ClientConfig), whose field comments are their
+// documentation and defaults.
+
 import (
 	"context"
 	"crypto/tls"

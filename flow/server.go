@@ -1,5 +1,9 @@
 package flow
 
+// This file is long because it is a Server's whole life: listening, the
+// CONNECT's checks (Origin, token, the session slot), each session's watchdogs
+// (handshake, idle), and the shutdown.
+
 import (
 	"context"
 	"crypto/tls"
