@@ -1,5 +1,10 @@
 package bridge
 
+// This file is long because it is the core's upstream session through its
+// whole life: the initialize that dials it, the stateful and stateless
+// sessions, the watch and the reconnect, and the errors a lost or refusing
+// server gives the host.
+
 import (
 	"context"
 	"encoding/json"

@@ -1,5 +1,10 @@
 package bridge
 
+// This file is long because it holds the Streamable HTTP front's configuration
+// (HTTPConfig's documented fields are a third of it), the checks every request
+// passes, and the front's shutdown; the routes are in the other
+// front_http_*.go files.
+
 import (
 	"context"
 	"fmt"

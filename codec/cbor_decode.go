@@ -1,5 +1,9 @@
 package codec
 
+// This file is long because it is the CBOR decoder in one piece: the envelope,
+// every major type, and the tags MCP-Flow maps to JSON (bignums, byte strings,
+// expected encodings), each checked against the limits before it allocates.
+
 import (
 	"encoding/base64"
 	"encoding/binary"

@@ -1,5 +1,9 @@
 package codec
 
+// This file is long because it holds the readers of JSON text that the walk
+// and the fused scanner share: spaces, strings and their escapes, and numbers,
+// each with its fast path.
+
 import (
 	"bytes"
 	"encoding/binary"

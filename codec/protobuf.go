@@ -1,5 +1,9 @@
 package codec
 
+// This file is long because it is the protobuf writer in one piece: the
+// message builder with its back-patched lengths, and the mapping of every JSON
+// value to the Value message (codec/pb).
+
 import (
 	"encoding/json"
 	"math"

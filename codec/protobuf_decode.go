@@ -1,5 +1,9 @@
 package codec
 
+// This file is long because it holds both protobuf readers: the decoder that
+// writes JSON from Value messages, and the scan that checks a payload against
+// the limits before it is decoded.
+
 import (
 	"encoding/base64"
 	"errors"

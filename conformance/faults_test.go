@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/faults"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
@@ -17,19 +18,21 @@ import (
 func TestEachFaultIsCaught(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		faults flow.Faults
+		faults faults.Faults
 		want   []string
 	}{
-		{"stream header byte order", flow.Faults{StreamHeaderLittleEndian: true}, []string{"stream.header"}},
-		{"no encoding switch", flow.Faults{NoEncodingSwitch: true}, []string{"negotiate.cbor", "negotiate.protobuf"}},
-		{"cancel answered -32000", flow.Faults{CancelCode32000: true}, []string{"cancel.code"}},
-		{"no Origin check", flow.Faults{NoOriginCheck: true}, []string{"origin", "origin.403"}},
-		{"truncated stream without $/streamError", flow.Faults{TruncateWithoutStreamError: true}, []string{"stream.error", "stream.error-reset"}},
-		{"no drain on shutdown", flow.Faults{NoDrainOnShutdown: true}, []string{"shutdown.drain", "shutdown.fin", "shutdown.refuse-new"}},
-		{"no injection check", flow.Faults{NoInjectionCheck: true}, []string{"stream.injection", "stream.injection-report"}},
+		{"stream header byte order", faults.Faults{StreamHeaderLittleEndian: true}, []string{"stream.header"}},
+		{"no encoding switch", faults.Faults{NoEncodingSwitch: true}, []string{"negotiate.cbor", "negotiate.protobuf"}},
+		{"cancel answered -32000", faults.Faults{CancelCode32000: true}, []string{"cancel.code"}},
+		{"no Origin check", faults.Faults{NoOriginCheck: true}, []string{"origin", "origin.403"}},
+		{"truncated stream without $/streamError", faults.Faults{TruncateWithoutStreamError: true}, []string{"stream.error", "stream.error-reset"}},
+		{"no drain on shutdown", faults.Faults{NoDrainOnShutdown: true}, []string{"shutdown.drain", "shutdown.fin", "shutdown.refuse-new"}},
+		{"no injection check", faults.Faults{NoInjectionCheck: true}, []string{"stream.injection", "stream.injection-report"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Faults: tc.faults})
+			cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+			faults.Set(&cfg, tc.faults)
+			srv := flowtest.Serve(t, cfg)
 			rs := RunServer(context.Background(), Target{URL: srv.URL(), TLS: flowtest.ClientTLS(t)}, ServerChecks(), Options{CheckTimeout: 5 * time.Second})
 			var failed []string
 			for _, r := range rs {

@@ -1,5 +1,9 @@
 package fallback
 
+// This file is long because it is the stdio relay over the fallback's client
+// in one piece: the host's lines in, the calls and cancels in flight, the
+// server's messages out, and the bounded line reader.
+
 import (
 	"bufio"
 	"bytes"

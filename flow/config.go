@@ -1,5 +1,9 @@
 package flow
 
+// This file is long because it holds the package's configuration types
+// (Limits, Hooks, ServerConfig, ClientConfig), whose field comments are their
+// documentation and defaults.
+
 import (
 	"context"
 	"crypto/tls"
@@ -12,6 +16,7 @@ import (
 	"github.com/quic-go/webtransport-go"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/internal/faults"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
@@ -349,8 +354,9 @@ type ServerConfig struct {
 	// the session is shut down gracefully when the token expires. Nil: no
 	// authentication.
 	Auth Authenticator
-	// Faults break rules on purpose, for testing conformance runners only.
-	Faults Faults
+	// faults break rules on purpose, for testing conformance runners only;
+	// set by internal/faults.Set, never by a command.
+	faults faults.Faults
 }
 
 // ClientConfig configures Dial. It is copied; later changes have no effect.

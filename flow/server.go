@@ -1,5 +1,9 @@
 package flow
 
+// This file is long because it is a Server's whole life: listening, the
+// CONNECT's checks (Origin, token, the session slot), each session's watchdogs
+// (handshake, idle), and the shutdown.
+
 import (
 	"context"
 	"crypto/tls"
@@ -255,7 +259,7 @@ func (s *Server) isClosing() bool {
 // AllowedOrigins.
 func (s *Server) originAllowed(r *http.Request) bool {
 	o := r.Header.Get("Origin")
-	if s.cfg.Faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o) {
+	if s.cfg.faults.NoOriginCheck || o == "" || slices.Contains(s.cfg.AllowedOrigins, "*") || slices.Contains(s.cfg.AllowedOrigins, o) {
 		return true
 	}
 	return LoopbackOrigin(o) && s.loopbackListener()

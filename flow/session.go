@@ -1,5 +1,8 @@
 package flow
 
+// This file is long because it is the Session type's core, which the other
+// session files build on: its fields and states, sending, and its close.
+
 import (
 	"context"
 	"crypto/tls"

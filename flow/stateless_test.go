@@ -13,6 +13,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/faults"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
@@ -236,7 +237,7 @@ func TestStatelessOnBridges(t *testing.T) {
 // falls back to the guide's initialize (and still gets CBOR); a 2026-07-28
 // client's Dial fails saying why (spec §11.4).
 func TestHelloFallback(t *testing.T) {
-	srv := startServer(t, func(c *flow.ServerConfig) { c.Faults.GuideOnly = true })
+	srv := startServer(t, func(c *flow.ServerConfig) { faults.Set(c, faults.Faults{GuideOnly: true}) })
 	s := dial(t, srv, func(c *flow.ClientConfig) {
 		c.Hello = true
 		c.Encodings = []codec.Name{codec.CBOR}

@@ -1,5 +1,9 @@
 package main
 
+// This file is long because it is the whole of `mcp-flow bench`: its flags,
+// its targets (MCP-Flow, Streamable HTTP, a stdio command), the measurement
+// through package workload, and the table it prints.
+
 import (
 	"context"
 	"encoding/json"

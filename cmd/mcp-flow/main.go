@@ -50,6 +50,9 @@
 // interrupted.
 package main
 
+// This file is long because run is the CLI's one flag set and the dispatch of
+// every subcommand the package comment above lists.
+
 import (
 	"context"
 	"errors"
