@@ -1,4 +1,4 @@
-package bridge
+package plainio
 
 import (
 	"bufio"
@@ -14,49 +14,49 @@ import (
 // Content-Length headers as in LSP, detected from what the peer sends) and
 // the package's one bounded line reader (the SSE reader's too).
 
-// framing is how messages are delimited on a stdio pipe.
-type framing int
+// Framing is how messages are delimited on a stdio pipe.
+type Framing int
 
 // The framings.
 const (
-	framingNDJSON        framing = iota // one JSON text per line
-	framingContentLength                // "Content-Length: N\r\n\r\n" then N bytes of UTF-8
+	FramingNDJSON        Framing = iota // one JSON text per line
+	FramingContentLength                // "Content-Length: N\r\n\r\n" then N bytes of UTF-8
 )
 
-func (f framing) String() string {
-	if f == framingContentLength {
+func (f Framing) String() string {
+	if f == FramingContentLength {
 		return "Content-Length"
 	}
 	return "NDJSON"
 }
 
-// framingError is a message that could not be delimited: the reader has
+// FramingError is a message that could not be delimited: the reader has
 // skipped it and can go on.
-type framingError struct{ reason string }
+type FramingError struct{ reason string }
 
-func (e *framingError) Error() string { return "bridge: " + e.reason }
+func (e *FramingError) Error() string { return "bridge: " + e.reason }
 
 // MaxMessage bounds one message read by a bridge: a line or a
 // Content-Length body from stdio, an HTTP body, an SSE event (64 MiB).
 const MaxMessage = 64 << 20
 
-// errLineTooLong reports a line (or an SSE event) over its reader's limit.
+// ErrLineTooLong reports a line (or an SSE event) over its reader's limit.
 // Nothing past the limit was kept, and the reader stopped inside the line:
-// skipLine goes on after it, and a reader that cannot go on fails.
-var errLineTooLong = errors.New("line or event over the message limit")
+// SkipLine goes on after it, and a reader that cannot go on fails.
+var ErrLineTooLong = errors.New("line or event over the message limit")
 
-// readLine reads one line of at most limit bytes, without its end, a buffer
+// ReadLine reads one line of at most limit bytes, without its end, a buffer
 // at a time (WHATWG HTML §9.2.5 for SSE): a line ends at LF, at CR, or at
 // CRLF. A last line without an end is dropped (an SSE event is only
-// dispatched by a blank line): io.EOF. Past limit: errLineTooLong.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	return readLineEnds(br, limit, "\r\n")
+// dispatched by a blank line): io.EOF. Past limit: ErrLineTooLong.
+func ReadLine(br *bufio.Reader, limit int) ([]byte, error) {
+	return ReadLineEnds(br, limit, "\r\n")
 }
 
-// readLineEnds is readLine where a line ends at any byte of ends; with
+// ReadLineEnds is ReadLine where a line ends at any byte of ends; with
 // ends "\n" (NDJSON) a CR just before the LF is dropped, and a last line
 // without its newline is returned before io.EOF.
-func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
+func ReadLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 	// For LF-ended lines, a CR just before the LF is dropped, so it does
 	// not count against limit.
 	slack := 0
@@ -87,7 +87,7 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 		i := bytes.IndexAny(buf, ends)
 		if i < 0 {
 			if total+len(buf) > limit+slack {
-				return nil, errLineTooLong
+				return nil, ErrLineTooLong
 			}
 			parts = append(parts, bytes.Clone(buf))
 			total += len(buf)
@@ -106,7 +106,7 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 			n--
 		}
 		if n > limit {
-			return nil, errLineTooLong
+			return nil, ErrLineTooLong
 		}
 		line := join(buf[:i])
 		cr := buf[i] == '\r'
@@ -123,8 +123,8 @@ func readLineEnds(br *bufio.Reader, limit int, ends string) ([]byte, error) {
 	}
 }
 
-// skipLine discards input up to and including the next LF.
-func skipLine(br *bufio.Reader) error {
+// SkipLine discards input up to and including the next LF.
+func SkipLine(br *bufio.Reader) error {
 	for {
 		_, err := br.ReadSlice('\n')
 		if !errors.Is(err, bufio.ErrBufferFull) {
@@ -133,27 +133,27 @@ func skipLine(br *bufio.Reader) error {
 	}
 }
 
-// frameReader reads messages in whichever framing each one comes, each of
+// FrameReader reads messages in whichever framing each one comes, each of
 // at most limit bytes. Not safe for concurrent use.
-type frameReader struct {
+type FrameReader struct {
 	r     *bufio.Reader
 	limit int
 }
 
-// newFrameReader returns a reader of framed messages of at most limit bytes.
-func newFrameReader(r io.Reader, limit int) *frameReader {
-	return &frameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
+// NewFrameReader returns a reader of framed messages of at most limit bytes.
+func NewFrameReader(r io.Reader, limit int) *FrameReader {
+	return &FrameReader{r: bufio.NewReaderSize(r, 64<<10), limit: limit}
 }
 
-// read returns the next message, in a buffer of its own, and the framing it
-// came in. A *framingError reports a message it had to skip (a BOM, a
+// Read returns the next message, in a buffer of its own, and the framing it
+// came in. A *FramingError reports a message it had to skip (a BOM, a
 // broken header, a message over the limit); io.EOF the end of input.
-func (r *frameReader) read() ([]byte, framing, error) {
+func (r *FrameReader) Read() ([]byte, Framing, error) {
 	for {
 		// Skip blank lines between messages.
 		b, err := r.r.Peek(1)
 		if err != nil {
-			return nil, framingNDJSON, err
+			return nil, FramingNDJSON, err
 		}
 		if b[0] == '\n' || b[0] == '\r' || b[0] == ' ' || b[0] == '\t' {
 			_, _ = r.r.ReadByte()
@@ -162,21 +162,21 @@ func (r *frameReader) read() ([]byte, framing, error) {
 		break
 	}
 	if r.startsWith("\xef\xbb\xbf", false) {
-		_ = skipLine(r.r)
-		return nil, framingNDJSON, &framingError{reason: "a UTF-8 byte order mark is not allowed before a message; the message was skipped"}
+		_ = SkipLine(r.r)
+		return nil, FramingNDJSON, &FramingError{reason: "a UTF-8 byte order mark is not allowed before a message; the message was skipped"}
 	}
 	if r.startsWith("content-length:", true) {
 		return r.readHeaders()
 	}
 	line, err := r.line()
-	return line, framingNDJSON, err
+	return line, FramingNDJSON, err
 }
 
 // startsWith reports whether the input goes on with prefix (ASCII letters
 // in any case, with fold). It peeks one byte more only while those so far
 // agree, so that a message shorter than the prefix ("[]", a short line of
 // garbage) is read at once instead of waiting for more input.
-func (r *frameReader) startsWith(prefix string, fold bool) bool {
+func (r *FrameReader) startsWith(prefix string, fold bool) bool {
 	for n := 1; n <= len(prefix); n++ {
 		b, _ := r.r.Peek(n)
 		if len(b) < n {
@@ -194,52 +194,52 @@ func (r *frameReader) startsWith(prefix string, fold bool) bool {
 }
 
 // line reads one NDJSON line; one past the limit is skipped and reported.
-func (r *frameReader) line() ([]byte, error) {
-	line, err := readLineEnds(r.r, r.limit, "\n")
-	if errors.Is(err, errLineTooLong) {
-		_ = skipLine(r.r)
-		return nil, &framingError{reason: fmt.Sprintf("a line longer than %d bytes was skipped", r.limit)}
+func (r *FrameReader) line() ([]byte, error) {
+	line, err := ReadLineEnds(r.r, r.limit, "\n")
+	if errors.Is(err, ErrLineTooLong) {
+		_ = SkipLine(r.r)
+		return nil, &FramingError{reason: fmt.Sprintf("a line longer than %d bytes was skipped", r.limit)}
 	}
 	return line, err
 }
 
 // readHeaders reads a Content-Length message: headers up to a blank line,
 // then exactly that many bytes.
-func (r *frameReader) readHeaders() ([]byte, framing, error) {
+func (r *FrameReader) readHeaders() ([]byte, Framing, error) {
 	n := -1
 	for {
 		line, err := r.line()
 		if err != nil {
-			return nil, framingContentLength, err
+			return nil, FramingContentLength, err
 		}
 		if len(line) == 0 {
 			break
 		}
 		k, v, ok := strings.Cut(string(line), ":")
 		if !ok {
-			return nil, framingContentLength, &framingError{reason: fmt.Sprintf("broken header line %q", clip(string(line)))}
+			return nil, FramingContentLength, &FramingError{reason: fmt.Sprintf("broken header line %q", clip(string(line)))}
 		}
 		if strings.EqualFold(strings.TrimSpace(k), "Content-Length") {
 			n, err = strconv.Atoi(strings.TrimSpace(v))
 			if err != nil || n < 0 {
-				return nil, framingContentLength, &framingError{reason: fmt.Sprintf("bad Content-Length %q", clip(strings.TrimSpace(v)))}
+				return nil, FramingContentLength, &FramingError{reason: fmt.Sprintf("bad Content-Length %q", clip(strings.TrimSpace(v)))}
 			}
 		}
 	}
 	if n < 0 {
-		return nil, framingContentLength, &framingError{reason: "headers without Content-Length"}
+		return nil, FramingContentLength, &FramingError{reason: "headers without Content-Length"}
 	}
 	if n > r.limit {
 		if _, err := r.r.Discard(n); err != nil {
-			return nil, framingContentLength, err
+			return nil, FramingContentLength, err
 		}
-		return nil, framingContentLength, &framingError{reason: fmt.Sprintf("Content-Length %d exceeds %d; the message was skipped", n, r.limit)}
+		return nil, FramingContentLength, &FramingError{reason: fmt.Sprintf("Content-Length %d exceeds %d; the message was skipped", n, r.limit)}
 	}
 	body := make([]byte, n)
 	if _, err := io.ReadFull(r.r, body); err != nil {
-		return nil, framingContentLength, err
+		return nil, FramingContentLength, err
 	}
-	return body, framingContentLength, nil
+	return body, FramingContentLength, nil
 }
 
 func clip(s string) string {
@@ -249,18 +249,18 @@ func clip(s string) string {
 	return s
 }
 
-// appendFramed appends msg in framing f. Content-Length counts UTF-8 bytes.
-func appendFramed(dst []byte, f framing, msg []byte) []byte {
-	return appendFrameTail(append(appendFrameHead(dst, f, len(msg)), msg...), f)
+// AppendFramed appends msg in framing f. Content-Length counts UTF-8 bytes.
+func AppendFramed(dst []byte, f Framing, msg []byte) []byte {
+	return AppendFrameTail(append(AppendFrameHead(dst, f, len(msg)), msg...), f)
 }
 
-// frameOverhead bounds the bytes a framing adds to a message.
-const frameOverhead = len("Content-Length: \r\n\r\n") + 20
+// FrameOverhead bounds the bytes a framing adds to a message.
+const FrameOverhead = len("Content-Length: \r\n\r\n") + 20
 
-// appendFrameHead appends what framing f writes before a message of n
-// bytes; appendFrameTail what it writes after it.
-func appendFrameHead(dst []byte, f framing, n int) []byte {
-	if f != framingContentLength {
+// AppendFrameHead appends what framing f writes before a message of n
+// bytes; AppendFrameTail what it writes after it.
+func AppendFrameHead(dst []byte, f Framing, n int) []byte {
+	if f != FramingContentLength {
 		return dst
 	}
 	dst = append(dst, "Content-Length: "...)
@@ -268,8 +268,8 @@ func appendFrameHead(dst []byte, f framing, n int) []byte {
 	return append(dst, "\r\n\r\n"...)
 }
 
-func appendFrameTail(dst []byte, f framing) []byte {
-	if f == framingContentLength {
+func AppendFrameTail(dst []byte, f Framing) []byte {
+	if f == FramingContentLength {
 		return dst
 	}
 	return append(dst, '\n')

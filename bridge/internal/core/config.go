@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -89,7 +89,10 @@ type StdioConfig struct {
 	HostQueue int
 }
 
-func (cfg StdioConfig) withDefaults() StdioConfig {
+// WithDefaults returns cfg with the defaults in its zero fields. New
+// applies them to its own copy only: a front that reads the config itself
+// (HostQueue, StreamDir, Logger) applies them first.
+func WithDefaults(cfg StdioConfig) StdioConfig {
 	if cfg.InlineLimit <= 0 {
 		cfg.InlineLimit = 8 << 20
 	}
@@ -109,6 +112,14 @@ func (cfg StdioConfig) withDefaults() StdioConfig {
 		cfg.HostQueue = DefaultHostQueue
 	}
 	return cfg
+}
+
+// PassToken makes cfg dial with a client's token (the HTTP front with
+// PassToken): token is the subject's latest token, fresh returns a channel
+// closed when the client offers its next one; a session the server ended
+// for its token's expiry is dialled again.
+func PassToken(cfg *StdioConfig, token func(ctx context.Context) (string, error), fresh func() <-chan struct{}) {
+	cfg.Token, cfg.redialOnExpiry, cfg.tokenFresh = token, true, fresh
 }
 
 // DefaultHostQueue is the default of StdioConfig.HostQueue (spec §8, §10).

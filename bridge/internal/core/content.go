@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"bytes"
@@ -26,12 +26,12 @@ import (
 // not read again: flow.Response.Refs hands out each ref with its span in
 // the result, and every byte outside the replaced blocks is kept as it
 // came, members in their order. The spliced result is written once, by
-// the front, straight into its output (front.emitResult).
+// the front, straight into its output (Front.EmitResult).
 
 // inline rewrites a result with execution streams for a plain MCP client
 // (ref/stream is no MCP content type): see the top of this file. A stream
 // that fails fails the call: a truncated payload is never passed on.
-func (b *core) inline(ctx context.Context, resp *flow.Response) (*mcpjson.Splice, error) {
+func (b *Core) inline(ctx context.Context, resp *flow.Response) (*mcpjson.Splice, error) {
 	out := mcpjson.NewSplice(resp.Result)
 	if len(resp.Refs) == 0 {
 		return out, nil
@@ -48,15 +48,15 @@ func (b *core) inline(ctx context.Context, resp *flow.Response) (*mcpjson.Splice
 }
 
 // original returns what an upstream bridge recorded in the _meta of a
-// ref/stream block (OriginalKey): the block the ref replaced, without its
+// ref/stream block (mcpjson.OriginalKey): the block the ref replaced, without its
 // payload, and the field where the payload goes ("text", "data",
 // "resource.text", "resource.blob"); nil when it recorded none.
 func original(ref flow.StreamRef) (block []byte, field string) {
-	if !bytes.Contains(ref.Meta, []byte(OriginalKey)) {
+	if !bytes.Contains(ref.Meta, []byte(mcpjson.OriginalKey)) {
 		return nil, ""
 	}
-	ms, err := mcpjson.ReadObject(ref.Meta, func(n string) bool { return n == OriginalKey })
-	o := mcpjson.Find(ms, OriginalKey)
+	ms, err := mcpjson.ReadObject(ref.Meta, func(n string) bool { return n == mcpjson.OriginalKey })
+	o := mcpjson.Find(ms, mcpjson.OriginalKey)
 	if err != nil || o == nil {
 		return nil, ""
 	}
@@ -69,7 +69,7 @@ func original(ref flow.StreamRef) (block []byte, field string) {
 
 // inlineStream reads one execution stream and returns the block that
 // replaces its ref.
-func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef) (*mcpjson.Splice, error) {
+func (b *Core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.StreamRef) (*mcpjson.Splice, error) {
 	sr, err := resp.Stream(ctx, ref.StreamTag)
 	if err != nil {
 		return nil, fmt.Errorf("execution stream %d: %w", ref.StreamTag, err)
@@ -81,7 +81,7 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.S
 	mime := ref.MimeType
 	if int64(len(head)) > b.cfg.InlineLimit {
 		name := linkName(ref.StreamTag, mime)
-		uri, n, err := b.front.offload(ctx, name, mime, io.MultiReader(bytes.NewReader(head), sr))
+		uri, n, err := b.front.Offload(ctx, name, mime, io.MultiReader(bytes.NewReader(head), sr))
 		if err != nil {
 			return nil, fmt.Errorf("execution stream %d failed: %w", ref.StreamTag, err)
 		}
@@ -92,7 +92,7 @@ func (b *core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.S
 	}
 	if block, field := original(ref); block != nil {
 		// An upstream bridge moved this block's payload: put it back.
-		return restore(block, field, head)
+		return mcpjson.Restore(block, field, head)
 	}
 	if isText(mime) && utf8.Valid(head) {
 		out := append(make([]byte, 0, len(head)+len(head)/8+32), `{"type":"text","text":`...)

@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -25,7 +25,7 @@ const (
 // server that refuses the current dialect as a draft-02 server does
 // (draft02.Needed) is dialled again at once in draft-02, which later dials
 // (reconnections) then use first, until one of them fails.
-func (b *core) dialIn(ctx context.Context, cc flow.ClientConfig) (*flow.Session, error) {
+func (b *Core) dialIn(ctx context.Context, cc flow.ClientConfig) (*flow.Session, error) {
 	if cc.DialSession != nil || cc.Transport != nil {
 		return flow.Dial(ctx, b.cfg.URL, cc)
 	}

@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -50,7 +50,7 @@ func TestDialRemembersDraft02(t *testing.T) {
 	p := draft02test.Start(t)
 	log := &messages{}
 	cfg := StdioConfig{URL: p.URL, Client: flow.ClientConfig{TLSConfig: p.TLS, Logger: flowtest.Quiet}, Logger: slog.New(log)}
-	c := NewStdio(cfg).core
+	c := New(cfg, nil, nil) // dial alone reaches no front
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for i := range 3 {
@@ -64,7 +64,7 @@ func TestDialRemembersDraft02(t *testing.T) {
 		t.Fatalf("the draft-02 refusal was met %d times in 3 dials, want once (the first)", n)
 	}
 	cfg.WebTransport = WebTransportCurrent
-	_, err := NewStdio(cfg).core.dial(ctx, flow.InitializeParams{})
+	_, err := New(cfg, nil, nil).dial(ctx, flow.InitializeParams{})
 	u, ok := err.(*UnreachableError)
 	if !ok || !u.Final || !strings.Contains(u.Why, "draft-02") || !strings.Contains(u.Fix, "-webtransport auto") {
 		t.Fatalf("-webtransport current against a draft-02 server: %#v", err)

@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -20,9 +20,9 @@ import (
 // dispatched in the client's order, requests called on the MCP-Flow session
 // with their cancellation, notifications passed on.
 
-// receive takes one decoded message or batch of the client's: invalid
+// Receive takes one decoded message or batch of the client's: invalid
 // elements are answered, a batch goes to batch, the rest to dispatch.
-func (b *core) receive(ctx context.Context, p jsonrpc.Payload) {
+func (b *Core) Receive(ctx context.Context, p jsonrpc.Payload) {
 	msgs, replies := jsonrpc.Validate(p)
 	if p.Batch {
 		b.batch(ctx, msgs, replies)
@@ -32,27 +32,27 @@ func (b *core) receive(ctx context.Context, p jsonrpc.Payload) {
 		b.write(rep)
 	}
 	for _, m := range msgs {
-		b.dispatch(ctx, m)
+		b.Dispatch(ctx, m)
 	}
 }
 
-// parseError answers a message that could not be read or decoded.
-func (b *core) parseError(err error) {
+// ParseError answers a message that could not be read or decoded.
+func (b *Core) ParseError(err error) {
 	b.write(jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeParseError, err.Error())))
 }
 
-// decodeJSON decodes one message or batch of the client's.
-func decodeJSON(msg []byte) (jsonrpc.Payload, error) { return codec.Default(codec.JSON).Decode(msg) }
+// DecodeJSON decodes one message or batch of the client's.
+func DecodeJSON(msg []byte) (jsonrpc.Payload, error) { return codec.Default(codec.JSON).Decode(msg) }
 
-// batchesAllowed reports whether MCP protocol version v has JSON-RPC
+// BatchesAllowed reports whether MCP protocol version v has JSON-RPC
 // batches: 2025-03-26 added them, 2025-06-18 removed them (MCP changelog
 // 2025-06-18).
-func batchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
+func BatchesAllowed(v string) bool { return v != "" && v < "2025-06-18" }
 
-// batchError is the answer to a batch the session's protocol version does
+// BatchError is the answer to a batch the session's protocol version does
 // not allow, or one sent before initialize (which 2025-03-26 forbids in a
 // batch).
-func batchError(version string) *jsonrpc.Response {
+func BatchError(version string) *jsonrpc.Response {
 	msg := "JSON-RPC batches are not part of MCP " + version + " (only 2025-03-26 has them)"
 	if version == "" {
 		msg = "a batch before initialize: initialize must be sent alone (MCP 2025-03-26 lifecycle)"
@@ -69,9 +69,9 @@ func alreadyInitialized(id jsonrpc.ID) *jsonrpc.Response {
 // one array, in any order, once all are in; a batch of notifications and
 // responses only gets no answer. Elsewhere the whole batch is refused with
 // one -32600 error and nothing in it is processed.
-func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
-	if v := b.version(); !batchesAllowed(v) {
-		b.write(batchError(v))
+func (b *Core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jsonrpc.Response) {
+	if v := b.Version(); !BatchesAllowed(v) {
+		b.write(BatchError(v))
 		return
 	}
 	var mu sync.Mutex
@@ -80,7 +80,7 @@ func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jso
 	for _, m := range msgs {
 		req, ok := m.(*jsonrpc.Request)
 		if !ok || !req.IsCall() {
-			b.dispatch(ctx, m) // notifications and responses
+			b.Dispatch(ctx, m) // notifications and responses
 			continue
 		}
 		if req.Method == protocol.MethodInitialize {
@@ -94,7 +94,7 @@ func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jso
 			defer b.wg.Done()
 			defer calls.Done()
 			defer release()
-			if r := b.call(ctx, cctx, req); r != nil {
+			if r := b.Call(ctx, cctx, req); r != nil {
 				mu.Lock()
 				out = append(out, r)
 				mu.Unlock()
@@ -109,23 +109,25 @@ func (b *core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jso
 			for _, r := range out {
 				b.logMessage("to host", r)
 			}
-			b.front.emitBatch(out)
+			b.front.EmitBatch(out)
 		}
 	}()
 }
 
-func (b *core) dispatch(ctx context.Context, m jsonrpc.Message) {
+// Dispatch handles one message of the client's (not a batch): a response
+// to a request forwarded from the server, a notification, or a request.
+func (b *Core) Dispatch(ctx context.Context, m jsonrpc.Message) {
 	b.logMessage("from host", m)
 	switch m := m.(type) {
 	case *jsonrpc.Response:
-		b.hostWait.deliver(m)
+		b.hostWait.Deliver(m)
 	case *jsonrpc.Request:
 		if !m.IsCall() {
 			b.notification(m)
 			return
 		}
 		if b.takeStateless(m) {
-			if r := statelessRefusal(m); r != nil {
+			if r := StatelessRefusal(m); r != nil {
 				b.write(r)
 				return
 			}
@@ -153,7 +155,7 @@ func (b *core) dispatch(ctx context.Context, m jsonrpc.Message) {
 	}
 }
 
-func (b *core) notification(n *jsonrpc.Request) {
+func (b *Core) notification(n *jsonrpc.Request) {
 	switch n.Method {
 	case protocol.MethodCancelled:
 		var p flow.CancelParams
@@ -168,7 +170,7 @@ func (b *core) notification(n *jsonrpc.Request) {
 	case protocol.MethodInitialized:
 		// flow.Dial has sent it already.
 	default:
-		if s := b.session(); s != nil {
+		if s := b.Session(); s != nil {
 			_ = s.Notify(n.Method, n.Params)
 		}
 	}
@@ -177,7 +179,7 @@ func (b *core) notification(n *jsonrpc.Request) {
 // track registers a request of the host, on the reading goroutine so that
 // a notifications/cancelled read after it finds it (while it waits for a
 // session, too): cctx is ctx cancelled by it; release forgets the request.
-func (b *core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, release func()) {
+func (b *Core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, release func()) {
 	cctx, cancel := context.WithCancel(ctx)
 	b.mu.Lock()
 	b.pending[id.Raw()] = cancel
@@ -192,7 +194,7 @@ func (b *core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, 
 
 // reply is the core's answer to one request of the client: resp (an
 // error, say), or the request's id and its result as inline left it, a
-// splice that the front writes once (front.emitResult, spec §10).
+// splice that the front writes once (Front.EmitResult, spec §10).
 type reply struct {
 	resp   *jsonrpc.Response
 	id     jsonrpc.ID
@@ -212,18 +214,18 @@ func (r *reply) response() *jsonrpc.Response {
 }
 
 // send hands r to the front.
-func (b *core) send(r *reply) {
+func (b *Core) send(r *reply) {
 	if r.result == nil {
 		b.write(r.resp)
 		return
 	}
 	b.logMessage("to host", &jsonrpc.Response{ID: r.id})
-	b.front.emitResult(r.id, r.result)
+	b.front.EmitResult(r.id, r.result)
 }
 
-// call is answer's reply as one response: for a batch, and for the HTTP
+// Call is answer's reply as one response: for a batch, and for the HTTP
 // front's 2026-07-28 POSTs.
-func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
+func (b *Core) Call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
 	return b.answer(ctx, cctx, m, opts...).response()
 }
 
@@ -236,7 +238,7 @@ func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.
 // session when the front reconnects (spec §7.2, §10);
 // otherwise, or when ReconnectWait has passed since its first refusal, the
 // client gets the -32006.
-func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *reply {
+func (b *Core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *reply {
 	var deadline <-chan time.Time // ReconnectWait from the first refusal
 	for {
 		s, err := b.current(cctx)
@@ -255,7 +257,7 @@ func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 		if refused == nil {
 			return r
 		}
-		if !b.reconnects() {
+		if !b.Reconnects() {
 			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
 		}
 		// It did not run: it goes on the next session, once this one
@@ -283,7 +285,7 @@ func (b *core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 // notifications/cancelled. refused, when not nil, is why m did not run:
 // s was shutting down (or had ended) before m left, or the server refused
 // it with -32006 (spec §7.2); m may go on another session.
-func (b *core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, refused *jsonrpc.Error) {
+func (b *Core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, refused *jsonrpc.Error) {
 	if err := s.Err(); err != nil { // ended since current: m was not sent
 		return nil, lostError(&ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true})
 	}

@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -21,7 +21,7 @@ import (
 // initialize dials the MCP-Flow server with the host's initialize and
 // answers with the server's result, minus the transport object. The request
 // is kept: a reconnection sends it again (spec §10).
-func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
+func (b *Core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Response {
 	var p flow.InitializeParams
 	if err := json.Unmarshal(m.Params, &p); err != nil {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "initialize params: "+err.Error()))
@@ -55,7 +55,7 @@ func (b *core) initialize(ctx context.Context, m *jsonrpc.Request) *jsonrpc.Resp
 
 // dial opens an MCP-Flow session with the host's initialize params (flow.Dial
 // sends notifications/initialized).
-func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
+func (b *Core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session, error) {
 	cc := b.cfg.Client
 	cc.Info, cc.Capabilities, cc.ProtocolVersion = p.ClientInfo, p.Capabilities, p.ProtocolVersion
 	if b.isStateless() {
@@ -98,7 +98,7 @@ func (b *core) dial(ctx context.Context, p flow.InitializeParams) (*flow.Session
 // front's first dial with ExitIfUnreachable goes to lost (gaveUp: Run
 // returns it, and mcp-flow prints it); anything else is one ERROR line
 // naming the cause and its fix.
-func (b *core) unreachable(err error) (u *UnreachableError, gaveUp bool) {
+func (b *Core) unreachable(err error) (u *UnreachableError, gaveUp bool) {
 	u = Diagnose(b.cfg.URL, err, 0)
 	if b.refused(err) {
 		return u, false
@@ -119,12 +119,12 @@ func (b *core) unreachable(err error) (u *UnreachableError, gaveUp bool) {
 
 // forwardToHost sends the server's request (sampling, roots, elicitation)
 // to the host under an id of the bridge's own, and returns its answer.
-func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
+func (b *Core) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
 	if b.isStateless() {
 		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no requests from the server (it asks for input with input_required results, spec §11.6)")
 	}
 	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
-	ch, forget := b.hostWait.add(id)
+	ch, forget := b.hostWait.Add(id)
 	defer forget()
 	b.log.Debug("server request to the host", "method", req.Method, "id", id.String())
 	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
@@ -146,7 +146,7 @@ func (b *core) forwardToHost(ctx context.Context, req *flow.Request) (any, error
 // ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
 // at once when this front does not reconnect. Either way the request was
 // not sent (NotSent: -32006, it may be retried).
-func (b *core) current(ctx context.Context) (*flow.Session, error) {
+func (b *Core) current(ctx context.Context) (*flow.Session, error) {
 	if b.isStateless() {
 		return b.statelessSession(ctx)
 	}
@@ -161,7 +161,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 		switch {
 		case !inited:
 			return nil, nil
-		case s == nil && (closing || !b.reconnects() && !redialing):
+		case s == nil && (closing || !b.Reconnects() && !redialing):
 			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, NotSent: true}
 		}
 		var ended <-chan struct{} // a draining session: wait for its end
@@ -195,7 +195,7 @@ func (b *core) current(ctx context.Context) (*flow.Session, error) {
 // ReconnectWait (spec §10: a server restarting behind a balancer answers
 // again soon); then the request fails with a *ServerLostError that says it
 // was not sent.
-func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
+func (b *Core) statelessSession(ctx context.Context) (*flow.Session, error) {
 	var (
 		deadline *time.Timer // ReconnectWait from this request's first failed dial
 		delay    = b.cfg.ReconnectMin
@@ -208,7 +208,7 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 	// again waits before the next dial; a *ServerLostError when
 	// ReconnectWait has passed since the first failure.
 	again := func(err error) error {
-		if !b.reconnects() || isRefusal(err) {
+		if !b.Reconnects() || isRefusal(err) {
 			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
 		}
 		if deadline == nil {
@@ -298,7 +298,7 @@ func (b *core) statelessSession(ctx context.Context) (*flow.Session, error) {
 }
 
 // watch waits for the end of s and handles it unless the host ended first.
-func (b *core) watch(s *flow.Session) {
+func (b *Core) watch(s *flow.Session) {
 	b.bg.Add(1)
 	go func() {
 		defer b.bg.Done()
@@ -348,7 +348,7 @@ func (b *core) watch(s *flow.Session) {
 // reconnect dials the server again with the host's original initialize,
 // with a backoff from ReconnectMin doubling up to ReconnectMax, until it
 // succeeds or the host's input ends (spec §10). Each attempt is logged.
-func (b *core) reconnect() {
+func (b *Core) reconnect() {
 	defer b.bg.Done()
 	b.mu.Lock()
 	req := b.initReq
@@ -392,8 +392,8 @@ func (b *core) reconnect() {
 			b.watch(s)
 			b.log.Warn("reconnected to the MCP-Flow server; the host's initialize was sent again", "server", b.cfg.URL,
 				"attempt", attempt, "serverInfo", s.InitializeResult().ServerInfo.Name)
-			if v := s.InitializeResult().ProtocolVersion; v != b.version() {
-				b.log.Warn("the server now answers another MCP version than the host was told", "was", b.version(), "now", v)
+			if v := s.InitializeResult().ProtocolVersion; v != b.Version() {
+				b.log.Warn("the server now answers another MCP version than the host was told", "was", b.Version(), "now", v)
 			}
 			return
 		}
@@ -473,9 +473,9 @@ func lostError(err error) *jsonrpc.Error {
 	return e
 }
 
-// finish waits for the host's requests in flight, then ends the session
+// Finish waits for the host's requests in flight, then ends the session
 // and stops reconnecting.
-func (b *core) finish() error {
+func (b *Core) Finish() error {
 	b.wg.Wait()
 	b.mu.Lock()
 	s := b.sess
@@ -498,7 +498,7 @@ func (b *core) finish() error {
 // §9.1), and says so on the log (stderr) with the server's challenge, which
 // names what it wants (error, scope, resource_metadata); the token never
 // appears.
-func (b *core) refused(err error) bool {
+func (b *Core) refused(err error) bool {
 	if !isRefusal(err) {
 		return false
 	}

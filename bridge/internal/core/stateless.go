@@ -1,4 +1,4 @@
-package bridge
+package core
 
 import (
 	"context"
@@ -24,26 +24,26 @@ import (
 // mcpVersions are the MCP revisions the fronts speak, newest first: what an
 // UnsupportedProtocolVersionError lists.
 func mcpVersions() []string {
-	return append(protocol.MCPStatelessVersions(), httpVersions...)
+	return append(protocol.MCPStatelessVersions(), HTTPVersions...)
 }
 
-// httpVersions are the MCP revisions of the 2025 era the fronts speak:
+// HTTPVersions are the MCP revisions of the 2025 era the fronts speak:
 // those the HTTP front accepts in MCP-Protocol-Version.
-var httpVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+var HTTPVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
 
-// unsupportedVersion is UnsupportedProtocolVersionError (-32022, 2026-07-28
+// UnsupportedVersion is UnsupportedProtocolVersionError (-32022, 2026-07-28
 // schema) for the version v, listing the versions the fronts speak.
-func unsupportedVersion(id jsonrpc.ID, v string) *jsonrpc.Response {
+func UnsupportedVersion(id jsonrpc.ID, v string) *jsonrpc.Response {
 	e := jsonrpc.NewError(protocol.CodeUnsupportedProtocolVersion, fmt.Sprintf("unsupported protocol version %q (spec §11.6)", v))
 	e.Data, _ = json.Marshal(map[string]any{"supported": mcpVersions(), "requested": v})
 	return jsonrpc.NewErrorResponse(id, e)
 }
 
-// statelessRefusal is the answer to a request of a 2026-07-28 client that
+// StatelessRefusal is the answer to a request of a 2026-07-28 client that
 // does not go to the server (nil: it goes): initialize, which that revision
 // does not have, and a request that names no supported version in its _meta
 // (server/discover may name none).
-func statelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
+func StatelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
 	if m.Method == protocol.MethodInitialize {
 		return jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
 			"this client speaks MCP 2026-07-28 (its first request said so): initialize is not part of it"))
@@ -53,7 +53,7 @@ func statelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
 		return nil
 	}
 	if !slices.Contains(protocol.MCPStatelessVersions(), v) {
-		return unsupportedVersion(m.ID, v)
+		return UnsupportedVersion(m.ID, v)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func statelessRefusal(m *jsonrpc.Request) *jsonrpc.Response {
 // era whatever came before it (a dual-era client falls back to it after a
 // server/discover probe; 2026-07-28 versioning): the stateless session, if
 // any, is shut down.
-func (b *core) takeStateless(m *jsonrpc.Request) bool {
+func (b *Core) takeStateless(m *jsonrpc.Request) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {

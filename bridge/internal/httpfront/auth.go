@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bearer"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 )
 
 // Authentication on the HTTP front (docs/spec.md §9.1, §10 "Authentication
@@ -90,7 +91,7 @@ func (h *HTTPFront) owns(s *httpSession, r *http.Request) bool {
 // sessionSubject sets what a new session of r is bound to: its subject
 // and, with PassToken, the credential its MCP-Flow session dials with (r's
 // token, then the latest valid token of that subject, passCred).
-func (h *HTTPFront) sessionSubject(s *httpSession, r *http.Request, cfg *StdioConfig) {
+func (h *HTTPFront) sessionSubject(s *httpSession, r *http.Request, cfg *core.StdioConfig) {
 	a := authOf(r)
 	if a == nil {
 		return
@@ -101,7 +102,7 @@ func (h *HTTPFront) sessionSubject(s *httpSession, r *http.Request, cfg *StdioCo
 	}
 	s.cred = &passCred{}
 	s.cred.offer(a)
-	cfg.Token, cfg.redialOnExpiry, cfg.tokenFresh = s.cred.get, true, s.cred.next
+	core.PassToken(cfg, s.cred.get, s.cred.next)
 }
 
 // authKeyPart is the part of a 2026-07-28 client's key its token gives

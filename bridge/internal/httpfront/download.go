@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -22,7 +22,7 @@ import (
 // the session ends, then gets 404. The bytes count against
 // MaxSessionOffload and MaxOffload; past either the stream fails (and the
 // call with it) and nothing is kept.
-func (s *httpSession) offload(_ context.Context, name, mime string, r io.Reader) (string, int64, error) {
+func (s *httpSession) Offload(_ context.Context, name, mime string, r io.Reader) (string, int64, error) {
 	h := s.front
 	f := &s.files
 	f.mu.Lock()

@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -76,9 +77,9 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.enter()()
-	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
+	if v := s.core.Version(); p.Batch && !core.BatchesAllowed(v) {
 		// 2025-03-26 allowed a batch in a POST; 2025-06-18 and later do not.
-		writeJSON(w, http.StatusBadRequest, batchError(v))
+		writeJSON(w, http.StatusBadRequest, core.BatchError(v))
 		return
 	}
 	// The requests of this POST are answered on its stream, which ends
@@ -123,7 +124,7 @@ func (h *HTTPFront) post(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/event-stream")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
-	if s.core.version() >= primingSince {
+	if s.core.Version() >= primingSince {
 		post.prime(w, 0)
 	}
 	// The stream's events are kept whether or not the client stays: it
@@ -145,7 +146,7 @@ func (h *HTTPFront) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 	s.mu.Lock()
 	s.registerLocked(m.ID.Raw(), &httpCall{init: ch}, nil)
 	s.mu.Unlock()
-	s.core.dispatch(context.WithoutCancel(r.Context()), m)
+	s.core.Dispatch(context.WithoutCancel(r.Context()), m)
 	res := <-ch // the core answers every initialize
 	if res.Error != nil {
 		h.discard(s)
@@ -157,7 +158,7 @@ func (h *HTTPFront) initialize(w http.ResponseWriter, r *http.Request, m *jsonrp
 		h.tooManySessions(w)
 		return
 	}
-	if s.core.session() == nil && !s.core.reconnects() { // lost before it was registered
+	if s.core.Session() == nil && !s.core.Reconnects() { // lost before it was registered
 		h.end(s, "its MCP-Flow session ended during initialize")
 	}
 	w.Header().Set("MCP-Session-Id", s.id)
@@ -208,7 +209,7 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(http.StatusOK)
 	fmt.Fprintf(w, "retry: 1000\n\n")
-	if s.core.version() >= primingSince {
+	if s.core.Version() >= primingSince {
 		s.standalone.prime(w, from)
 	} else if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()

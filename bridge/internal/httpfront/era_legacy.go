@@ -1,10 +1,11 @@
-package bridge
+package httpfront
 
 import (
 	"errors"
 	"fmt"
 	"net/http"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
@@ -72,8 +73,8 @@ func (h *HTTPFront) legacyPost(w http.ResponseWriter, r *http.Request) {
 		hold.unlessLocked()
 		s.mu.Unlock()
 	}()
-	if v := s.core.version(); p.Batch && !batchesAllowed(v) {
-		writeJSON(w, http.StatusBadRequest, batchError(v))
+	if v := s.core.Version(); p.Batch && !core.BatchesAllowed(v) {
+		writeJSON(w, http.StatusBadRequest, core.BatchError(v))
 		return
 	}
 	if !p.Batch && len(msgs) == 1 && isRequest(msgs[0], protocol.MethodInitialize) {

@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -39,15 +40,15 @@ func statelessVersion(v string) bool { return slices.Contains(protocol.MCPStatel
 // the shared session's, which names no request) has no client to go to.
 type statelessFront struct{ *httpSession }
 
-func (f statelessFront) emit(m jsonrpc.Message) {
+func (f statelessFront) Emit(m jsonrpc.Message) {
 	if r, ok := m.(*jsonrpc.Request); ok {
 		f.front.log.Debug("a notification of the shared 2026-07-28 session names no request: dropped", "method", r.Method)
 	}
 }
 
-func (f statelessFront) emitBatch([]*jsonrpc.Response) {}
+func (f statelessFront) EmitBatch([]*jsonrpc.Response) {}
 
-func (f statelessFront) emitResult(jsonrpc.ID, *mcpjson.Splice) {}
+func (f statelessFront) EmitResult(jsonrpc.ID, *mcpjson.Splice) {}
 
 // statelessHolder returns the holder of r's client (clientKey), making it
 // on the client's first request, with activity marked on it (leave ends
@@ -69,8 +70,8 @@ func (h *HTTPFront) statelessHolder(r *http.Request) (s *httpSession, leave func
 	}
 	s = h.newSession(false, r)
 	s.key = key
-	s.core = newCore(s.stdio, statelessFront{s}, nil)
-	s.core.stateless, s.core.proto = true, protocol.MCP20260728
+	s.core = core.New(s.stdio, statelessFront{s}, nil)
+	s.core.SetStateless()
 	h.stateless[key] = s
 	s.mu.Lock()
 	h.watchIdleLocked(s)
@@ -193,7 +194,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	}
 	defer release() // the decoded request is held until its answer is written
 	if p.Batch {
-		writeJSON(w, http.StatusBadRequest, batchError(protocol.MCP20260728))
+		writeJSON(w, http.StatusBadRequest, core.BatchError(protocol.MCP20260728))
 		return
 	}
 	m, _ := msgs[0].(*jsonrpc.Request)
@@ -212,7 +213,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(protocol.CodeHeaderMismatch, why)))
 		return
 	}
-	if resp := statelessRefusal(m); resp != nil {
+	if resp := core.StatelessRefusal(m); resp != nil {
 		writeJSON(w, statusOf(resp), resp)
 		return
 	}
@@ -262,7 +263,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	defer cancel()
 	done := make(chan *jsonrpc.Response, 1)
 	go func() {
-		done <- s.core.call(context.WithoutCancel(r.Context()), cctx, m, opts...)
+		done <- s.core.Call(context.WithoutCancel(r.Context()), cctx, m, opts...)
 	}()
 	out := answerWriter{w: w, rc: http.NewResponseController(w), s: s}
 	sse := false

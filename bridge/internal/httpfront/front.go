@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -16,6 +16,8 @@ import (
 	"github.com/rs/cors"
 
 	"github.com/mcp-flow/mcp-flow/bearer"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -30,7 +32,7 @@ import (
 // plain MCP clients reach an MCP-Flow server through it. Its limits are in
 // spec §8 and §10.
 type HTTPConfig struct {
-	Stdio StdioConfig // the MCP-Flow side, as for the stdio front
+	Stdio core.StdioConfig // the MCP-Flow side, as for the stdio front
 	// AllowedOrigins may send requests from browsers; others get 403. A
 	// request without Origin is allowed.
 	AllowedOrigins []string
@@ -183,8 +185,8 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	if cfg.IdleTimeout <= 0 {
 		cfg.IdleTimeout = 30 * time.Minute
 	}
-	if cfg.MaxBody <= 0 || cfg.MaxBody > MaxMessage {
-		cfg.MaxBody = MaxMessage
+	if cfg.MaxBody <= 0 || cfg.MaxBody > plainio.MaxMessage {
+		cfg.MaxBody = plainio.MaxMessage
 	}
 	if cfg.MaxInitBody <= 0 {
 		cfg.MaxInitBody = min(1<<20, cfg.MaxBody)
@@ -237,7 +239,7 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 		}
 		public = u
 	}
-	cfg.Stdio = cfg.Stdio.withDefaults()
+	cfg.Stdio = core.WithDefaults(cfg.Stdio)
 	h := &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
 		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
 		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
@@ -301,10 +303,10 @@ func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) (*http.
 	if !ok {
 		return r, false
 	}
-	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(httpVersions, v) && !statelessVersion(v) {
+	if v := r.Header.Get("MCP-Protocol-Version"); v != "" && !slices.Contains(core.HTTPVersions, v) && !statelessVersion(v) {
 		// A 2026-07-28 client recognises this answer and does not fall
 		// back (2026-07-28 transports, Backward Compatibility).
-		writeJSON(w, http.StatusBadRequest, unsupportedVersion(jsonrpc.NullID, v))
+		writeJSON(w, http.StatusBadRequest, core.UnsupportedVersion(jsonrpc.NullID, v))
 		return r, false
 	}
 	return r, true
@@ -468,7 +470,7 @@ func (h *HTTPFront) Close() error {
 		h.endSession(s, "the bridge closed", true)
 	}
 	for _, s := range ending {
-		if fs := s.core.session(); fs != nil {
+		if fs := s.core.Session(); fs != nil {
 			fs.Close()
 		}
 	}

@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"bytes"
@@ -8,6 +8,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
@@ -33,13 +34,13 @@ func FuzzHTTPFrontRequest(f *testing.F) {
 	}
 	f.Add(uint8(1), uint8(0), "", "text/event-stream", []byte(nil))
 	f.Add(uint8(1), uint8(3), "2025-11-25", "text/event-stream", []byte(nil))
-	h := NewHTTPFront(HTTPConfig{Stdio: StdioConfig{URL: "https://127.0.0.1:1/mcp-flow", Logger: flowtest.Quiet}, MaxBody: 1 << 20})
+	h := NewHTTPFront(HTTPConfig{Stdio: core.StdioConfig{URL: "https://127.0.0.1:1/mcp-flow", Logger: flowtest.Quiet}, MaxBody: 1 << 20})
 	f.Cleanup(func() { h.Close() })
 	s := h.newSession(false, httptest.NewRequest("POST", "/mcp", nil))
 	if !h.register(s) {
 		f.Fatal("no room for the fuzzed session")
 	}
-	s.core.proto = "2025-03-26" // batches allowed: the widest parsing
+	s.core.SetVersion("2025-03-26") // batches allowed: the widest parsing
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel() // streams return at once; their requests are still answered
 	f.Fuzz(func(t *testing.T, method, sess uint8, version, accept string, body []byte) {

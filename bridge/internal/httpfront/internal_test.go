@@ -1,11 +1,9 @@
-package bridge
+package httpfront
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -93,31 +91,6 @@ func TestFinishedStreamsBounded(t *testing.T) {
 	}
 }
 
-// TestReadLine: SSE lines end in LF, CR or CRLF (WHATWG HTML §9.2.5), across
-// buffer boundaries; a line past the limit is an error, not an allocation.
-func TestReadLine(t *testing.T) {
-	in := "a\rb\r\nc\n\n" + strings.Repeat("x", 100) + "\r\n"
-	br := bufio.NewReaderSize(strings.NewReader(in), 16) // lines span many fills
-	var got []string
-	for {
-		line, err := readLine(br, 100)
-		if err != nil {
-			if err != io.EOF {
-				t.Fatal(err)
-			}
-			break
-		}
-		got = append(got, string(line))
-	}
-	want := []string{"a", "b", "c", "", strings.Repeat("x", 100)}
-	if fmt.Sprint(got) != fmt.Sprint(want) {
-		t.Fatalf("lines %q", got)
-	}
-	if _, err := readLine(bufio.NewReaderSize(strings.NewReader(strings.Repeat("y", 101)+"\n"), 16), 100); !errors.Is(err, errLineTooLong) {
-		t.Fatalf("a line over the limit: %v", err)
-	}
-}
-
 // TestHTTPFrontOriginPolicy: the HTTP front applies the origin policy of the
 // WebTransport server (spec §9): a loopback page is allowed only when the
 // front is reached on a loopback address; other Origins need the allow-list;
@@ -149,23 +122,6 @@ func TestHTTPFrontOriginPolicy(t *testing.T) {
 		}
 		if got := h.originAllowed(r); got != c.want {
 			t.Errorf("listener %s, Origin %q, allow %v: allowed=%v, want %v", c.listener, c.origin, c.allow, got, c.want)
-		}
-	}
-}
-
-// TestLinkName: a resource_link's name is a file name made from the
-// stream's tag and MIME type, never the link's URL.
-func TestLinkName(t *testing.T) {
-	for _, c := range []struct {
-		tag  uint32
-		mime string
-		want string
-	}{
-		{1, "application/octet-stream", "stream-1.bin"}, {2, "", "stream-2.bin"}, {3, "text/plain; charset=utf-8", "stream-3.txt"},
-		{4, "application/json", "stream-4.json"}, {5, "image/png", "stream-5.png"}, {6, "x-unknown/x-nothing", "stream-6.bin"},
-	} {
-		if got := linkName(c.tag, c.mime); got != c.want {
-			t.Errorf("linkName(%d, %q) = %q, want %q", c.tag, c.mime, got, c.want)
 		}
 	}
 }

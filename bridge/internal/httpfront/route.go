@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -16,20 +17,20 @@ import (
 // (dispatch); the core's go to the SSE stream where the client waits for
 // them (route), within the held-bytes caps.
 
-var _ front = (*httpSession)(nil)
+var _ core.Front = (*httpSession)(nil)
 
 // emit sends one message of the core to where the client waits for it
 // (route); it never blocks.
-func (s *httpSession) emit(m jsonrpc.Message) { s.route(m) }
+func (s *httpSession) Emit(m jsonrpc.Message) { s.route(m) }
 
 // emitResult sends a result as any response (route).
-func (s *httpSession) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
+func (s *httpSession) EmitResult(id jsonrpc.ID, result *mcpjson.Splice) {
 	s.route(&jsonrpc.Response{ID: id, Result: result.Bytes()})
 }
 
 // emitBatch sends the responses to a batch one by one, each on the stream
 // its request waits on.
-func (s *httpSession) emitBatch(rs []*jsonrpc.Response) {
+func (s *httpSession) EmitBatch(rs []*jsonrpc.Response) {
 	for _, r := range rs {
 		s.route(r)
 	}
@@ -262,7 +263,7 @@ func heldWhy(s *httpSession, n int) string {
 // notifications/cancelled also ends the wait for its request.
 func (s *httpSession) dispatch(r *http.Request, msgs []jsonrpc.Message) {
 	for _, m := range msgs {
-		s.core.dispatch(context.WithoutCancel(r.Context()), m) // a disconnect is not a cancellation
+		s.core.Dispatch(context.WithoutCancel(r.Context()), m) // a disconnect is not a cancellation
 		if n, ok := m.(*jsonrpc.Request); ok && !n.IsCall() && n.Method == protocol.MethodCancelled {
 			s.cancelled(n.Params)
 		}

@@ -1,4 +1,4 @@
-package bridge
+package httpfront
 
 import (
 	"crypto/rand"
@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
 
@@ -25,7 +26,7 @@ import (
 type httpSession struct {
 	id     string
 	front  *HTTPFront
-	core   *core
+	core   *core.Core
 	legacy bool   // a client of the 2024-11-05 HTTP+SSE transport
 	base   string // the endpoint's URL, for download links (endpointURL: never a Host header)
 	key    string // a 2026-07-28 holder's client (clientKey); "" for the others
@@ -34,10 +35,10 @@ type httpSession struct {
 	// its MCP-Flow dials' credential with PassToken (nil otherwise).
 	subject string
 	cred    *passCred
-	stdio   StdioConfig  // the MCP-Flow side of its core: the front's, with cred's token
-	budget  *heldBudget  // SSE events and unwritten answers (MaxSessionHeld, under MaxHeld)
-	bodies  *heldBudget  // request bodies until answered (MaxClientBodies, under MaxBodiesInFlight)
-	files   sessionFiles // execution streams past the inline limit
+	stdio   core.StdioConfig // the MCP-Flow side of its core: the front's, with cred's token
+	budget  *heldBudget      // SSE events and unwritten answers (MaxSessionHeld, under MaxHeld)
+	bodies  *heldBudget      // request bodies until answered (MaxClientBodies, under MaxBodiesInFlight)
+	files   sessionFiles     // execution streams past the inline limit
 	mu      sync.Mutex
 	// calls are the client's requests in flight, by id: where their
 	// answers go. byToken finds a call by its progress token.
@@ -124,7 +125,7 @@ func (h *HTTPFront) newSession(legacy bool, r *http.Request) *httpSession {
 	// front's host does not. With ExitOnDisconnect (the server's own TCP
 	// side, whose MCP-Flow server is itself) it is over instead: its id gets
 	// 404 and the client starts over with a new initialize.
-	s.core = newCore(s.stdio, s, func(err error) {
+	s.core = core.New(s.stdio, s, func(err error) {
 		h.end(s, fmt.Sprintf("its MCP-Flow session with %s ended: %v", h.cfg.Stdio.URL, err))
 	})
 	return s
@@ -191,14 +192,14 @@ func (h *HTTPFront) endSession(s *httpSession, why string, force bool) {
 	s.standalone.finish()
 	h.forgetFiles(s)
 	if force {
-		if fs := s.core.session(); fs != nil {
+		if fs := s.core.Session(); fs != nil {
 			fs.Close()
 		}
 	}
 	h.cores.Add(1)
 	go func() {
 		defer h.cores.Done()
-		s.core.finish()
+		s.core.Finish()
 		h.removeFiles(s)
 		h.mu.Lock()
 		delete(h.finishing, s)
@@ -354,7 +355,7 @@ func (h *HTTPFront) discard(s *httpSession) {
 	h.cores.Add(1)
 	go func() {
 		defer h.cores.Done()
-		s.core.finish()
+		s.core.Finish()
 		h.removeFiles(s)
 	}()
 }

@@ -1,12 +1,9 @@
-package bridge
+package httpfront
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -14,9 +11,8 @@ import (
 	"time"
 )
 
-// This file holds the two halves of Server-Sent Events (WHATWG HTML §9.2):
-// the event log an HTTP front serves its SSE streams from, and the one
-// parser of event streams (the HTTP upstream's).
+// The event log the HTTP front serves its SSE streams from (WHATWG HTML
+// §9.2); the one parser of event streams is plainio's.
 
 // sseStream is the event log of one SSE stream of the HTTP front (spec
 // §10). A writer follows it from a position; appends wake the writers. It
@@ -270,69 +266,4 @@ func (b *heldBudget) held() int64 {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.n
-}
-
-// sseEvent is one dispatched event of an event stream.
-type sseEvent struct {
-	typ  string
-	data []byte
-}
-
-// sseReader parses an event stream (WHATWG HTML §9.2.6, "Interpreting an
-// event stream"), holding no event larger than max bytes.
-type sseReader struct {
-	br     *bufio.Reader
-	max    int
-	lastID string
-	retry  time.Duration
-}
-
-func newSSEReader(r io.Reader, max int) *sseReader {
-	return &sseReader{br: bufio.NewReaderSize(r, 32<<10), max: max}
-}
-
-// next returns the next event with data (events without data are only
-// dispatched for their id and retry fields); errLineTooLong past max.
-// Lines are read by readLine (framing.go), the bridge's one line reader.
-func (r *sseReader) next() (sseEvent, error) {
-	var data bytes.Buffer
-	event := ""
-	for {
-		line, err := readLine(r.br, r.max)
-		if err != nil {
-			return sseEvent{}, err
-		}
-		if len(line) == 0 { // dispatch
-			if data.Len() > 0 {
-				return sseEvent{typ: event, data: data.Bytes()}, nil
-			}
-			event = ""
-			continue
-		}
-		if line[0] == ':' {
-			continue
-		}
-		field, value, _ := bytes.Cut(line, []byte(":"))
-		value = bytes.TrimPrefix(value, []byte(" "))
-		switch string(field) {
-		case "data":
-			if data.Len() > 0 {
-				data.WriteByte('\n')
-			}
-			if data.Len()+len(value) > r.max {
-				return sseEvent{}, errLineTooLong
-			}
-			data.Write(value)
-		case "id":
-			if !bytes.ContainsRune(value, 0) {
-				r.lastID = string(value)
-			}
-		case "retry":
-			if n, err := strconv.ParseUint(string(value), 10, 31); err == nil {
-				r.retry = time.Duration(n) * time.Millisecond
-			}
-		case "event":
-			event = string(value)
-		}
-	}
 }

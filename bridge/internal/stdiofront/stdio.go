@@ -1,4 +1,4 @@
-package bridge
+package stdiofront
 
 import (
 	"context"
@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
 )
@@ -26,21 +28,23 @@ import (
 // messages from stdin and writes its answers to stdout, in the framing the
 // host uses. Run it once.
 type Stdio struct {
-	core    *core
+	core    *core.Core
 	log     *slog.Logger
 	files   *streamFiles
 	out     *outbox
 	framing atomic.Int32
 }
 
-var _ front = (*Stdio)(nil)
+var _ core.Front = hostFront{}
 
 // NewStdio returns a stdio front.
-func NewStdio(cfg StdioConfig) *Stdio {
-	cfg = cfg.withDefaults()
+func NewStdio(cfg core.StdioConfig) *Stdio {
+	cfg = core.WithDefaults(cfg)
 	b := &Stdio{log: cfg.Logger, files: &streamFiles{dir: cfg.StreamDir}, out: newOutbox(cfg.HostQueue, cfg.Logger)}
-	b.core = newCore(cfg, b, nil)
-	b.core.giveUp = cfg.ExitIfUnreachable
+	b.core = core.New(cfg, hostFront{b}, nil)
+	if cfg.ExitIfUnreachable {
+		b.core.GiveUpIfUnreachable()
+	}
 	return b
 }
 
@@ -67,22 +71,22 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 	}()
 	type read struct {
 		msg     []byte
-		framing framing
+		framing plainio.Framing
 		err     error
 	}
 	reads := make(chan read)
 	quit := make(chan struct{})
 	defer close(quit)
 	go func() {
-		r := newFrameReader(in, MaxMessage)
+		r := plainio.NewFrameReader(in, plainio.MaxMessage)
 		for {
-			msg, framing, err := r.read()
+			msg, framing, err := r.Read()
 			select {
 			case reads <- read{msg, framing, err}:
 			case <-quit:
 				return
 			}
-			var fe *framingError
+			var fe *plainio.FramingError
 			if err != nil && !errors.As(err, &fe) {
 				return
 			}
@@ -92,13 +96,11 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 		var rd read
 		select {
 		case rd = <-reads:
-		case err := <-c.lost:
+		case err := <-c.Lost():
 			// ExitOnDisconnect: the requests in flight fail at once (their
 			// session is over); then Run ends.
-			c.wg.Wait()
-			c.halt()
-			c.bg.Wait()
-			if u, ok := err.(*UnreachableError); ok {
+			c.Stop()
+			if u, ok := err.(*core.UnreachableError); ok {
 				// ExitIfUnreachable: the host reads why before the bridge
 				// goes (one that sees the pipe close first may report only
 				// that), and closes the input then; its requests meanwhile
@@ -109,7 +111,7 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 				for wait := true; wait; {
 					select {
 					case rd := <-reads:
-						var fe *framingError
+						var fe *plainio.FramingError
 						if wait = rd.err == nil || errors.As(rd.err, &fe); rd.err == nil {
 							b.framing.Store(int32(rd.framing))
 							b.refuseAll(rd.msg, u)
@@ -122,26 +124,26 @@ func (b *Stdio) Run(ctx context.Context, in io.Reader, out io.Writer) error {
 			return err
 		}
 		msg, framing, err := rd.msg, rd.framing, rd.err
-		var fe *framingError
+		var fe *plainio.FramingError
 		switch {
 		case errors.As(err, &fe):
 			b.log.Warn("unreadable message", "err", fe)
-			c.parseError(fe)
+			c.ParseError(fe)
 			continue
 		case err == io.EOF:
-			return c.finish()
+			return c.Finish()
 		case err != nil:
-			c.finish()
+			c.Finish()
 			return err
 		}
 		// Answer in the framing the host uses.
 		b.framing.Store(int32(framing))
-		p, err := decodeJSON(msg)
+		p, err := core.DecodeJSON(msg)
 		if err != nil {
-			c.parseError(err)
+			c.ParseError(err)
 			continue
 		}
-		c.receive(ctx, p)
+		c.Receive(ctx, p)
 	}
 }
 
@@ -152,8 +154,8 @@ const unreachableGrace = 2 * time.Second
 
 // refuseAll answers each request in msg with u, the reason the front gave
 // up on its server.
-func (b *Stdio) refuseAll(msg []byte, u *UnreachableError) {
-	p, err := decodeJSON(msg)
+func (b *Stdio) refuseAll(msg []byte, u *core.UnreachableError) {
+	p, err := core.DecodeJSON(msg)
 	if err != nil {
 		return
 	}
@@ -163,6 +165,19 @@ func (b *Stdio) refuseAll(msg []byte, u *UnreachableError) {
 			b.emit(jsonrpc.NewErrorResponse(r.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, u.Error())))
 		}
 	}
+}
+
+// hostFront is the Stdio as its core's Front: the core's messages go to
+// the host's queue, its large streams to files.
+type hostFront struct{ b *Stdio }
+
+func (f hostFront) Emit(m jsonrpc.Message)           { f.b.emit(m) }
+func (f hostFront) EmitBatch(rs []*jsonrpc.Response) { f.b.emitBatch(rs) }
+func (f hostFront) EmitResult(id jsonrpc.ID, result *mcpjson.Splice) {
+	f.b.emitResult(id, result)
+}
+func (f hostFront) Offload(ctx context.Context, name, mime string, r io.Reader) (string, int64, error) {
+	return f.b.offload(ctx, name, mime, r)
 }
 
 // emit queues one message for the host: a notification is dropped when the
@@ -180,11 +195,11 @@ func (b *Stdio) emit(m jsonrpc.Message) {
 // written once, straight into the framed message (spec §10: a result with
 // execution streams is spliced there).
 func (b *Stdio) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
-	f := framing(b.framing.Load())
+	f := plainio.Framing(b.framing.Load())
 	n := jsonrpc.ResultHeadLen(id) + result.Len() + 1
-	msg := appendFrameHead(make([]byte, 0, n+frameOverhead), f, n)
+	msg := plainio.AppendFrameHead(make([]byte, 0, n+plainio.FrameOverhead), f, n)
 	msg = result.AppendTo(jsonrpc.AppendResultHead(msg, id))
-	msg = appendFrameTail(append(msg, '}'), f)
+	msg = plainio.AppendFrameTail(append(msg, '}'), f)
 	mcpjson.Pass("front", "emitResult", mcpjson.Copy, msg)
 	b.out.put(msg, false)
 }
@@ -200,7 +215,7 @@ func (b *Stdio) emitBatch(rs []*jsonrpc.Response) {
 
 // put queues one message or batch for the host, in the host's framing.
 func (b *Stdio) put(body []byte, droppable bool) {
-	b.out.put(appendFramed(nil, framing(b.framing.Load()), body), droppable)
+	b.out.put(plainio.AppendFramed(nil, plainio.Framing(b.framing.Load()), body), droppable)
 }
 
 // offload writes a large execution stream to a file and names it with a

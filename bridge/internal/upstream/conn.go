@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -44,7 +45,7 @@ type upConn struct {
 	wdone   chan struct{} // closed when the writer has returned
 	nextID  atomic.Int64
 	mu      sync.Mutex
-	pending waiters
+	pending plainio.Waiters
 	byToken map[string]*flow.Request // progress tokens of requests in flight
 	ended   chan struct{}            // closed when the upstream's side ends
 	endOnce sync.Once
@@ -199,7 +200,7 @@ func (u *Upstream) forget(c *upConn) {
 // it left is followed by notifications/cancelled.
 func (c *upConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
 	id := jsonrpc.Int64ID(c.nextID.Add(1))
-	ch, forget := c.pending.add(id)
+	ch, forget := c.pending.Add(id)
 	defer forget()
 	om, err := c.send(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params})
 	if err != nil {
@@ -229,7 +230,7 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 func (c *upConn) recv(m jsonrpc.Message) {
 	switch m := m.(type) {
 	case *jsonrpc.Response:
-		c.pending.deliver(m)
+		c.pending.Deliver(m)
 	case *jsonrpc.Request:
 		if m.IsCall() {
 			go c.fromUpstream(m)

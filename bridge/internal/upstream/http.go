@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"bytes"
@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
@@ -72,8 +73,8 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	if cfg.MaxRetries <= 0 {
 		cfg.MaxRetries = 5
 	}
-	if cfg.MaxMessage <= 0 || cfg.MaxMessage > MaxMessage {
-		cfg.MaxMessage = MaxMessage
+	if cfg.MaxMessage <= 0 || cfg.MaxMessage > plainio.MaxMessage {
+		cfg.MaxMessage = plainio.MaxMessage
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()

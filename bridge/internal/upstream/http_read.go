@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
@@ -102,18 +103,18 @@ func (c *httpConn) legacy(initBody []byte, postStatus string) error {
 		return fmt.Errorf("upstream %s speaks neither Streamable HTTP (POST answered %s) nor HTTP+SSE (GET answered %s)", c.cfg.Endpoint, postStatus, resp.Status)
 	}
 	stop := time.AfterFunc(legacyWait, func() { resp.Body.Close() })
-	rd := newSSEReader(resp.Body, c.cfg.MaxMessage)
-	ev, err := rd.next()
+	rd := plainio.NewSSEReader(resp.Body, c.cfg.MaxMessage)
+	ev, err := rd.Next()
 	stop.Stop()
-	if err != nil || ev.typ != "endpoint" {
+	if err != nil || ev.Type != "endpoint" {
 		resp.Body.Close()
-		return fmt.Errorf("upstream HTTP+SSE stream: want an endpoint event first, got %q (%v)", ev.typ, err)
+		return fmt.Errorf("upstream HTTP+SSE stream: want an endpoint event first, got %q (%v)", ev.Type, err)
 	}
 	base, _ := url.Parse(c.cfg.Endpoint)
-	post, err := base.Parse(strings.TrimSpace(string(ev.data)))
+	post, err := base.Parse(strings.TrimSpace(string(ev.Data)))
 	if err != nil || (post.Scheme != "http" && post.Scheme != "https") || post.Host != base.Host {
 		resp.Body.Close()
-		return fmt.Errorf("upstream HTTP+SSE endpoint %q is not on %s", ev.data, base.Host)
+		return fmt.Errorf("upstream HTTP+SSE endpoint %q is not on %s", ev.Data, base.Host)
 	}
 	c.mu.Lock()
 	c.postURL = post.String()
@@ -122,15 +123,15 @@ func (c *httpConn) legacy(initBody []byte, postStatus string) error {
 	go func() { // the one stream of every server message, for the session's life
 		defer resp.Body.Close()
 		for {
-			ev, err := rd.next()
+			ev, err := rd.Next()
 			if err != nil {
 				if c.ctx.Err() == nil {
 					c.end(fmt.Errorf("upstream HTTP+SSE stream ended: %w", err))
 				}
 				return
 			}
-			if ev.typ == "" || ev.typ == "message" {
-				c.deliverRaw(ev.data, jsonrpc.ID{})
+			if ev.Type == "" || ev.Type == "message" {
+				c.deliverRaw(ev.Data, jsonrpc.ID{})
 			}
 		}
 	}()
@@ -267,21 +268,21 @@ func (c *httpConn) stream(ctx context.Context, resp *http.Response, call jsonrpc
 // seen, and an error that rules out resuming the stream (an event over the
 // message limit).
 func (c *httpConn) events(ctx context.Context, body io.Reader, call jsonrpc.ID) (got bool, lastID string, retry time.Duration, fatal error) {
-	rd := newSSEReader(body, c.cfg.MaxMessage)
+	rd := plainio.NewSSEReader(body, c.cfg.MaxMessage)
 	for {
-		ev, err := rd.next()
+		ev, err := rd.Next()
 		switch {
-		case errors.Is(err, errLineTooLong):
-			return false, rd.lastID, rd.retry, fmt.Errorf("upstream SSE event over the %d-byte message limit", c.cfg.MaxMessage)
+		case errors.Is(err, plainio.ErrLineTooLong):
+			return false, rd.LastID(), rd.Retry(), fmt.Errorf("upstream SSE event over the %d-byte message limit", c.cfg.MaxMessage)
 		case err != nil:
 			if !errors.Is(err, io.EOF) && ctx.Err() == nil {
 				c.log.Debug("upstream SSE stream", "err", err)
 			}
-			return false, rd.lastID, rd.retry, nil
+			return false, rd.LastID(), rd.Retry(), nil
 		}
-		if ev.typ == "" || ev.typ == "message" {
-			if c.deliverRaw(ev.data, call) {
-				return true, rd.lastID, rd.retry, nil
+		if ev.Type == "" || ev.Type == "message" {
+			if c.deliverRaw(ev.Data, call) {
+				return true, rd.LastID(), rd.Retry(), nil
 			}
 		}
 	}

@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"encoding/base64"
@@ -121,7 +121,7 @@ func (u *Upstream) moveOut(req *flow.Request, block []mcpjson.Member) ([]byte, b
 			return nil, false
 		}), false
 	})
-	meta := jsonrpc.AppendQuoted(append(make([]byte, 0, len(orig)+len(OriginalKey)+40), '{'), OriginalKey)
+	meta := jsonrpc.AppendQuoted(append(make([]byte, 0, len(orig)+len(mcpjson.OriginalKey)+40), '{'), mcpjson.OriginalKey)
 	meta = append(append(append(meta, `:{"block":`...), orig...), `,"field":`...)
 	ref := w.Ref()
 	ref.Meta = append(jsonrpc.AppendQuoted(meta, field), "}}"...)

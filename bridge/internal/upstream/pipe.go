@@ -1,4 +1,4 @@
-package bridge
+package upstream
 
 import (
 	"bufio"
@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -62,7 +63,7 @@ func (l *pipeLink) close() {
 // end with the reason.
 func readNDJSON(stdout io.Reader, recv func(jsonrpc.Message), end func(error), log *slog.Logger) {
 	sc := bufio.NewScanner(stdout)
-	sc.Buffer(make([]byte, 64<<10), MaxMessage)
+	sc.Buffer(make([]byte, 64<<10), plainio.MaxMessage)
 	for sc.Scan() {
 		p, err := codec.Default(codec.JSON).Decode(bytes.Clone(sc.Bytes()))
 		if err != nil {
