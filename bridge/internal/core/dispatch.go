@@ -281,6 +281,53 @@ func (b *Core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 	}
 }
 
+// current returns the session a request goes on: nil before initialize;
+// while the front reconnects, the next session, waited for up to
+// ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
+// at once when this front does not reconnect. Either way the request was
+// not sent (NotSent: -32006, it may be retried).
+func (b *Core) current(ctx context.Context) (*flow.Session, error) {
+	if b.isStateless() {
+		return b.statelessSession(ctx)
+	}
+	var timeout <-chan time.Time
+	for {
+		b.mu.Lock()
+		s, changed, inited, closing, lostErr, redialing := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr, b.redialing
+		b.mu.Unlock()
+		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
+			return s, nil
+		}
+		switch {
+		case !inited:
+			return nil, nil
+		case s == nil && (closing || !b.Reconnects() && !redialing):
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, NotSent: true}
+		}
+		var ended <-chan struct{} // a draining session: wait for its end
+		if s != nil {
+			select {
+			case <-s.Done():
+			default:
+				ended = s.Done()
+			}
+		}
+		if timeout == nil {
+			t := time.NewTimer(b.cfg.ReconnectWait)
+			defer t.Stop()
+			timeout = t.C
+		}
+		select {
+		case <-changed:
+		case <-ended:
+		case <-timeout:
+			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait, NotSent: true}
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
 // callOn answers m on session s; cctx is ctx cancelled by the host's
 // notifications/cancelled. refused, when not nil, is why m did not run:
 // s was shutting down (or had ended) before m left, or the server refused

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -14,9 +13,10 @@ import (
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-// The core's MCP-Flow session (spec §10, §11.6): dialled with the client's
-// initialize (or on a 2026-07-28 client's first request), watched, lost and
-// redialled; the server's requests to the client; the end (finish).
+// The core's MCP-Flow session (spec §10): dialled with the client's
+// initialize, watched, lost and redialled; the end (Finish). A 2026-07-28
+// client's session is stateless_session.go's, the server's requests to the
+// client forward.go's, the error of a lost session lost.go's.
 
 // initialize dials the MCP-Flow server with the host's initialize and
 // answers with the server's result, minus the transport object. The request
@@ -115,186 +115,6 @@ func (b *Core) unreachable(err error) (u *UnreachableError, gaveUp bool) {
 	}
 	b.log.Error("cannot reach the MCP-Flow server", "server", u.URL, "why", u.Why, "fix", u.Fix)
 	return u, false
-}
-
-// forwardToHost sends the server's request (sampling, roots, elicitation)
-// to the host under an id of the bridge's own, and returns its answer.
-func (b *Core) forwardToHost(ctx context.Context, req *flow.Request) (any, error) {
-	if b.isStateless() {
-		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "a 2026-07-28 client takes no requests from the server (it asks for input with input_required results, spec §11.6)")
-	}
-	id := jsonrpc.StringID(fmt.Sprintf("mcp-flow-%d", b.hostID.Add(1)))
-	ch, forget := b.hostWait.Add(id)
-	defer forget()
-	b.log.Debug("server request to the host", "method", req.Method, "id", id.String())
-	b.write(&jsonrpc.Request{ID: id, Method: req.Method, Params: req.Params})
-	select {
-	case r := <-ch:
-		if r.Error != nil {
-			return nil, r.Error
-		}
-		return r.Result, nil
-	case <-ctx.Done():
-		n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodCancelled, map[string]any{"requestId": json.RawMessage(id.Raw())})
-		b.write(n)
-		return nil, ctx.Err()
-	}
-}
-
-// current returns the session a request goes on: nil before initialize;
-// while the front reconnects, the next session, waited for up to
-// ReconnectWait (spec §10); a *ServerLostError when none comes in time, or
-// at once when this front does not reconnect. Either way the request was
-// not sent (NotSent: -32006, it may be retried).
-func (b *Core) current(ctx context.Context) (*flow.Session, error) {
-	if b.isStateless() {
-		return b.statelessSession(ctx)
-	}
-	var timeout <-chan time.Time
-	for {
-		b.mu.Lock()
-		s, changed, inited, closing, lostErr, redialing := b.sess, b.changed, b.initReq != nil, b.closing, b.lostErr, b.redialing
-		b.mu.Unlock()
-		if s != nil && s.Err() == nil && s.State() == flow.StateReady {
-			return s, nil
-		}
-		switch {
-		case !inited:
-			return nil, nil
-		case s == nil && (closing || !b.Reconnects() && !redialing):
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, NotSent: true}
-		}
-		var ended <-chan struct{} // a draining session: wait for its end
-		if s != nil {
-			select {
-			case <-s.Done():
-			default:
-				ended = s.Done()
-			}
-		}
-		if timeout == nil {
-			t := time.NewTimer(b.cfg.ReconnectWait)
-			defer t.Stop()
-			timeout = t.C
-		}
-		select {
-		case <-changed:
-		case <-ended:
-		case <-timeout:
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: lostErr, Waited: b.cfg.ReconnectWait, NotSent: true}
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-}
-
-// statelessSession returns the core's 2026-07-28 MCP-Flow session, dialling
-// it when there is none (or when the one there drains); one dial at a time,
-// which the other requests wait for. Unless ExitOnDisconnect, a failed dial
-// is tried again, after ReconnectMin doubling up to ReconnectMax, for up to
-// ReconnectWait (spec §10: a server restarting behind a balancer answers
-// again soon); then the request fails with a *ServerLostError that says it
-// was not sent.
-func (b *Core) statelessSession(ctx context.Context) (*flow.Session, error) {
-	var (
-		deadline *time.Timer // ReconnectWait from this request's first failed dial
-		delay    = b.cfg.ReconnectMin
-	)
-	defer func() {
-		if deadline != nil {
-			deadline.Stop()
-		}
-	}()
-	// again waits before the next dial; a *ServerLostError when
-	// ReconnectWait has passed since the first failure.
-	again := func(err error) error {
-		if !b.Reconnects() || isRefusal(err) {
-			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
-		}
-		if deadline == nil {
-			deadline = time.NewTimer(b.cfg.ReconnectWait)
-		}
-		t := time.NewTimer(delay)
-		defer t.Stop()
-		delay = min(2*delay, b.cfg.ReconnectMax)
-		select {
-		case <-t.C:
-			return nil
-		case <-deadline.C:
-			return &ServerLostError{URL: b.cfg.URL, Err: err, Waited: b.cfg.ReconnectWait, NotSent: true}
-		case <-b.stop.Done():
-			return &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
-		case <-ctx.Done():
-			return ctx.Err()
-		}
-	}
-	for {
-		b.mu.Lock()
-		if s := b.sess; s != nil && s.Err() == nil && s.State() == flow.StateReady {
-			b.mu.Unlock()
-			return s, nil
-		}
-		if b.closing {
-			err := b.lostErr
-			b.mu.Unlock()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
-		}
-		if d := b.dialing; d != nil {
-			b.mu.Unlock()
-			select {
-			case <-d:
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-			b.mu.Lock()
-			err := b.dialErr
-			b.mu.Unlock()
-			if err != nil {
-				if err := again(err); err != nil {
-					return nil, err
-				}
-			}
-			continue
-		}
-		d := make(chan struct{})
-		b.dialing = d
-		b.mu.Unlock()
-		// The dial is the core's, not the request's: a client that goes
-		// away does not fail it for the others waiting.
-		s, err := b.dial(b.stop, flow.InitializeParams{})
-		b.mu.Lock()
-		b.dialing, b.dialErr = nil, err
-		if err == nil && b.closing {
-			err = fmt.Errorf("the bridge is closing")
-			b.dialErr = err
-			b.mu.Unlock()
-			close(d)
-			s.Close()
-			return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
-		}
-		if err == nil {
-			b.lostErr = nil
-			b.setSessionLocked(s)
-		} else {
-			b.lostErr = err
-		}
-		b.mu.Unlock()
-		close(d)
-		if err != nil {
-			if _, gaveUp := b.unreachable(err); gaveUp || isRefusal(err) {
-				// Not tried again for this request: the token source has
-				// no other token now (the next request dials again), or
-				// the stdio front gives up (ExitIfUnreachable).
-				return nil, &ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true}
-			}
-			if err := again(err); err != nil {
-				return nil, err
-			}
-			continue
-		}
-		b.watch(s)
-		return s, nil
-	}
 }
 
 // watch waits for the end of s and handles it unless the host ended first.
@@ -418,59 +238,6 @@ func (b *Core) reconnect() {
 		b.mu.Unlock()
 		t.Reset(delay)
 	}
-}
-
-// ServerLostError answers the host's requests when the MCP-Flow session
-// ended other than by the host's EOF (spec §10): the requests in flight,
-// and those that found no new session in time.
-type ServerLostError struct {
-	URL    string
-	Err    error         // why the session ended (or the last reconnection failed)
-	Waited time.Duration // how long the request waited for a reconnection
-	// NotSent: the request never reached the server (no session came in
-	// time, or the front does not reconnect): it did not run and may be
-	// retried, so the client gets -32006 (spec §8), not -32603.
-	NotSent bool
-}
-
-var _ error = (*ServerLostError)(nil)
-
-func (e *ServerLostError) Error() string {
-	msg := "MCP-Flow server " + e.URL + " lost"
-	if e.Err != nil {
-		msg += ": " + e.Err.Error()
-	}
-	if u, ok := e.Err.(*UnreachableError); ok { // a failed dial says it all
-		msg = u.Error()
-	}
-	if e.Waited > 0 {
-		msg += fmt.Sprintf(" (no new session within %v)", e.Waited)
-	}
-	if e.NotSent {
-		msg += "; the request was not sent (it did not run: retry it)"
-	}
-	return msg
-}
-
-func (e *ServerLostError) Unwrap() error { return e.Err }
-
-// lostError is the JSON-RPC error for a request that lost its server:
-// -32603 for one that was in flight (it may have run), -32006 for one that
-// was never sent (spec §8: it did not run; retry on a new session).
-func lostError(err error) *jsonrpc.Error {
-	e := jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error())
-	var le *ServerLostError
-	if errors.As(err, &le) {
-		if le.NotSent {
-			e.Code = jsonrpc.CodeShuttingDown
-		}
-		why := ""
-		if le.Err != nil {
-			why = le.Err.Error()
-		}
-		e.Data, _ = json.Marshal(map[string]string{"server": le.URL, "reason": why})
-	}
-	return e
 }
 
 // Finish waits for the host's requests in flight, then ends the session
