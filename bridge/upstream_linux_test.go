@@ -1,5 +1,9 @@
 //go:build linux
 
+// Over 400 lines: the upstream's tests that need Linux (process groups and
+// their reaping, stdin and socket stalls with small socket buffers), with
+// the child-process rig they share (TestMain, childUpstream).
+
 package bridge_test
 
 import (

@@ -33,7 +33,7 @@ func NewSSEReader(r io.Reader, max int) *SSEReader {
 
 // Next returns the next event with data (events without data are only
 // dispatched for their id and retry fields); ErrLineTooLong past max.
-// Lines are read by ReadLine (framing.go), the package's one line reader.
+// Lines are read by ReadLine, the package's one line reader.
 func (r *SSEReader) Next() (SSEEvent, error) {
 	var data bytes.Buffer
 	event := ""

@@ -89,7 +89,7 @@ type Core struct {
 	dialing   chan struct{}
 	dialErr   error
 	// draft02: in WebTransport auto, the server answered in draft-02; the
-	// next dial uses it first (core_dial.go).
+	// next dial uses it first (dial.go).
 	draft02 atomic.Bool
 	// giveUp (the stdio front's StdioConfig.ExitIfUnreachable): a first
 	// dial that fails for good (UnreachableError.Final) is sent to lost.

@@ -21,8 +21,8 @@ import (
 )
 
 // The stdio front (spec §10): the host's stdin and stdout, framed as the
-// host frames them (framing.go), queued toward the host
-// (front_stdio_outbox.go); streams past the inline limit go to files.
+// host frames them (plainio), queued toward the host
+// (outbox.go); streams past the inline limit go to files.
 
 // Stdio is the stdio front (spec §10): a core that reads the host's
 // messages from stdin and writes its answers to stdout, in the framing the

@@ -14,7 +14,7 @@ import (
 )
 
 // An upstream over a pair of pipes speaking NDJSON (the MCP stdio
-// transport): a process's (up_process.go) or an in-process server's
+// transport): a process's (process.go) or an in-process server's
 // (ServeSDK).
 
 // NewPipeUpstream returns an upstream that reaches, per session, whatever

@@ -14,9 +14,9 @@ import (
 
 // The upstream (spec §10): Upstream, the MCP-Flow server side's core, and
 // handle, each request's way to the upstream and back. Its links are in
-// up_process.go and up_pipe.go (NDJSON) and up_http*.go (Streamable HTTP);
-// a session's connection in up_conn.go, its handshake in up_init.go; eras in
-// up_era.go; large content in up_offload.go.
+// process.go and pipe.go (NDJSON) and http*.go (Streamable HTTP);
+// a session's connection in conn.go, its handshake in init.go; eras in
+// era.go; large content in offload.go.
 
 // Upstream serves an existing MCP server over MCP-Flow (spec §10): each
 // MCP-Flow session gets its own upstream connection (a subprocess spoken to
