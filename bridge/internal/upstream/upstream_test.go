@@ -1,4 +1,4 @@
-package bridge_test
+package upstream_test
 
 import (
 	"context"
@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
-	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
@@ -33,7 +33,7 @@ func upstreamServer(t *testing.T) *flow.Server {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{fixture}, Logger: flowtest.Quiet}).Configure(&cfg)
+	upstream.NewStdioUpstream(upstream.StdioUpstreamConfig{Command: []string{fixture}, Logger: flowtest.Quiet}).Configure(&cfg)
 	return flowtest.Serve(t, cfg)
 }
 
@@ -41,7 +41,7 @@ func upstreamServer(t *testing.T) *flow.Server {
 // its 1 MiB inline image leaves the control stream on an execution stream.
 func TestUpstreamOverMCPFlow(t *testing.T) {
 	srv := upstreamServer(t)
-	ctx, s := dialUpstream(t, srv)
+	ctx, s := flowtest.Dial(t, srv)
 	if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
 		t.Fatalf("serverInfo %q: initialize did not reach the upstream", got)
 	}
@@ -56,39 +56,6 @@ func TestUpstreamOverMCPFlow(t *testing.T) {
 	json.Unmarshal(r.Result, &res)
 	if _, ok := res.Content[0]["_meta"]; !ok {
 		t.Fatalf("the ref does not carry the original block: %s", r.Result)
-	}
-}
-
-// TestChainGoSDKToGoSDK: go-sdk client → stdio front → MCP-Flow → upstream →
-// go-sdk stdio server. The image crosses MCP-Flow on an execution stream and
-// arrives as the same image content, byte for byte.
-func TestChainGoSDKToGoSDK(t *testing.T) {
-	cli := buildCLI(t)
-	srv := upstreamServer(t)
-	c := mcp.NewClient(&mcp.Implementation{Name: "host", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	cs, err := c.Connect(ctx, &mcp.CommandTransport{Command: bridgeCmd(cli, srv)}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cs.Close()
-	const n = 3 << 20
-	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "blob", Arguments: map[string]int{"bytes": n}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	img, ok := r.Content[0].(*mcp.ImageContent)
-	if !ok {
-		t.Fatalf("content %T, want the upstream's image", r.Content[0])
-	}
-	sum := sha256.Sum256(img.Data)
-	if len(img.Data) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) || img.MIMEType != "application/octet-stream" {
-		t.Fatalf("image: %d bytes, %s", len(img.Data), img.MIMEType)
-	}
-	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "往復"}})
-	if err != nil || r.Content[0].(*mcp.TextContent).Text != "往復" {
-		t.Fatalf("echo: %v", err)
 	}
 }
 
@@ -107,9 +74,9 @@ func TestHTTPUpstream(t *testing.T) {
 			ts := httptest.NewServer(h)
 			t.Cleanup(ts.Close)
 			cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-			bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
+			upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: ts.URL, Logger: flowtest.Quiet}).Configure(&cfg)
 			srv := flowtest.Serve(t, cfg)
-			ctx, s := dialUpstream(t, srv)
+			ctx, s := flowtest.Dial(t, srv)
 			if got := s.InitializeResult().ServerInfo.Name; got != "sdk-fixture" {
 				t.Fatalf("serverInfo %q", got)
 			}
@@ -119,19 +86,6 @@ func TestHTTPUpstream(t *testing.T) {
 			}
 		})
 	}
-}
-
-// dialUpstream connects an MCP-Flow client to srv for the test.
-func dialUpstream(t *testing.T, srv *flow.Server) (context.Context, *flow.Session) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	t.Cleanup(cancel)
-	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	return ctx, s
 }
 
 // fetchBlob calls the fixture's blob tool and checks that its n bytes come
@@ -162,7 +116,7 @@ func TestHTTPUpstreamNeither(t *testing.T) {
 	nothing := httptest.NewServer(http.NotFoundHandler())
 	t.Cleanup(nothing.Close)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: nothing.URL, Logger: flowtest.Quiet}).Configure(&cfg)
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: nothing.URL, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
 	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
 	if err == nil || !strings.Contains(err.Error(), "neither Streamable HTTP") {
@@ -176,7 +130,7 @@ func TestHTTPUpstreamNeither(t *testing.T) {
 func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
 	return func(ctx context.Context) (io.WriteCloser, io.Reader, func(), error) {
 		next := 0 // per session
-		return pipeServer(func(m pipeMessage) (string, bool) {
+		return flowtest.PipeServer(func(m flowtest.PipeMessage) (string, bool) {
 			switch {
 			case m.Method == "initialize":
 				return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"scripted","version":"1"}}}`, m.ID), false
@@ -191,46 +145,6 @@ func scriptedPipe(results ...string) func(context.Context) (io.WriteCloser, io.R
 	}
 }
 
-// pipeMessage is a message to a pipeServer.
-type pipeMessage struct {
-	ID     json.RawMessage `json:"id"`
-	Method string          `json:"method"`
-	Params json.RawMessage `json:"params"`
-}
-
-// pipeServer is an in-process stdio MCP server (for NewPipeUpstream) that
-// writes the line answer returns for each message it reads ("": none);
-// when answer says die, its output ends and its input is read to its end.
-// answer is called from the goroutine of each session it starts.
-func pipeServer(answer func(m pipeMessage) (line string, die bool)) func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
-	return func(context.Context) (io.WriteCloser, io.Reader, func(), error) {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		done := make(chan struct{})
-		go func() {
-			defer close(done)
-			defer outW.Close()
-			dec := json.NewDecoder(inR)
-			for {
-				var m pipeMessage
-				if dec.Decode(&m) != nil {
-					return
-				}
-				line, die := answer(m)
-				if die {
-					outW.Close()
-					io.Copy(io.Discard, inR)
-					return
-				}
-				if line != "" {
-					fmt.Fprintln(outW, line)
-				}
-			}
-		}()
-		return inW, outR, func() { <-done }, nil
-	}
-}
-
 // TestUpstreamKeepsMemberOrder: the upstream passes a result on as its
 // text, and when it moves a payload to an execution stream it splices the
 // text: every other member keeps its place and bytes, and the original
@@ -240,7 +154,7 @@ func TestUpstreamKeepsMemberOrder(t *testing.T) {
 	small := `{ "zeta":1, "content":[{"type":"text", "text":"short","annotations":{"priority":0.5}}], "alpha":{"b":2,"a":1} }`
 	large := `{"zeta":1,"content":[{"type":"text","_meta":{"b":1,"a":2},"text":"` + big + `","annotations":{"priority":0.5}},{"type":"text","text":"kept","y":0}],"isError":false,"alpha":[]}`
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewPipeUpstream(scriptedPipe(small, large), 0, flowtest.Quiet).Configure(&cfg)
+	upstream.NewPipeUpstream(scriptedPipe(small, large), 0, flowtest.Quiet).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

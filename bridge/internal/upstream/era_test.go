@@ -1,6 +1,6 @@
 //go:build linux
 
-package bridge_test
+package upstream_test
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
-	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -46,7 +46,7 @@ func dialEra(t *testing.T, srv *flow.Server, version string) (context.Context, *
 // its initialize result (spec §10, "Eras"; §8).
 func TestUpstreamProbeTimeout(t *testing.T) {
 	const probe = 300 * time.Millisecond
-	_, srv := childUpstream(t, "polite", bridge.StdioUpstreamConfig{ProbeTimeout: probe})
+	_, srv := childUpstream(t, "polite", upstream.StdioUpstreamConfig{ProbeTimeout: probe})
 	ctx, s := dialEra(t, srv, protocol.MCP20260728)
 	start := time.Now()
 	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "after the probe"}})
@@ -57,8 +57,8 @@ func TestUpstreamProbeTimeout(t *testing.T) {
 	var res struct {
 		Content []struct{ Text string }
 	}
-	if json.Unmarshal(r.Result, &res); len(res.Content) != 1 || res.Content[0].Text != "after the probe" || took < probe || took >= bridge.DefaultProbeTimeout {
-		t.Fatalf("echo: %s after %v (the probe waits %v, not the default %v)", r.Result, took, probe, bridge.DefaultProbeTimeout)
+	if json.Unmarshal(r.Result, &res); len(res.Content) != 1 || res.Content[0].Text != "after the probe" || took < probe || took >= upstream.DefaultProbeTimeout {
+		t.Fatalf("echo: %s after %v (the probe waits %v, not the default %v)", r.Result, took, probe, upstream.DefaultProbeTimeout)
 	}
 	// This session declares roots, which the 2025 upstream may ask for and a
 	// 2026-07-28 session cannot carry: its own server/discover is refused
@@ -155,7 +155,7 @@ func TestHTTPUpstreamModern(t *testing.T) {
 	ms := &modernServer{closed: make(chan string, 1)}
 	hs := httptest.NewServer(ms)
 	t.Cleanup(hs.Close)
-	up := bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet})
+	up := upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet})
 	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	up.Configure(&scfg)
 	srv := flowtest.Serve(t, scfg)
@@ -256,7 +256,7 @@ func TestUpstream2025InitializeInBridgesName(t *testing.T) {
 	}))
 	t.Cleanup(hs.Close)
 	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet}).Configure(&scfg)
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet}).Configure(&scfg)
 	srv := flowtest.Serve(t, scfg)
 	ctx, s := dialEra(t, srv, protocol.MCP20260728)
 	clients := []struct{ name, caps string }{{"first-client", `{"sampling":{},"roots":{}}`}, {"second-client", `{"elicitation":{}}`}}

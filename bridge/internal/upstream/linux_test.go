@@ -4,7 +4,7 @@
 // their reaping, stdin and socket stalls with small socket buffers), with
 // the child-process rig they share (TestMain, childUpstream).
 
-package bridge_test
+package upstream_test
 
 import (
 	"context"
@@ -23,7 +23,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -43,13 +43,13 @@ func TestMain(m *testing.M) {
 }
 
 // childUpstream serves the test binary as a stdio upstream in mode.
-func childUpstream(t *testing.T, mode string, cfg bridge.StdioUpstreamConfig) (*bridge.Upstream, *flow.Server) {
+func childUpstream(t *testing.T, mode string, cfg upstream.StdioUpstreamConfig) (*upstream.Upstream, *flow.Server) {
 	return childUpstreamSeeing(t, mode, cfg, nil)
 }
 
 // childUpstreamSeeing is childUpstream with seen called as each request
 // reaches the server's handler (the session has read past it).
-func childUpstreamSeeing(t *testing.T, mode string, cfg bridge.StdioUpstreamConfig, seen func(*flow.Request)) (*bridge.Upstream, *flow.Server) {
+func childUpstreamSeeing(t *testing.T, mode string, cfg upstream.StdioUpstreamConfig, seen func(*flow.Request)) (*upstream.Upstream, *flow.Server) {
 	t.Helper()
 	t.Setenv(childEnv, mode)
 	exe, err := os.Executable()
@@ -63,7 +63,7 @@ func childUpstreamSeeing(t *testing.T, mode string, cfg bridge.StdioUpstreamConf
 	if cfg.Logger == nil {
 		cfg.Logger = flowtest.Quiet
 	}
-	up := bridge.NewStdioUpstream(cfg)
+	up := upstream.NewStdioUpstream(cfg)
 	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	up.Configure(&scfg)
 	if seen != nil {
@@ -143,8 +143,8 @@ func idlePings(t *testing.T, ctx context.Context, s *flow.Session, n int) []time
 func TestUpstreamProcessStopped(t *testing.T) {
 	const grace = 300 * time.Millisecond
 	stderr := &flowtest.SyncBuffer{}
-	up, srv := childUpstream(t, "stubborn", bridge.StdioUpstreamConfig{StopGrace: grace, Stderr: stderr})
-	ctx, s := dialUpstream(t, srv)
+	up, srv := childUpstream(t, "stubborn", upstream.StdioUpstreamConfig{StopGrace: grace, Stderr: stderr})
+	ctx, s := flowtest.Dial(t, srv)
 	pid, grandchild := childPIDs(t, s)
 	if r, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "ok"}}); err != nil {
 		t.Fatalf("echo: %v", err)
@@ -191,12 +191,12 @@ func TestUpstreamProcessExitEvents(t *testing.T) {
 		t.Run(tc.mode, func(t *testing.T) {
 			var mu sync.Mutex
 			var got []string
-			up, srv := childUpstream(t, tc.mode, bridge.StdioUpstreamConfig{StopGrace: tc.grace, Observe: func(e flow.Event) {
+			up, srv := childUpstream(t, tc.mode, upstream.StdioUpstreamConfig{StopGrace: tc.grace, Observe: func(e flow.Event) {
 				mu.Lock()
 				got = append(got, fmt.Sprintf("%v %s %d server=%v", e.Kind, e.Outcome, e.Code, e.Server))
 				mu.Unlock()
 			}})
-			ctx, s := dialUpstream(t, srv)
+			ctx, s := flowtest.Dial(t, srv)
 			s.Close()
 			if err := up.Wait(ctx); err != nil {
 				t.Fatal(err)
@@ -216,8 +216,8 @@ func TestUpstreamProcessExitEvents(t *testing.T) {
 // refused with -32005 and the data names the cap; a slot is free again once
 // a process is reaped.
 func TestUpstreamProcessCap(t *testing.T) {
-	up, srv := childUpstream(t, "polite", bridge.StdioUpstreamConfig{MaxProcesses: 1})
-	ctx, first := dialUpstream(t, srv)
+	up, srv := childUpstream(t, "polite", upstream.StdioUpstreamConfig{MaxProcesses: 1})
+	ctx, first := flowtest.Dial(t, srv)
 	_, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet})
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeTooManyRequests || !strings.Contains(je.Message, "limit of 1 upstream processes") ||
@@ -228,7 +228,7 @@ func TestUpstreamProcessCap(t *testing.T) {
 	if err := up.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
-	_, again := dialUpstream(t, srv)
+	_, again := flowtest.Dial(t, srv)
 	if got := again.InitializeResult().ServerInfo.Name; got != "child-polite" {
 		t.Fatalf("after the first process ended, a new session got %q", got)
 	}
@@ -241,7 +241,7 @@ func TestUpstreamProcessCap(t *testing.T) {
 func TestUpstreamStdinStallDoesNotBlockSession(t *testing.T) {
 	bigSeen := make(chan struct{})
 	var once sync.Once
-	_, srv := childUpstreamSeeing(t, "polite", bridge.StdioUpstreamConfig{}, func(r *flow.Request) {
+	_, srv := childUpstreamSeeing(t, "polite", upstream.StdioUpstreamConfig{}, func(r *flow.Request) {
 		if len(r.Params) > 64<<10 {
 			once.Do(func() { close(bigSeen) })
 		}
@@ -264,7 +264,7 @@ func TestUpstreamStdinStallDoesNotBlockSession(t *testing.T) {
 	defer s.Close()
 	// Another session of the same server, pinged in the same rounds, shows
 	// what this machine's load alone costs a ping meanwhile.
-	_, ctl := dialUpstream(t, srv)
+	_, ctl := flowtest.Dial(t, srv)
 	bound := latencyBound(idlePings(t, ctx, s, 16))
 	stalled := make(chan error, 1)
 	go func() {
@@ -435,9 +435,9 @@ func TestHTTPUpstreamHeldPOSTDoesNotBlockSession(t *testing.T) {
 	client := &http.Client{Transport: &http.Transport{DialContext: (&net.Dialer{Control: smallSockBuf(syscall.SO_SNDBUF)}).DialContext}}
 	t.Cleanup(client.CloseIdleConnections)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, HTTPClient: client, Logger: flowtest.Quiet}).Configure(&cfg)
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: ts.URL, HTTPClient: client, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
-	ctx, s := dialUpstream(t, srv)
+	ctx, s := flowtest.Dial(t, srv)
 	quick := func() time.Duration {
 		start := time.Now()
 		r, err := s.Call(ctx, "tools/call", map[string]any{"name": "quick"})

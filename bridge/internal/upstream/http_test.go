@@ -1,4 +1,4 @@
-package bridge_test
+package upstream_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -181,7 +181,7 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 	ts := httptest.NewServer(sc)
 	t.Cleanup(ts.Close)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: ts.URL, MaxMessage: limit, Logger: flowtest.Quiet}).Configure(&cfg)
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: ts.URL, MaxMessage: limit, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -311,9 +311,9 @@ func TestHTTPUpstreamEdgeCases(t *testing.T) {
 // is shut down, instead of hanging.
 func TestUpstreamEnds(t *testing.T) {
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	bridge.NewPipeUpstream(scriptedPipe(""), 0, flowtest.Quiet).Configure(&cfg) // dies at the first call
+	upstream.NewPipeUpstream(scriptedPipe(""), 0, flowtest.Quiet).Configure(&cfg) // dies at the first call
 	srv := flowtest.Serve(t, cfg)
-	ctx, s := dialUpstream(t, srv)
+	ctx, s := flowtest.Dial(t, srv)
 	_, err := s.Call(ctx, "tools/call", map[string]any{"name": "x"})
 	var je *jsonrpc.Error
 	if !errors.As(err, &je) || je.Code != jsonrpc.CodeInternalError || !strings.Contains(je.Message, "upstream MCP server ended") {
