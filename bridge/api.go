@@ -51,7 +51,7 @@ func Diagnose(url string, err error, took time.Duration) *UnreachableError {
 // Content-Length body from stdio, an HTTP body, an SSE event (64 MiB).
 const MaxMessage = plainio.MaxMessage
 
-// The stdio front (package internal/stdiofront).
+// Stdio is the stdio front (spec §10; package internal/stdiofront).
 type Stdio = stdiofront.Stdio
 
 // NewStdio returns a stdio front (spec §10).
@@ -59,8 +59,11 @@ func NewStdio(cfg StdioConfig) *Stdio { return stdiofront.NewStdio(cfg) }
 
 // The Streamable HTTP front (package internal/httpfront).
 type (
+	// HTTPConfig configures a Streamable HTTP front; see its fields.
 	HTTPConfig = httpfront.HTTPConfig
-	HTTPFront  = httpfront.HTTPFront
+	// HTTPFront is an http.Handler serving one MCP endpoint (spec §10,
+	// §11.6).
+	HTTPFront = httpfront.HTTPFront
 )
 
 // Defaults of HTTPConfig.
@@ -77,9 +80,12 @@ func CheckPublicURL(s string) (*url.URL, error) { return httpfront.CheckPublicUR
 
 // The upstream (package internal/upstream).
 type (
-	Upstream            = upstream.Upstream
+	// Upstream serves an existing MCP server over MCP-Flow (spec §10).
+	Upstream = upstream.Upstream
+	// StdioUpstreamConfig configures an upstream of stdio processes.
 	StdioUpstreamConfig = upstream.StdioUpstreamConfig
-	HTTPUpstreamConfig  = upstream.HTTPUpstreamConfig
+	// HTTPUpstreamConfig configures an upstream of a Streamable HTTP server.
+	HTTPUpstreamConfig = upstream.HTTPUpstreamConfig
 )
 
 // The upstream's eras (StdioUpstreamConfig.Protocol) and defaults.
