@@ -1,3 +1,7 @@
+// Over 400 lines: the HTTP front's end-to-end cases (go-sdk clients and raw
+// requests, every era's status codes, resumption, limits) over one rig
+// (httpFront, send) that other test files use too.
+
 package bridge_test
 
 import (

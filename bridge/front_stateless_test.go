@@ -1,3 +1,7 @@
+// Over 400 lines: the 2026-07-28 cases of both fronts with the rig other
+// test files share (statelessServer, statelessFront, modern, modernBody,
+// sseData).
+
 package bridge_test
 
 import (

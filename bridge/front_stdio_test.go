@@ -1,3 +1,7 @@
+// Over 400 lines: the stdio front's end-to-end tests through the mcp-flow
+// binary, with the rig the other test files share (buildCLI, buildBinary,
+// bridgeCmd, ndjsonHost); split by case, the rig would be scattered.
+
 package bridge_test
 
 import (

@@ -78,7 +78,7 @@ func callThrough(t *testing.T, endpoint string, client *http.Client) {
 	hdr := http.Header{"Authorization": {"Bearer secret"}, "X-Api-Key": {"k-123"}}
 	bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: endpoint, HTTPClient: client, Header: hdr, Logger: flowtest.Quiet}).Configure(&cfg)
 	srv := flowtest.Serve(t, cfg)
-	ctx, s := dialUpstream(t, srv)
+	ctx, s := flowtest.Dial(t, srv)
 	r, err := s.Call(ctx, "tools/call", map[string]any{"name": "echo", "arguments": map[string]string{"text": "redirected"}})
 	if err != nil || !strings.Contains(string(r.Result), "redirected") {
 		t.Fatalf("echo through the redirect: %v", err)

@@ -21,17 +21,17 @@ import (
 	sdkrpc "github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // MaxLine bounds one line the relay reads from the host: the stdio
-// front's bound on one message (bridge.MaxMessage, 64 MiB). A longer line
+// front's bound on one message (plainio.MaxMessage, 64 MiB). A longer line
 // is skipped as it is read (never held whole) and answered with a -32700
 // error.
-const MaxLine = bridge.MaxMessage
+const MaxLine = plainio.MaxMessage
 
 // Relay is the stdio front over Streamable HTTP (cmd/mcp-flow bridge stdio
 // where Probe chose it): the host's own MCP session, relayed to the server
@@ -151,8 +151,8 @@ func (r *relay) run(in io.Reader, lost <-chan error) error {
 			switch {
 			case l.err == nil:
 				r.fromHost(l.b)
-			case errors.Is(l.err, errLineTooLong):
-				r.hostError(jsonrpc.CodeParseError, l.err.Error())
+			case errors.Is(l.err, plainio.ErrLineTooLong):
+				r.hostError(jsonrpc.CodeParseError, fmt.Sprintf("a line longer than %d bytes was skipped", MaxLine))
 			case l.err == io.EOF:
 				return r.finish(lost)
 			default:
@@ -393,15 +393,17 @@ func (r *relay) emitLine(b []byte) {
 	}
 }
 
-// errLineTooLong is a host's line over MaxLine, skipped.
-var errLineTooLong = fmt.Errorf("a line longer than %d bytes was skipped", MaxLine)
-
 // readHost sends the host's lines (blank ones skipped) to lines until in
-// ends or fails, or quit closes.
+// ends or fails, or quit closes. A line over MaxLine is held only up to
+// it, then skipped (plainio.ErrLineTooLong): the bridge's one NDJSON line
+// reader, as the stdio front's.
 func readHost(in io.Reader, lines chan<- hostLine, quit <-chan struct{}) {
 	br := bufio.NewReaderSize(in, 64<<10)
 	for {
-		b, err := readLine(br, MaxLine)
+		b, err := plainio.ReadLineEnds(br, MaxLine, "\n")
+		if errors.Is(err, plainio.ErrLineTooLong) {
+			_ = plainio.SkipLine(br) // an error or EOF comes again on the next read
+		}
 		if err == nil && len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}
@@ -410,55 +412,8 @@ func readHost(in io.Reader, lines chan<- hostLine, quit <-chan struct{}) {
 		case <-quit:
 			return
 		}
-		if err != nil && err != errLineTooLong {
+		if err != nil && !errors.Is(err, plainio.ErrLineTooLong) {
 			return
-		}
-	}
-}
-
-// readLine reads one NDJSON line of at most limit bytes, without its LF or
-// CRLF; a last line without its LF is returned before io.EOF. A line is
-// kept as the buffers it came in and joined once at its end, so that one
-// within limit costs at most twice its length; a longer one is held only
-// up to limit, then discarded to its end: errLineTooLong.
-func readLine(br *bufio.Reader, limit int) ([]byte, error) {
-	var (
-		parts [][]byte
-		total int
-	)
-	join := func() []byte {
-		line := make([]byte, 0, total)
-		for _, p := range parts {
-			line = append(line, p...)
-		}
-		return bytes.TrimSuffix(line, []byte{'\r'})
-	}
-	for {
-		frag, err := br.ReadSlice('\n')
-		if err == nil {
-			frag = frag[:len(frag)-1]
-		}
-		if total+len(bytes.TrimSuffix(frag, []byte{'\r'})) > limit {
-			for errors.Is(err, bufio.ErrBufferFull) {
-				_, err = br.ReadSlice('\n')
-			}
-			if err != nil && err != io.EOF {
-				return nil, err
-			}
-			return nil, errLineTooLong
-		}
-		if len(frag) > 0 {
-			parts = append(parts, bytes.Clone(frag))
-			total += len(frag)
-		}
-		switch {
-		case err == nil:
-			return join(), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-		case err == io.EOF && total > 0:
-			return join(), nil
-		default:
-			return nil, err
 		}
 	}
 }

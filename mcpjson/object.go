@@ -6,9 +6,10 @@
 // It owns the rules that more than one package reads or writes: the
 // blocks of a result's content array with their byte spans (ReadContent),
 // the ref/stream block (Ref, spec §5.2), _meta.progressToken (MCP progress,
-// spec §6.2), edits of _meta (EditMeta, spec §11.5 and §11.6) and the
-// resultType of 2026-07-28 results (WithResultType, spec §11.5). Spans are
-// spliced (Splice), never re-marshalled through maps.
+// spec §6.2), edits of _meta (EditMeta, spec §11.5 and §11.6), the
+// resultType of 2026-07-28 results (WithResultType, spec §11.5) and the
+// original block a bridge's ref/stream carries (OriginalKey, Restore, spec
+// §10). Spans are spliced (Splice), never re-marshalled through maps.
 //
 // Every function takes JSON text as a codec hands it out (valid, as
 // package codec checks) and reads it with jsontext, so malformed text is an
