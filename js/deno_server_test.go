@@ -288,8 +288,8 @@ func TestDenoWebTransportServer(t *testing.T) {
 }
 
 // want is what a subtest expects to differ from a full success: per field,
-// the exact result (a known symptom; none: the field is empty); a field
-// left empty must succeed.
+// the exact result (a known symptom; anything: not asserted); a field left
+// empty must succeed.
 type want struct {
 	Session, Bidi, BidiFin, Uni, UniFin, Aborted, AbortedEnd, Datagram string
 }
@@ -301,14 +301,13 @@ const (
 	v13Refused = "error: server didn't enable QUIC stream reset partial delivery"
 	// A stream that never ends: no FIN from writer.close() (Deno's
 	// WebTransport send streams), no reset from abort().
-	goNoEnd      = "error: deadline exceeded"
-	pageNoFIN    = "error: timeout: the server's FIN"
-	pageNoEnd    = "error: timeout: the end of a server-opened unidirectional stream"
-	pageNoStream = "error: timeout: a server-opened unidirectional stream"
+	goNoEnd   = "error: deadline exceeded"
+	pageNoFIN = "error: timeout: the server's FIN"
+	pageNoEnd = "error: timeout: the end of a server-opened unidirectional stream"
 	// abort() on a QUIC send stream closes its resource, which finishes
 	// the stream: a failed stream reads as a complete one.
 	abortIsFIN = "fin"
-	none       = "(none)"
+	anything   = "(any)" // not asserted
 )
 
 // known is what each subtest sees today, by its name under
@@ -320,9 +319,10 @@ var known = map[string]want{
 	"go-draft02/raw": {AbortedEnd: abortIsFIN},
 	"chromium/api":   {BidiFin: pageNoFIN, UniFin: pageNoEnd, AbortedEnd: pageNoEnd},
 	"chromium/raw":   {AbortedEnd: abortIsFIN},
-	// Firefox 140 gets the server's first unidirectional stream only.
-	"firefox/api": {BidiFin: pageNoFIN, UniFin: pageNoEnd, Aborted: pageNoStream, AbortedEnd: none},
-	"firefox/raw": {Aborted: pageNoStream, AbortedEnd: none},
+	// Firefox 140 delivers the second stream while the first stays open in
+	// some runs only (Firefox's, it seems: Chromium and Deno always do).
+	"firefox/api": {BidiFin: pageNoFIN, UniFin: pageNoEnd, Aborted: anything, AbortedEnd: anything},
+	"firefox/raw": {AbortedEnd: abortIsFIN},
 	"deno/api":    {BidiFin: pageNoFIN, UniFin: pageNoEnd, AbortedEnd: pageNoEnd},
 	// Deno's client never finishes its stream, so the echo never ends.
 	"deno/raw": {BidiFin: pageNoFIN, AbortedEnd: abortIsFIN},
@@ -354,8 +354,8 @@ func check(t *testing.T, r probeResult) {
 		expect := c.ok
 		switch c.want {
 		case "":
-		case none:
-			expect = ""
+		case anything:
+			continue
 		default:
 			expect = c.want
 		}

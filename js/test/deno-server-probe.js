@@ -49,6 +49,21 @@ async function readEnd(reader, what) {
 
 const err = (e) => 'error: ' + (e && e.name && e.name !== 'Error' ? e.name + ': ' : '') + (e && e.message || String(e));
 
+// readUnis reads two streams from unis, each to its end, at once.
+async function readUnis(unis) {
+  const ends = [];
+  for (let i = 0; i < 2; i++) {
+    try {
+      const { value: s, done } = await bounded(unis.read(), 'a server-opened unidirectional stream');
+      if (done) throw new Error('incomingUnidirectionalStreams ended');
+      ends.push(readEnd(s.getReader(), 'the end of a server-opened unidirectional stream'));
+    } catch (e) {
+      ends.push(Promise.resolve({ error: err(e) }));
+    }
+  }
+  return Promise.all(ends);
+}
+
 async function probe() {
   const value = Uint8Array.from(q.get('hash').match(/../g), (h) => parseInt(h, 16));
   const wt = new WebTransport(q.get('url'), { serverCertificateHashes: [{ algorithm: 'sha-256', value }] });
@@ -61,7 +76,11 @@ async function probe() {
     return;
   }
   const dgrams = wt.datagrams.readable.getReader();
-  const unis = wt.incomingUnidirectionalStreams.getReader();
+  // The server's two streams, read from the start and at once: a read is
+  // pending when they come (Firefox 140 delivers only the first of the
+  // streams that arrive while no read is pending, whatever the server), and
+  // their order of arrival is not theirs of opening in every client.
+  const unis = readUnis(wt.incomingUnidirectionalStreams.getReader());
   try {
     const s = await bounded(wt.createBidirectionalStream(), 'opening a bidirectional stream');
     const w = s.writable.getWriter();
@@ -74,21 +93,10 @@ async function probe() {
   } catch (e) {
     out.bidi = err(e);
   }
-  // The server's two streams, read at once (their order of arrival is not
-  // theirs of opening in every client): the one that starts with "uni" is
-  // the finished one, the other the aborted one.
-  const ends = [];
-  for (let i = 0; i < 2; i++) {
-    try {
-      const { value: s, done } = await bounded(unis.read(), 'a server-opened unidirectional stream');
-      if (done) throw new Error('incomingUnidirectionalStreams ended');
-      ends.push(readEnd(s.getReader(), 'the end of a server-opened unidirectional stream'));
-    } catch (e) {
-      ends.push(Promise.resolve({ error: err(e) }));
-    }
-  }
+  // The one that starts with "uni" is the finished one, the other the
+  // aborted one.
   let finished = false;
-  for (const { text, end, error } of await Promise.all(ends)) {
+  for (const { text, end, error } of await unis) {
     if (!finished && (error || text.startsWith('uni'))) {
       finished = true;
       [out.uni, out.uniFin] = error ? [error, ''] : [text, end];
