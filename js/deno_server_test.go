@@ -40,12 +40,14 @@ const probeWait = 5 * time.Second
 // stream after the client finished its side; Uni and UniFin the text of the
 // unidirectional stream the server opened and how it ended; Aborted and
 // AbortedEnd those of a second one, which the server aborts; Datagram the
-// echo of a datagram. A failed step reads "error: ...".
+// echo of a datagram; Close how the session ended once the server closed
+// it (for a page, "closed: CODE REASON" as `closed` resolved). A failed
+// step reads "error: ...".
 type probeResult struct {
-	Session, Bidi, BidiFin, Uni, UniFin, Aborted, AbortedEnd, Datagram string
-	Error                                                              string
-	UserAgent                                                          string
-	Console                                                            []string
+	Session, Bidi, BidiFin, Uni, UniFin, Aborted, AbortedEnd, Datagram, Close string
+	Error                                                                     string
+	UserAgent                                                                 string
+	Console                                                                   []string
 }
 
 // denoServer is a running test/deno-wt-server.mjs.
@@ -194,6 +196,22 @@ func goProbe(dial func(ctx context.Context) (wtconn.Session, error)) (r probeRes
 			r.Datagram = string(d)
 		}
 	})
+	within(func(ctx context.Context) {
+		st, err := s.OpenStreamSync(ctx)
+		if err == nil {
+			_, err = st.Write([]byte("close"))
+		}
+		if err != nil {
+			r.Close = errorf(err)
+			return
+		}
+		select {
+		case <-s.Context().Done():
+			r.Close = "closed: " + context.Cause(s.Context()).Error()
+		case <-ctx.Done():
+			r.Close = errorf(context.Cause(ctx))
+		}
+	})
 	return r
 }
 
@@ -213,7 +231,8 @@ func readEnd(r io.Reader) (text, end string) {
 // echoes a bidirectional stream (the control stream's shape, spec §4),
 // opens a unidirectional stream and finishes it (an execution stream, spec
 // §5), opens another and aborts it (a failed one, which MCP-Flow resets,
-// spec §5.4) and echoes datagrams (progress, spec §6), each through Deno's
+// spec §5.4), echoes datagrams (progress, spec §6) and closes the session
+// when asked (as after $/shutdown, spec §7.2), each through Deno's
 // WebTransport API (/api) and on the QUIC connection's own streams with the
 // prefixes written by the script (/raw: the workaround for the API's
 // missing FIN). Each client probes both: our Go client in both dialects
@@ -291,7 +310,7 @@ func TestDenoWebTransportServer(t *testing.T) {
 // the exact result (a known symptom; anything: not asserted); a field left
 // empty must succeed.
 type want struct {
-	Session, Bidi, BidiFin, Uni, UniFin, Aborted, AbortedEnd, Datagram string
+	Session, Bidi, BidiFin, Uni, UniFin, Aborted, AbortedEnd, Datagram, Close string
 }
 
 // The symptoms of Deno 2.9.6's server (docs/INTEROP.md, "Deno as a
@@ -307,7 +326,13 @@ const (
 	// abort() on a QUIC send stream closes its resource, which finishes
 	// the stream: a failed stream reads as a complete one.
 	abortIsFIN = "fin"
-	anything   = "(any)" // not asserted
+	// wt.close() closes the QUIC connection (CONNECTION_CLOSE, code 0,
+	// reason "bye") with no CLOSE_WEBTRANSPORT_SESSION capsule, which only
+	// Deno's own client takes for a clean close.
+	goCloseLost       = "closed: the CONNECT stream ended"
+	chromiumCloseLost = "error: WebTransportError: Connection lost."
+	firefoxCloseLost  = "error: WebTransportError: remote WebTransport close"
+	anything          = "(any)" // not asserted
 )
 
 // known is what each subtest sees today, by its name under
@@ -315,14 +340,14 @@ const (
 var known = map[string]want{
 	"go-v13/api":     {Session: v13Refused},
 	"go-v13/raw":     {Session: v13Refused},
-	"go-draft02/api": {BidiFin: goNoEnd, UniFin: goNoEnd, AbortedEnd: goNoEnd},
-	"go-draft02/raw": {AbortedEnd: abortIsFIN},
-	"chromium/api":   {BidiFin: pageNoFIN, UniFin: pageNoEnd, AbortedEnd: pageNoEnd},
-	"chromium/raw":   {AbortedEnd: abortIsFIN},
+	"go-draft02/api": {BidiFin: goNoEnd, UniFin: goNoEnd, AbortedEnd: goNoEnd, Close: goCloseLost},
+	"go-draft02/raw": {AbortedEnd: abortIsFIN, Close: goCloseLost},
+	"chromium/api":   {BidiFin: pageNoFIN, UniFin: pageNoEnd, AbortedEnd: pageNoEnd, Close: chromiumCloseLost},
+	"chromium/raw":   {AbortedEnd: abortIsFIN, Close: chromiumCloseLost},
 	// Firefox 140 delivers the second stream while the first stays open in
 	// some runs only (Firefox's, it seems: Chromium and Deno always do).
-	"firefox/api": {BidiFin: pageNoFIN, UniFin: pageNoEnd, Aborted: anything, AbortedEnd: anything},
-	"firefox/raw": {AbortedEnd: abortIsFIN},
+	"firefox/api": {BidiFin: pageNoFIN, UniFin: pageNoEnd, Aborted: anything, AbortedEnd: anything, Close: firefoxCloseLost},
+	"firefox/raw": {AbortedEnd: abortIsFIN, Close: firefoxCloseLost},
 	"deno/api":    {BidiFin: pageNoFIN, UniFin: pageNoEnd, AbortedEnd: pageNoEnd},
 	// Deno's client never finishes its stream, so the echo never ends.
 	"deno/raw": {BidiFin: pageNoFIN, AbortedEnd: abortIsFIN},
@@ -350,6 +375,7 @@ func check(t *testing.T, r probeResult) {
 		{"aborted stream", r.Aborted, "aborted", w.Aborted},
 		{"its reset", r.AbortedEnd, "a reset", w.AbortedEnd},
 		{"datagram echo", r.Datagram, "datagram", w.Datagram},
+		{"the server's close", r.Close, "closed: 0 \"bye\"", w.Close},
 	} {
 		expect := c.ok
 		switch c.want {

@@ -7,7 +7,8 @@
 // bidiFin ("fin" when the server finished the stream after the page
 // finished its side), uni and uniFin (a stream the server opened), aborted
 // and abortedEnd (a second one, which the server aborts), datagram (the
-// echo of a datagram). Each wait is bounded by `wait` ms (a hang guard:
+// echo of a datagram), close (how `closed` settled once the server closed
+// the session: "closed: CODE REASON", or the error). Each wait is bounded by `wait` ms (a hang guard:
 // a step that never ends is a result, not a hang); the steps go on after a
 // failed one where they can.
 const q = new URLSearchParams(location.search);
@@ -112,7 +113,16 @@ async function probe() {
   } catch (e) {
     out.datagram = err(e);
   }
-  try { wt.close({ closeCode: 0, reason: '' }); } catch { /* closed already */ }
+  // Last, the server closes the session (asked on a stream of its own).
+  try {
+    const s = await bounded(wt.createBidirectionalStream(), 'opening the stream that asks for the close');
+    await s.writable.getWriter().write(enc.encode('close'));
+    const info = await bounded(wt.closed, 'the session\'s close');
+    out.close = 'closed: ' + info.closeCode + ' ' + JSON.stringify(info.reason);
+  } catch (e) {
+    out.close = err(e);
+    try { wt.close({ closeCode: 0, reason: '' }); } catch { /* closed already */ }
+  }
 }
 
 probe().catch((e) => { out.error = err(e); }).finally(() => { window.__result = out; });

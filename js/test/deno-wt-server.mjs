@@ -13,7 +13,10 @@
 //     deno" and finishes it (an execution stream's shape), then opens
 //     another, writes "aborted" and aborts it (a failed execution stream,
 //     which MCP-Flow resets, spec §5.4);
-//   - every datagram is sent back as it came (progress datagrams' path).
+//   - every datagram is sent back as it came (progress datagrams' path);
+//   - a bidirectional stream that starts with "close" closes the session
+//     (wt.close with code 0 and the reason "bye", as a server ends a session
+//     after $/shutdown, spec §7.2).
 // That is the WebTransport API's way (wt.incomingBidirectionalStreams,
 // wt.createUnidirectionalStream). A session at the path /raw is served the
 // workaround's way instead: on the QUIC connection's own streams
@@ -27,7 +30,7 @@
 // is killed.
 const [certFile, keyFile] = Deno.args;
 const cert = Deno.readTextFileSync(certFile), key = Deno.readTextFileSync(keyFile);
-const enc = new TextEncoder();
+const enc = new TextEncoder(), dec = new TextDecoder();
 
 function emit(v) {
   // One write of one line: Deno.stdout.writeSync may write less than asked.
@@ -39,10 +42,15 @@ function fail(where) {
   return (e) => emit({ event: 'error', where, error: String(e) });
 }
 
-async function echoBidi(s) {
+async function echoBidi(s, wt) {
   let n = 0;
   const w = s.writable.getWriter();
   for await (const chunk of s.readable) {
+    if (n === 0 && dec.decode(chunk) === 'close') {
+      emit({ event: 'close' });
+      wt.close({ closeCode: 0, reason: 'bye' });
+      return;
+    }
     n += chunk.length;
     await w.write(chunk);
   }
@@ -95,7 +103,7 @@ async function readExactly(reader, n) {
 
 // serveRaw serves a session on conn's own streams: each bidirectional
 // stream's prefix is read here, and the uni stream's written here.
-async function serveRaw(conn) {
+async function serveRaw(conn, wt) {
   let uniSent = false;
   for await (const s of conn.incomingBidirectionalStreams) {
     (async () => {
@@ -108,7 +116,7 @@ async function serveRaw(conn) {
         uniSent = true;
         sendUnis(() => conn.createUnidirectionalStream(), Uint8Array.from([...varint(0x54), ...varint(sid)])).catch(fail('uni'));
       }
-      await echoBidi(s);
+      await echoBidi(s, wt);
     })().catch(fail('bidi'));
   }
 }
@@ -119,10 +127,10 @@ async function serveSession(conn) {
   emit({ event: 'session', url: wt.url });
   wt.closed.catch(() => {});
   if (new URL(wt.url).pathname === '/raw') {
-    serveRaw(conn).catch(fail('incomingBidirectionalStreams'));
+    serveRaw(conn, wt).catch(fail('incomingBidirectionalStreams'));
   } else {
     (async () => {
-      for await (const s of wt.incomingBidirectionalStreams) echoBidi(s).catch(fail('bidi'));
+      for await (const s of wt.incomingBidirectionalStreams) echoBidi(s, wt).catch(fail('bidi'));
     })().catch(fail('incomingBidirectionalStreams'));
     sendUnis(() => wt.createUnidirectionalStream()).catch(fail('uni'));
   }
