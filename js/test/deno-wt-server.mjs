@@ -4,9 +4,11 @@
 // TestDenoWebTransportServer; docs/INTEROP.md, "Deno as a server").
 //   deno run --unstable-net --allow-net=127.0.0.1 --allow-read=DIR test/deno-wt-server.mjs CERT.pem KEY.pem
 // It prints {"port": N} as its first line on stdout, then one JSON line per
-// event: {"event": "session", "url"}, {"event": "bidi", "bytes"} when a
-// client's bidirectional stream ends, {"event": "datagram", "bytes"} per
-// echoed datagram, {"event": "error", "where", "error"}. Each session:
+// event: {"event": "session", "url"}, {"event": "prefix", "session"} (at
+// /raw), {"event": "bidi", "bytes"} when a client's bidirectional stream
+// ends, {"event": "uni", "end"} per stream ended, {"event": "datagram",
+// "bytes"} per echoed datagram, {"event": "close"}, {"event": "error",
+// "where", "error"}. Each session:
 //   - every bidirectional stream the client opens is echoed, byte for byte,
 //     and finished when the client finishes it (the control stream's shape);
 //   - the server opens a unidirectional stream at once, writes "uni from
@@ -23,8 +25,8 @@
 // (conn.incomingBidirectionalStreams, conn.createUnidirectionalStream),
 // reading and writing the WebTransport prefixes itself
 // (draft-ietf-webtrans-http3 §4.2-4.3: 0x41 or 0x54, then the session id,
-// learnt from the client's first bidirectional stream; the uni stream is
-// opened then), because Deno 2.9's WebTransport send streams never send a
+// learnt from the client's first bidirectional stream; the uni streams
+// are opened then), because Deno 2.9's WebTransport send streams never send a
 // FIN (their writer's close() leaves the QUIC stream open) and the QUIC
 // ones do. Datagrams go through wt.datagrams either way. It runs until it
 // is killed.
