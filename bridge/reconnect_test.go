@@ -267,7 +267,9 @@ func (h *lineHost) startSlow(id string) {
 func (h *lineHost) lost(id, serverURL string, t0 time.Time) {
 	h.t.Helper()
 	m, line := h.response(id, lostBound)
-	if took := time.Since(t0); took > lostBound {
+	took := time.Since(t0)
+	h.t.Logf("the request in flight failed after %v", took)
+	if took > lostBound {
 		h.t.Fatalf("the request in flight failed after %v, want under %v", took, lostBound)
 	}
 	if m.Error == nil || m.Error.Code != -32603 || !strings.Contains(m.Error.Message, serverURL) || !strings.Contains(m.Error.Message, "lost") {
