@@ -353,10 +353,12 @@ func TestShutdownRacingCaller(t *testing.T) {
 
 // TestShutdownWhileReadingStream: the client shuts down while it is still
 // reading a large execution stream, slowly. Its $/shutdown waits for the
-// stream, so the server, which closes soon after its own work ends, cannot
-// cut the tail off; every byte arrives and the drain is clean.
+// stream (spec §7.2 rule 1), so the server, which closes soon after its own
+// work ends, cannot cut the tail off; every byte arrives and the drain is
+// clean. The server's PeerFINWait is short, so that a $/shutdown sent too
+// early would end the session before the tail is read.
 func TestShutdownWhileReadingStream(t *testing.T) {
-	srv, ends, _ := endings(t, nil)
+	srv, ends, sessions := endings(t, func(c *flow.ServerConfig) { c.Limits.PeerFINWait = time.Millisecond })
 	s := dial(t, srv, nil)
 	const size = 16 << 20
 	r := callTool(t, s, "generate", map[string]any{"bytes": size})
@@ -377,9 +379,22 @@ func TestShutdownWhileReadingStream(t *testing.T) {
 		defer cancel()
 		shut <- s.Shutdown(ctx, "done")
 	}()
-	// A slow consumer: the tail is read well after the server wrote it and
-	// after the server's PeerFINWait would have run out.
-	time.Sleep(3 * flow.PeerFINWait)
+	// Draining is closed once the client's $/shutdown has been written, or
+	// held for its call in flight. A ping's answer then shows that the
+	// server has read everything before it on the control stream and is not
+	// draining: it has no $/shutdown yet.
+	receive(t, s.Draining(), "the client's drain")
+	ss := receive(t, sessions, "server session")
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Ping(ctx); err != nil {
+		t.Fatalf("ping while the stream is read: %v", err)
+	}
+	select {
+	case <-ss.Draining():
+		t.Fatal("the server got $/shutdown while the client still read a stream of its call")
+	default:
+	}
 	n, err := io.Copy(h, sr)
 	if err != nil || n != tail || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
 		t.Fatalf("the stream's tail after Shutdown: %d bytes, %v", n, err)
