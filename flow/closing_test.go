@@ -441,3 +441,19 @@ func TestShutdownBeforeControlStream(t *testing.T) {
 		t.Fatal("the client's session did not end after the server shut down")
 	}
 }
+
+// TestShutdownAfterEnd: Shutdown on a session that has ended already
+// starts no drain (nor its deadline's timer): it returns the session's
+// error, and Draining, never closed on a session that ended without a
+// shutdown, stays so.
+func TestShutdownAfterEnd(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	s.Close()
+	if err := s.Shutdown(context.Background(), "late"); err == nil {
+		t.Error("Shutdown after Close: nil, want the session's error (closed, no drain)")
+	}
+	if flow.Refusing(s) {
+		t.Error("Shutdown after Close started a drain")
+	}
+}

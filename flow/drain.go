@@ -430,12 +430,13 @@ func closeOnce(c chan struct{}) {
 
 // ---- the session's side: events in, steps done ----
 
-// drainLocked returns the session's drain, made if need be. s.mu must be
-// held.
+// drainLocked returns the session's drain, made if need be: ended if the
+// session has (closeWith cancels s.ctx before it ends the drain), so that
+// a Shutdown after the end starts nothing. s.mu must be held.
 func (s *Session) drainLocked() *drain {
 	d := s.dr.p.Load()
 	if d == nil {
-		d = &drain{}
+		d = &drain{ended: s.ctx.Err() != nil}
 		d.init(realClock{}, s.lim, s.drainFired)
 		s.dr.p.Store(d)
 	}
