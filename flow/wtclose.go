@@ -57,11 +57,12 @@ const closeSettle = 20 * time.Millisecond
 // in this order (spec §7.2), after closeSettle:
 //  1. the WT_CLOSE_SESSION capsule and the FIN on the CONNECT stream, with
 //     no STOP_SENDING: the peer reads a clean close (Chromium, Firefox);
-//  2. it gives the peer finWait (Limits.PeerFINWait) to close the connection itself (Firefox
-//     and flow's client do, at once). Its answer on the CONNECT stream is
-//     not enough: Chromium answers with its FIN within a millisecond, yet a
-//     CONNECTION_CLOSE right behind that FIN sometimes turns its `closed`
-//     into "Connection lost" (seen 1 run in 8);
+//  2. it gives the peer finWait (Limits.PeerFINWait) to close the
+//     connection itself (Firefox and flow's client do, at once). Its
+//     answer on the CONNECT stream is not enough: Chromium answers with
+//     its FIN within a millisecond, yet a CONNECTION_CLOSE right behind
+//     that FIN sometimes turns its `closed` into "Connection lost" (seen
+//     1 run in 8);
 //  3. it closes the QUIC connection with application error code 0, which
 //     HTTP/3 reads as H3_NO_ERROR (RFC 9114 §8.1: an unknown code is
 //     H3_NO_ERROR) and Deno reports as the session's closeCode. The
