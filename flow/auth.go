@@ -84,19 +84,8 @@ func (s *Session) watchExpiry(exp time.Time) {
 		default:
 		}
 		s.log.Debug("access token expired; shutting the session down", "subject", s.token.UserID)
-		s.startShutdown(true, ReasonTokenExpired)
+		s.startShutdown(ReasonTokenExpired)
 	}))
-}
-
-// PeerShutdownReason is the reason the peer's $/shutdown gave (spec §7.2),
-// or "" when none came or it gave none. A client whose server shut the
-// session down with ReasonTokenExpired reconnects with a fresh token
-// (spec §9.1).
-func (s *Session) PeerShutdownReason() string {
-	if r := s.peerShutdown.Load(); r != nil {
-		return *r
-	}
-	return ""
 }
 
 // RefusedError is Dial's error when the server answered the CONNECT with

@@ -69,6 +69,19 @@ type Limits struct {
 	// DrainTimeout bounds a $/shutdown drain; what is still in flight then is
 	// cut off. Default 30 s.
 	DrainTimeout time.Duration
+	// ShutdownGrace is how long the side that sent $/shutdown, once nothing
+	// of its own is in flight, keeps its direction of the control stream
+	// open after the last frame it read (or its $/shutdown), so that it
+	// can still answer -32006 to requests that crossed its $/shutdown
+	// (spec §7.2 rule 3). Default DefaultShutdownGrace (50 ms).
+	ShutdownGrace time.Duration
+	// PeerFINWait is how long a side that has finished its direction of
+	// the control stream waits for the peer's FIN (the side that received
+	// $/shutdown) or for the peer's close (the side that sent it) before
+	// it closes the session itself with code 0 (spec §7.2 rule 4); and how
+	// long a server's clean close waits for the client to close the QUIC
+	// connection (flow/wtclose.go). Default DefaultPeerFINWait (250 ms).
+	PeerFINWait time.Duration
 	// StreamWriteStallTimeout bounds how long a write on an execution
 	// stream or on the control stream may make no progress (the peer reads
 	// nothing and QUIC flow control holds the bytes back). An execution
@@ -234,6 +247,8 @@ func (l Limits) withDefaults() Limits {
 		l.KeepAlivePeriod = DefaultKeepAlivePeriod
 	}
 	def(&l.DrainTimeout, 30*time.Second)
+	def(&l.ShutdownGrace, DefaultShutdownGrace)
+	def(&l.PeerFINWait, DefaultPeerFINWait)
 	def(&l.StreamWait, 10*time.Second)
 	def(&l.StreamWriteStallTimeout, DefaultStreamWriteStallTimeout)
 	return l

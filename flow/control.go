@@ -44,7 +44,7 @@ func (s *Session) readLoop() {
 			return
 		}
 		s.touch()
-		s.dr.noteRead()
+		s.dr.noteRead() // atomic: no lock per frame
 		s.handleFrame(bytes.Clone(frame))
 	}
 }
@@ -58,7 +58,7 @@ func (s *Session) readFailed(err error) {
 		// it has not answered were read after its FIN, or never: it will
 		// not process them (spec §7.2).
 		s.mu.Lock()
-		s.dr.readFIN()
+		first := s.drainStartedLocked(s.drainLocked().readFIN())
 		unanswered := make([]*call, 0, len(s.calls))
 		for id, c := range s.calls {
 			unanswered = append(unanswered, c)
@@ -69,7 +69,7 @@ func (s *Session) readFailed(err error) {
 			c.resp <- jsonrpc.NewErrorResponse(c.id, jsonrpc.NewError(jsonrpc.CodeShuttingDown,
 				"the peer finished the control stream before reading this request; it was not processed (spec §7.2)"))
 		}
-		s.drainOn(false, true, "")
+		s.drainBegun(first)
 	case errors.As(err, &tl):
 		// Skipping up to 4 GiB is no option: the stream is lost.
 		s.fail(CloseProtocolError, jsonrpc.NewErrorResponse(jsonrpc.NullID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest,
@@ -246,10 +246,11 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			return
 		}
 		var p ShutdownParams
-		if n.Params != nil && json.Unmarshal(n.Params, &p) == nil && p.Reason != "" {
-			s.peerShutdown.CompareAndSwap(nil, &p.Reason)
+		reason := ""
+		if n.Params != nil && json.Unmarshal(n.Params, &p) == nil {
+			reason = p.Reason
 		}
-		s.startShutdown(false, "")
+		s.peerShutdown(reason)
 	case protocol.MethodProgress:
 		var p Progress
 		if json.Unmarshal(n.Params, &p) == nil {

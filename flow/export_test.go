@@ -52,3 +52,11 @@ func PaceStreamWith(w *StreamWriter, minRTT, latest time.Duration) {
 // Paced reports whether w paces itself: its connection's minimum RTT is
 // paceMinRTT or more (pace.go).
 func Paced(w *StreamWriter) bool { return w.pace != nil && w.pace.law.active(w.pace.stats()) }
+
+// Refusing reports whether a shutdown of either side is in force on s: its
+// drain has started (drain.go).
+func Refusing(s *Session) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.dr.refusing()
+}

@@ -156,18 +156,11 @@ func CloseText(c webtransport.SessionErrorCode) string {
 	return "unknown close code"
 }
 
-// The timings of a $/shutdown drain (spec §7.2).
+// The default timings of a $/shutdown drain (spec §7.2, §8):
+// Limits.ShutdownGrace and Limits.PeerFINWait.
 const (
-	// ShutdownGrace is how long the side that sent $/shutdown, once nothing
-	// of its own is in flight, keeps its direction of the control stream
-	// open after the last frame it read, so that it can still answer -32006
-	// to requests that crossed its $/shutdown.
-	ShutdownGrace = 50 * time.Millisecond
-	// PeerFINWait is how long a side that has finished its direction of the
-	// control stream waits for the peer's FIN (the side that received
-	// $/shutdown) or for the peer's close (the side that sent it) before it
-	// closes the session itself with CloseOK.
-	PeerFINWait = 250 * time.Millisecond
+	DefaultShutdownGrace = 50 * time.Millisecond
+	DefaultPeerFINWait   = 250 * time.Millisecond
 )
 
 // StreamCode returns the stream reset code that carries a JSON-RPC error

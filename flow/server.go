@@ -350,7 +350,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	closing := s.closing
 	s.mu.Unlock()
 	if closing {
-		real.startShutdown(true, "server shutting down")
+		real.startShutdown("server shutting down")
 	}
 	// The session runs on a goroutine of its own and this handler returns,
 	// so that http3 lets go of the request, the response's headers and the
@@ -454,7 +454,7 @@ func (s *Session) watchIdle() {
 		s.mu.Unlock()
 		if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
 			s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)
-			s.startShutdown(true, "idle timeout")
+			s.startShutdown("idle timeout")
 			return
 		}
 		t.Load().Reset(period) // after a Stop at the session's end: one more check, which returns

@@ -78,9 +78,6 @@ type Session struct {
 	// token is the access token the server verified on the CONNECT
 	// (spec §9.1); set before the session serves, never changed.
 	token *TokenInfo
-	// peerShutdown is the reason of the peer's first $/shutdown, if it
-	// gave one (PeerShutdownReason).
-	peerShutdown atomic.Pointer[string]
 
 	// hs holds what initialize settled, published once (handshake.go).
 	hs atomic.Pointer[handshake]
@@ -94,7 +91,7 @@ type Session struct {
 	handling    map[jsonrpc.ID]*inbound
 	unanswered  int           // of handling, those whose answer is not sent: MaxRequestsInFlight counts them
 	openStreams int           // execution streams we are writing
-	dr          drain         // the graceful shutdown, $/shutdown (drain.go)
+	dr          drainRef      // the graceful shutdown, $/shutdown (drain.go)
 	timers      []*time.Timer // the handshake and idle timeouts (keepTimer)
 	reports     reportLimiter // error replies and log lines about datagrams and streams
 
@@ -149,7 +146,6 @@ func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, l
 		log:     log,
 		codecs:  codecs,
 		done:    make(chan struct{}),
-		dr:      newDrain(),
 		born:    time.Now(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -387,7 +383,7 @@ func (s *Session) closeWith(e *SessionError) {
 	for _, t := range s.timers {
 		t.Stop()
 	}
-	s.dr.stopTimers()
+	s.dr.end()
 	s.mu.Unlock()
 	if !e.Remote {
 		msg := e.Reason
@@ -397,7 +393,7 @@ func (s *Session) closeWith(e *SessionError) {
 		if len(msg) > maxCloseMessage {
 			msg = msg[:maxCloseMessage]
 		}
-		if end := s.end; end == nil || e.Code != CloseOK || !end.close(uint32(e.Code), msg) {
+		if end := s.end; end == nil || e.Code != CloseOK || !end.close(uint32(e.Code), msg, s.lim.PeerFINWait) {
 			_ = s.wt.CloseWithError(e.Code, msg)
 		}
 	}

@@ -57,11 +57,12 @@ const closeSettle = 20 * time.Millisecond
 // in this order (spec §7.2), after closeSettle:
 //  1. the WT_CLOSE_SESSION capsule and the FIN on the CONNECT stream, with
 //     no STOP_SENDING: the peer reads a clean close (Chromium, Firefox);
-//  2. it gives the peer PeerFINWait to close the connection itself (Firefox
-//     and flow's client do, at once). Its answer on the CONNECT stream is
-//     not enough: Chromium answers with its FIN within a millisecond, yet a
-//     CONNECTION_CLOSE right behind that FIN sometimes turns its `closed`
-//     into "Connection lost" (seen 1 run in 8);
+//  2. it gives the peer finWait (Limits.PeerFINWait) to close the
+//     connection itself (Firefox and flow's client do, at once). Its
+//     answer on the CONNECT stream is not enough: Chromium answers with
+//     its FIN within a millisecond, yet a CONNECTION_CLOSE right behind
+//     that FIN sometimes turns its `closed` into "Connection lost" (seen
+//     1 run in 8);
 //  3. it closes the QUIC connection with application error code 0, which
 //     HTTP/3 reads as H3_NO_ERROR (RFC 9114 §8.1: an unknown code is
 //     H3_NO_ERROR) and Deno reports as the session's closeCode. The
@@ -71,7 +72,7 @@ const closeSettle = 20 * time.Millisecond
 // It returns false, having sent nothing, when the connection ended first or
 // the capsule could not be written at once (the peer withholds flow-control
 // credit): the caller then closes as webtransport-go does.
-func (c *connectEnd) close(code uint32, msg string) bool {
+func (c *connectEnd) close(code uint32, msg string, finWait time.Duration) bool {
 	t := time.NewTimer(closeSettle)
 	defer t.Stop()
 	select {
@@ -83,7 +84,7 @@ func (c *connectEnd) close(code uint32, msg string) bool {
 		return false
 	}
 	_ = c.str.Close()
-	t.Reset(PeerFINWait)
+	t.Reset(finWait)
 	select {
 	case <-c.conn.Context().Done():
 	case <-t.C:

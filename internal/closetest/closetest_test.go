@@ -55,7 +55,7 @@ func (r result) String() string {
 // the js/ transport).
 //
 // In "bare/server" the page finishes the control stream after the server's
-// and waits for the server's close, which comes PeerFINWait after that FIN
+// and waits for the server's close, which comes Limits.PeerFINWait after that FIN
 // (spec §7.2 rule 4). Deno sends no FIN on a WebTransport stream (its
 // writer.close() is a no-op in Deno 2.9), so the server cannot tell that
 // it is done, and that end waits for the drain deadline: Deno runs
