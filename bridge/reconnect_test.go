@@ -34,7 +34,8 @@ const (
 	// request in flight fails after liveness: 2.0-2.2 s measured under
 	// -race with the 2-core machine at load 10, 2026-12-06), and a request
 	// during an outage (ReconnectWait plus 1-2 ms measured): a front that
-	// waited for QUIC's idle timeout instead would take 30 s.
+	// did not take liveness as its idle timeout would wait the default 8 s
+	// (flow.DefaultPeerIdleTimeout).
 	lostBound = 5 * time.Second
 )
 
