@@ -1,0 +1,65 @@
+package flow_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"testing/synctest"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/testtools"
+)
+
+// memPair is a client and a server session over an in-memory WebTransport
+// session (flowtest.MemPair), for tests run inside synctest.Test.
+func memPair(t *testing.T, srv func(*flow.ServerConfig), cli func(*flow.ClientConfig)) (client *flow.Session, server *flow.Server, serverSession *flow.Session) {
+	t.Helper()
+	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	sc := flow.ServerConfig{Handler: mux, Capabilities: caps, Info: flow.Implementation{Name: "test-server", Version: "1"}}
+	if srv != nil {
+		srv(&sc)
+	}
+	cc := flow.ClientConfig{Info: flow.Implementation{Name: "test-client", Version: "1"}, Logger: testLogger(t)}
+	if cli != nil {
+		cli(&cc)
+	}
+	return flowtest.MemPair(t, sc, cc)
+}
+
+// TestMemPair: a client and a server session over memwt inside a synctest
+// bubble: a ping and a tool call are answered, and the session's close
+// reaches the server's side.
+func TestMemPair(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, _, s := memPair(t, nil, nil)
+		if err := c.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if got := textOf(t, callTool(t, c, "echo", map[string]any{"text": "hi"})); got != "hi" {
+			t.Fatalf("echo: %q", got)
+		}
+		c.Close()
+		<-s.Done()
+	})
+}
+
+// TestMemPairChecksOrigin: a CONNECT over memwt passes the server's Origin
+// check as one over QUIC does (Server.ServeSession): a foreign Origin is
+// refused with 403 before any session.
+func TestMemPairChecksOrigin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		srv := flowtest.MemServer(t, flow.ServerConfig{Logger: testLogger(t)})
+		_, err := flow.Dial(t.Context(), flowtest.MemURL, flow.ClientConfig{
+			Header:      http.Header{"Origin": {"https://elsewhere.example"}},
+			DialSession: flowtest.MemDial(srv),
+			Logger:      testLogger(t),
+		})
+		if err == nil || !strings.Contains(err.Error(), "403") {
+			t.Fatalf("Dial from a foreign Origin: %v, want a 403 refusal", err)
+		}
+		if n := srv.Sessions(); n != 0 {
+			t.Fatalf("%d sessions after a refused CONNECT", n)
+		}
+	})
+}
