@@ -7,9 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/wtconn/memwt"
 )
 
@@ -54,17 +52,7 @@ func MemPair(t testing.TB, srv flow.ServerConfig, cli flow.ClientConfig) (client
 // closes it.
 func MemServer(t testing.TB, cfg flow.ServerConfig) *flow.Server {
 	t.Helper()
-	if cfg.TLSConfig == nil {
-		cfg.TLSConfig = certs.ServerTLSConfig(Cert)
-	}
-	if cfg.Handler == nil {
-		mux, caps := ToolsMux(t, testtools.Config{Root: t.TempDir()})
-		cfg.Handler, cfg.Capabilities = mux, caps
-	}
-	if cfg.Logger == nil {
-		cfg.Logger = Logger()
-	}
-	srv, err := flow.NewServer(cfg)
+	srv, err := flow.NewServer(serverDefaults(t, cfg))
 	if err != nil {
 		t.Fatal(err)
 	}
