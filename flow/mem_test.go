@@ -1,6 +1,7 @@
 package flow_test
 
 import (
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -62,4 +63,37 @@ func TestMemPairChecksOrigin(t *testing.T) {
 			t.Fatalf("%d sessions after a refused CONNECT", n)
 		}
 	})
+}
+
+// memRaw is a client that speaks MCP-Flow by hand over memwt, so that it
+// can misbehave on purpose (rawPeer's twin, for synctest bubbles).
+type memRaw struct {
+	sess flow.WTSession
+	ctrl flow.WTStream
+}
+
+// initMemRaw connects a memRaw to srv and completes initialize in JSON.
+func initMemRaw(t *testing.T, srv *flow.Server) *memRaw {
+	t.Helper()
+	_, wts, err := flowtest.MemDial(srv)(t.Context(), flowtest.MemURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { wts.CloseWithError(0, "") })
+	ctrl, err := wts.OpenStreamSync(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &memRaw{sess: wts, ctrl: ctrl}
+	if _, err := ctrl.Write(frame(rawInitialize)); err != nil {
+		t.Fatal(err)
+	}
+	var r struct{ Result *flow.InitializeResult }
+	if b := readFrame(t, ctrl); json.Unmarshal(b, &r) != nil || r.Result == nil {
+		t.Fatalf("initialize answered %s", b)
+	}
+	if _, err := ctrl.Write(frame(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
