@@ -97,3 +97,19 @@ func initMemRaw(t *testing.T, srv *flow.Server) *memRaw {
 	}
 	return p
 }
+
+// memDial connects a client to srv over memwt (flowtest.MemDial); the
+// test's cleanup closes it.
+func memDial(t *testing.T, srv *flow.Server) *flow.Session {
+	t.Helper()
+	s, err := flow.Dial(t.Context(), flowtest.MemURL, flow.ClientConfig{
+		DialSession: flowtest.MemDial(srv),
+		Info:        flow.Implementation{Name: "test-client", Version: "1"},
+		Logger:      testLogger(t),
+	})
+	if err != nil {
+		t.Fatalf("Dial over memwt: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
