@@ -14,32 +14,145 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/mcp-flow/mcp-flow/wtconn/memwt"
 	"github.com/quic-go/webtransport-go"
 )
 
 // TestUnreadStreamsStall: a client that never reads the 64 execution streams
-// of a result still gets its pings answered at once (the streams cannot fill
-// the connection's flow-control window, spec §8), and each stream is reset
-// with 32603 and reported with $/streamError once its writer has made no
-// progress for StreamWriteStallTimeout (spec §5.4): the writer gets the
+// of a result still gets its pings answered at once, and each stream is
+// reset with 32603 and reported with $/streamError once its writer has made
+// no progress for StreamWriteStallTimeout (spec §5.4): the writer gets the
 // error, the reader a *StreamError naming the stall, never io.EOF, and the
-// server holds no stream of the session any more.
+// server holds no stream of the session any more. It runs over memwt on
+// synctest's clock: the stall is the state machine's; that the streams
+// cannot fill QUIC's connection window is TestUnreadStreamsLeaveControlFlowing's.
 func TestUnreadStreamsStall(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const n = 64
+		const stall = 4 * time.Second
+		var (
+			writers sync.WaitGroup
+			werrs   = make(chan error, n)
+			stalled = make(chan struct{})
+			once    sync.Once
+		)
+		s, _, srvSess := memPair(t, func(c *flow.ServerConfig) {
+			c.Handler = unreadStreams(n, &writers, func(err error) {
+				once.Do(func() { close(stalled) })
+				werrs <- err
+			})
+			c.Limits.StreamWriteStallTimeout = stall
+		}, nil)
+		r, err := s.Call(t.Context(), "big", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.Refs) != n {
+			t.Fatalf("%d refs, want %d", len(r.Refs), n)
+		}
+		// Nothing reads the streams. The control stream must still flow.
+		for i := range 10 {
+			pctx, pcancel := context.WithTimeout(t.Context(), stall/2)
+			err := s.Ping(pctx)
+			pcancel()
+			if err != nil {
+				t.Fatalf("ping %d with %d execution streams unread: %v", i, n, err)
+			}
+		}
+		select {
+		case <-stalled:
+			t.Fatalf("the pings were answered only after a stream had stalled for %v", stall)
+		default:
+		}
+		done := make(chan struct{})
+		go func() { writers.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(stall + time.Minute): // synctest's clock: a hang guard
+			t.Fatalf("the writers of unread streams were not stopped within %v of the stall timeout", time.Minute)
+		}
+		close(werrs)
+		for err := range werrs {
+			var se *flow.StreamError
+			if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError || !errors.Is(err, flow.ErrWriteStalled) {
+				t.Fatalf("writer of an unread stream got %v, want a *flow.StreamError -32603 wrapping ErrWriteStalled", err)
+			}
+		}
+		if left := flow.OpenStreams(srvSess); left != 0 {
+			t.Fatalf("the server still holds %d execution streams after the stall", left)
+		}
+		// The client sees each stream cut, with the reason, never as
+		// complete. The server sent each $/streamError before its writer
+		// returned, so a ping answered now has them all ahead of it on the
+		// control stream.
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatalf("ping after the streams were reset: %v", err)
+		}
+		for _, ref := range r.Refs {
+			sr, err := r.Stream(t.Context(), ref.StreamTag)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = io.Copy(io.Discard, sr)
+			var se *flow.StreamError
+			if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError || !strings.Contains(se.Reason, "stalled") {
+				t.Fatalf("stream %d: read ended with %v (reason %q), want -32603 naming the stall", ref.StreamTag, err, reasonOf(se))
+			}
+		}
+	})
+}
+
+// TestUnreadStreamsLeaveControlFlowing: over real QUIC, a client that never
+// reads the 64 execution streams of a result still gets its pings answered
+// at once: the streams cannot fill the connection's flow-control window
+// (spec §8). The stall that ends them is TestUnreadStreamsStall's; here
+// the session's close ends the writers.
+func TestUnreadStreamsLeaveControlFlowing(t *testing.T) {
 	const n = 64
-	const stall = 4 * time.Second
-	var (
-		writers sync.WaitGroup
-		werrs   = make(chan error, n)
-		stalled = make(chan struct{})
-		once    sync.Once
-		srvSess atomic.Pointer[flow.Session]
-	)
-	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+	var writers sync.WaitGroup
+	werrs := make(chan error, n)
+	srv := customServer(t, unreadStreams(n, &writers, func(err error) { werrs <- err }), func(c *flow.ServerConfig) {
+		c.Limits.StreamWriteStallTimeout = 10 * time.Minute // no stall within the test
+	})
+	s := dial(t, srv, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second) // a hang guard
+	defer cancel()
+	r, err := s.Call(ctx, "big", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Refs) != n {
+		t.Fatalf("%d refs, want %d", len(r.Refs), n)
+	}
+	var slowest time.Duration
+	for i := range 10 {
+		start := time.Now()
+		if err := s.Ping(ctx); err != nil {
+			t.Fatalf("ping %d with %d execution streams unread: %v (after %v)", i, n, err, time.Since(start))
+		}
+		slowest = max(slowest, time.Since(start))
+	}
+	t.Logf("10 pings with %d execution streams unread: the slowest took %v", n, slowest)
+	select {
+	case err := <-werrs:
+		t.Fatalf("a writer of an unread stream ended before the session: %v", err)
+	default:
+	}
+	s.Close()
+	writers.Wait()
+}
+
+// unreadStreams is a handler that opens n execution streams and answers
+// with their refs, each written with 64 KiB chunks on a goroutine of its own
+// (counted in writers) until a Write fails, whose error goes to failed.
+func unreadStreams(n int, writers *sync.WaitGroup, failed func(error)) flow.Handler {
+	return flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		content := make([]any, 0, n)
 		for range n {
 			w, err := req.OpenStream("application/octet-stream")
@@ -51,85 +164,14 @@ func TestUnreadStreamsStall(t *testing.T) {
 				buf := make([]byte, 64<<10)
 				for {
 					if _, err := w.Write(buf); err != nil {
-						once.Do(func() { close(stalled) })
-						werrs <- err
+						failed(err)
 						return
 					}
 				}
 			})
 		}
 		return map[string]any{"content": content}, nil
-	}), func(c *flow.ServerConfig) {
-		c.Limits.StreamWriteStallTimeout = stall
-		c.OnSession = func(s *flow.Session) { srvSess.Store(s) }
 	})
-	s := dial(t, srv, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	r, err := s.Call(ctx, "big", nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Refs) != n {
-		t.Fatalf("%d refs, want %d", len(r.Refs), n)
-	}
-	// Nothing reads the streams. The control stream must still flow.
-	var slowest time.Duration
-	for i := range 10 {
-		pctx, pcancel := context.WithTimeout(context.Background(), stall/2)
-		start := time.Now()
-		err := s.Ping(pctx)
-		pcancel()
-		if err != nil {
-			t.Fatalf("ping %d with %d execution streams unread: %v (after %v)", i, n, err, time.Since(start))
-		}
-		slowest = max(slowest, time.Since(start))
-	}
-	t.Logf("10 pings with %d execution streams unread: the slowest took %v", n, slowest)
-	select {
-	case <-stalled:
-		t.Fatalf("the pings were answered only after a stream had stalled for %v", stall)
-	default:
-	}
-	done := make(chan struct{})
-	go func() { writers.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(stall + 120*time.Second):
-		// Generous: the stall counts from the last byte the client took, and
-		// filling 64 stream windows (32 MiB) under -race on a loaded 2-core
-		// machine took over 30 s once.
-		t.Fatalf("the writers of unread streams were not stopped within %v of the stall timeout", 120*time.Second)
-	}
-	close(werrs)
-	for err := range werrs {
-		var se *flow.StreamError
-		if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError || !errors.Is(err, flow.ErrWriteStalled) {
-			t.Fatalf("writer of an unread stream got %v, want a *flow.StreamError -32603 wrapping ErrWriteStalled", err)
-		}
-	}
-	if left := flow.OpenStreams(srvSess.Load()); left != 0 {
-		t.Fatalf("the server still holds %d execution streams after the stall", left)
-	}
-	// The client sees each stream cut, with the reason, never as complete.
-	// The server sent each $/streamError before its writer returned, so a
-	// ping answered now has them all ahead of it on the control stream.
-	ctx, cancel = context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := s.Ping(ctx); err != nil {
-		t.Fatalf("ping after the streams were reset: %v", err)
-	}
-	for _, ref := range r.Refs {
-		sr, err := r.Stream(ctx, ref.StreamTag)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = io.Copy(io.Discard, sr)
-		var se *flow.StreamError
-		if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError || !strings.Contains(se.Reason, "stalled") {
-			t.Fatalf("stream %d: read ended with %v (reason %q), want -32603 naming the stall", ref.StreamTag, err, reasonOf(se))
-		}
-	}
 }
 
 func reasonOf(se *flow.StreamError) string {
@@ -345,35 +387,36 @@ func TestShutdownBeforeInitialize(t *testing.T) {
 // TestControlStreamStall: a client that sends requests and never reads the
 // control stream cannot hold its session open: once a reply has made no
 // progress for StreamWriteStallTimeout the server closes the session with
-// code 8 (spec §8.2), and another session carries on.
+// code 8 (spec §8.2), and another session carries on. It runs over memwt
+// on synctest's clock.
 func TestControlStreamStall(t *testing.T) {
-	const stall = 2 * time.Second
-	srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.StreamWriteStallTimeout = stall })
-	good := dial(t, srv, nil)
-	p := initRaw(t, srv)
-	// 2.5 MiB of replies: past the raw client's windows. The server may
-	// close the session before all are sent (a slow machine), so a failed
-	// write only ends the sending.
-	go func() {
-		for i := range unreadCalls {
-			if _, err := p.ctrl.Write(unreadCall(100 + i)); err != nil {
-				return
+	synctest.Test(t, func(t *testing.T) {
+		const stall = 2 * time.Second
+		good, srv, _ := memPair(t, func(c *flow.ServerConfig) { c.Limits.StreamWriteStallTimeout = stall }, nil)
+		p := initMemRaw(t, srv)
+		// 512 KiB of replies: twice memwt's stream window. The server may
+		// close the session before all are sent, so a failed write only
+		// ends the sending.
+		const calls = 2 * memwt.DefaultStreamWindow / (64 << 10)
+		go func() {
+			for i := range calls {
+				if _, err := p.ctrl.Write(unreadCall(100 + i)); err != nil {
+					return
+				}
 			}
+		}()
+		select {
+		case <-p.sess.Context().Done():
+		case <-time.After(stall + time.Minute): // synctest's clock: a hang guard
+			t.Fatalf("a session whose peer reads nothing is still open %v after its stall timeout", time.Minute)
 		}
-	}()
-	select {
-	case <-p.sess.Context().Done():
-	case <-time.After(stall + 20*time.Second):
-		t.Fatalf("a session whose peer reads nothing is still open %v after its stall timeout", 20*time.Second)
-	}
-	_, err := p.sess.OpenStream()
-	var we *webtransport.SessionError
-	if !errors.As(err, &we) || we.ErrorCode != flow.CloseStalled {
-		t.Fatalf("the session ended with %v, want code %d (%s)", err, flow.CloseStalled, flow.CloseText(flow.CloseStalled))
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if err := good.Ping(ctx); err != nil {
-		t.Fatalf("the other session: %v", err)
-	}
+		_, err := p.sess.OpenStreamSync(t.Context())
+		var we *webtransport.SessionError
+		if !errors.As(err, &we) || we.ErrorCode != flow.CloseStalled {
+			t.Fatalf("the session ended with %v, want code %d (%s)", err, flow.CloseStalled, flow.CloseText(flow.CloseStalled))
+		}
+		if err := good.Ping(t.Context()); err != nil {
+			t.Fatalf("the other session: %v", err)
+		}
+	})
 }

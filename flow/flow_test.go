@@ -300,7 +300,7 @@ func initRaw(t *testing.T, srv *flow.Server) *rawPeer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p.write(frame(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["json"]}}}`))
+	p.write(frame(rawInitialize))
 	var r struct{ Result *flow.InitializeResult }
 	if err := json.Unmarshal(p.read(), &r); err != nil || r.Result == nil {
 		t.Fatalf("initialize: %v", err)
@@ -308,6 +308,9 @@ func initRaw(t *testing.T, srv *flow.Server) *rawPeer {
 	p.write(frame(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
 	return p
 }
+
+// rawInitialize is the initialize request of a raw peer, in JSON.
+const rawInitialize = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"0"},"transport":{"type":"mcp-flow","version":"0.1","encodings":["json"]}}}`
 
 // TestStreamReceiveWindow: a client that caps its streams' receive window
 // (Limits.StreamReceiveWindow, the latency option) still receives a large

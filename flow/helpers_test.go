@@ -139,17 +139,23 @@ func (p *rawPeer) write(b []byte) {
 func (p *rawPeer) read() []byte {
 	p.t.Helper()
 	p.ctrl.SetReadDeadline(time.Now().Add(10 * time.Second))
+	return readFrame(p.t, p.ctrl)
+}
+
+// readFrame reads one length-prefixed frame of at most 1 MiB from r.
+func readFrame(t testing.TB, r io.Reader) []byte {
+	t.Helper()
 	var hdr [4]byte
-	if _, err := io.ReadFull(p.ctrl, hdr[:]); err != nil {
-		p.t.Fatalf("raw read: %v", err)
+	if _, err := io.ReadFull(r, hdr[:]); err != nil {
+		t.Fatalf("raw read: %v", err)
 	}
 	n := int(hdr[0])<<24 | int(hdr[1])<<16 | int(hdr[2])<<8 | int(hdr[3])
 	if n > 1<<20 {
-		p.t.Fatalf("raw read: frame of %d bytes", n)
+		t.Fatalf("raw read: frame of %d bytes", n)
 	}
 	b := make([]byte, n)
-	if _, err := io.ReadFull(p.ctrl, b); err != nil {
-		p.t.Fatalf("raw read: %v", err)
+	if _, err := io.ReadFull(r, b); err != nil {
+		t.Fatalf("raw read: %v", err)
 	}
 	return b
 }

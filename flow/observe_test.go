@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -457,20 +458,25 @@ func TestObserveStreamsAtSessionClose(t *testing.T) {
 // TestObserveRefusals: each way a server refuses a CONNECT or a session
 // before READY is one EventRefused, on ServerConfig.Hooks.Observe; sessions
 // that never were READY get no EventSessionOpen nor EventSessionClose.
-func TestObserveRefusals(t *testing.T) {
+func TestObserveRefusals(t *testing.T) { synctest.Test(t, testObserveRefusals) }
+
+func testObserveRefusals(t *testing.T) {
 	srvEv, cliEv := newEvents(), newEvents()
 	started := make(chan struct{}, 1)
-	srv := customServer(t, workloadHandler(t, started, nil), func(c *flow.ServerConfig) {
-		c.Hooks.Observe = srvEv.observe
-		c.Limits.MaxSessions = 2
-		c.Limits.HandshakeTimeout = 2 * time.Second
-		c.Encodings = []codec.Name{codec.JSON}
-	})
+	cfg := flow.ServerConfig{Handler: workloadHandler(t, started, nil), Hooks: flow.Hooks{Observe: srvEv.observe}, Encodings: []codec.Name{codec.JSON}}
+	cfg.Limits.MaxSessions = 2
+	cfg.Limits.HandshakeTimeout = 2 * time.Second
+	srv := flowtest.MemServer(t, cfg)
 	refused := func(outcome string) func(flow.Event) bool {
 		return func(e flow.Event) bool { return e.Kind == flow.EventRefused && e.Outcome == outcome }
 	}
 	// A client that opens its control stream and says nothing.
-	if _, _, err := dialRaw(t, srv, nil); err != nil {
+	_, wts, err := flowtest.MemDial(srv)(t.Context(), flowtest.MemURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer wts.CloseWithError(0, "")
+	if _, err := wts.OpenStreamSync(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	srvEv.waitFor(t, "handshake timeout", 1, refused("handshakes"))
@@ -478,7 +484,7 @@ func TestObserveRefusals(t *testing.T) {
 	// refused, and the client leaves.
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	if _, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Encodings: []codec.Name{codec.CBOR},
+	if _, err := flow.Dial(ctx, flowtest.MemURL, flow.ClientConfig{DialSession: flowtest.MemDial(srv), Encodings: []codec.Name{codec.CBOR},
 		Logger: flowtest.Quiet, Hooks: flow.Hooks{Observe: cliEv.observe}}); err == nil {
 		t.Fatal("Dial with no common encoding succeeded")
 	}
@@ -489,9 +495,9 @@ func TestObserveRefusals(t *testing.T) {
 		}
 	}
 	// MaxSessions.
-	a := dial(t, srv, nil)
-	dial(t, srv, nil)
-	if _, resp, err := dialRaw(t, srv, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+	a := memDial(t, srv)
+	memDial(t, srv)
+	if resp, _, err := flowtest.MemDial(srv)(ctx, flowtest.MemURL, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a third session: %v %v, want 503", resp, err)
 	}
 	srvEv.waitFor(t, "MaxSessions", 1, refused("sessions"))
@@ -510,7 +516,7 @@ func TestObserveRefusals(t *testing.T) {
 	case <-ctx.Done():
 		t.Fatal("no $/shutdown")
 	}
-	if _, resp, err := dialRaw(t, srv, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
+	if resp, _, err := flowtest.MemDial(srv)(ctx, flowtest.MemURL, nil); err == nil || resp == nil || resp.StatusCode != http.StatusServiceUnavailable {
 		t.Fatalf("a CONNECT during Shutdown: %v %v, want 503", resp, err)
 	}
 	srvEv.waitFor(t, "shutting down", 1, refused("shutting-down"))

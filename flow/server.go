@@ -296,6 +296,24 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "MCP-Flow: this endpoint takes WebTransport CONNECT requests", http.StatusMethodNotAllowed)
 		return
 	}
+	s.ServeSession(w, r, func() (WTSession, error) {
+		wts, err := s.wt.Upgrade(w, r)
+		if err != nil {
+			return nil, err
+		}
+		return WrapWebTransport(wts), nil
+	})
+}
+
+// ServeSession serves the MCP-Flow session of r, a WebTransport CONNECT
+// request, as the server's own listener does: it checks r's Origin and
+// authorization and the server's MaxSessions, writing a refusal to w, and
+// only then calls upgrade for the WebTransport session, which it serves on
+// a goroutine of its own until the session ends (Shutdown and Close end it
+// with the others). The listener's upgrade is webtransport-go's; tests pass
+// one side of an in-memory pair (package wtconn/memwt), so that a server
+// session runs with no socket, under testing/synctest.
+func (s *Server) ServeSession(w http.ResponseWriter, r *http.Request, upgrade func() (WTSession, error)) {
 	if !s.originAllowed(r) {
 		s.observe(Event{Kind: EventRefused, Outcome: "origin", Reason: fmt.Sprintf("a CONNECT from origin %q, which is not allowed (from %s)", r.Header.Get("Origin"), r.RemoteAddr)})
 		http.Error(w, "origin not allowed", http.StatusForbidden)
@@ -324,7 +342,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 	s.sessions[sess] = struct{}{}
 	s.mu.Unlock()
 
-	wts, err := s.wt.Upgrade(w, r)
+	wts, err := upgrade()
 	if err != nil {
 		s.mu.Lock()
 		delete(s.sessions, sess)
@@ -333,7 +351,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	real := newSession(WrapWebTransport(wts), true, s.lim, s.cfg.Hooks, s.cfg.Handler, slog.New(newLazyAttr(s.log.Handler(), slog.String("remote", r.RemoteAddr))), s.codecs)
+	real := newSession(wts, true, s.lim, s.cfg.Hooks, s.cfg.Handler, slog.New(newLazyAttr(s.log.Handler(), slog.String("remote", r.RemoteAddr))), s.codecs)
 	real.srv = serverSide{cfg: &s.cfg}
 	if conn, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
 		if hs, ok := w.(http3.HTTPStreamer); ok {

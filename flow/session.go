@@ -59,7 +59,7 @@ type Session struct {
 
 	enc     atomic.Pointer[codecBox]
 	fr      *wire.FrameReader
-	wmu     sync.Mutex // serialises writes to ctrl, so each frame is one write
+	wmu     writeLock // serialises writes to ctrl, so each frame is one write
 	nextID  atomic.Uint32
 	state   atomic.Int32
 	touched atomic.Int64 // unix nanos of the last control frame
@@ -117,6 +117,20 @@ type Session struct {
 
 type codecBox struct{ c codec.Codec }
 
+// writeLock is a mutex whose waiters wait on a channel. A write to a
+// control stream that the peer does not read holds it until the write's
+// deadline (Limits.StreamWriteStallTimeout); testing/synctest advances its
+// clock to that deadline only once every other goroutine is durably
+// blocked, which a goroutine waiting on a channel is and one waiting on a
+// sync.Mutex is not. newWriteLock makes one; it is as large as a
+// sync.Mutex (TestSessionSize).
+type writeLock chan struct{}
+
+func newWriteLock() writeLock { return make(writeLock, 1) }
+
+func (l writeLock) Lock()   { l <- struct{}{} }
+func (l writeLock) Unlock() { <-l }
+
 // codecSet holds one codec per encoding, built once with the session's limits.
 type codecSet map[codec.Name]codec.Codec
 
@@ -146,6 +160,7 @@ func newSession(wt WTSession, server bool, lim Limits, hooks Hooks, h Handler, l
 		log:     log,
 		codecs:  codecs,
 		done:    make(chan struct{}),
+		wmu:     newWriteLock(),
 		born:    time.Now(),
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())

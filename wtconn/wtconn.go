@@ -3,7 +3,8 @@
 // streams, datagrams and close, and the streams' two sides. A
 // *webtransport.Session (webtransport-go) serves through Wrap; another
 // dialect (internal/draft02, for draft-02 peers such as the published v0.1
-// examples) implements Session itself.
+// examples) implements Session itself, and package wtconn/memwt is an
+// in-memory one for tests under testing/synctest.
 //
 // Both the implementation (package flow, as flow.WTSession) and the judge
 // (package conformance) speak through it, which is why it is a package of its

@@ -61,6 +61,21 @@ func Serve(t testing.TB, cfg flow.ServerConfig) *flow.Server {
 	if cfg.Addr == "" {
 		cfg.Addr = "127.0.0.1:0"
 	}
+	srv, err := flow.NewServer(serverDefaults(t, cfg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	t.Cleanup(func() { srv.Close() })
+	return srv
+}
+
+// serverDefaults fills cfg's empty TLSConfig (Cert), Handler (the test
+// tools) and Logger (Logger()).
+func serverDefaults(t testing.TB, cfg flow.ServerConfig) flow.ServerConfig {
 	if cfg.TLSConfig == nil {
 		cfg.TLSConfig = certs.ServerTLSConfig(Cert)
 	}
@@ -71,16 +86,7 @@ func Serve(t testing.TB, cfg flow.ServerConfig) *flow.Server {
 	if cfg.Logger == nil {
 		cfg.Logger = Logger()
 	}
-	srv, err := flow.NewServer(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	go srv.Serve()
-	t.Cleanup(func() { srv.Close() })
-	return srv
+	return cfg
 }
 
 // ClientTLS pins Cert.
