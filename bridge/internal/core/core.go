@@ -15,7 +15,7 @@ import (
 )
 
 // The front's core (spec §10), shared by every front: the core type and its
-// state, and front, the one way the core reaches its client (it calls no
+// state, and Front, the one way the core reaches its client (it calls no
 // front by name).
 
 // Front is what a front gives its core (spec §10): where the messages for
@@ -23,18 +23,18 @@ import (
 // limit goes. The stdio front writes to stdout and to files in its stream
 // directory; the HTTP front routes to SSE streams.
 type Front interface {
-	// emit hands one message to the client. It is called concurrently, from
+	// Emit hands one message to the client. It is called concurrently, from
 	// the core's goroutines and from the MCP-Flow session's hooks, so it
 	// must not wait on the client: a front queues (spec §10, backpressure).
 	Emit(m jsonrpc.Message)
-	// emitBatch hands the responses to one JSON-RPC batch, together.
+	// EmitBatch hands the responses to one JSON-RPC batch, together.
 	EmitBatch(rs []*jsonrpc.Response)
-	// emitResult hands the client the result of its request id, as emit
+	// EmitResult hands the client the result of its request id, as Emit
 	// does a response: result is the result as it came, with its
 	// ref/stream blocks replaced (spec §10), which the front writes once,
 	// straight into its output where it can.
 	EmitResult(id jsonrpc.ID, result *mcpjson.Splice)
-	// offload stores an execution stream past the inline limit, reading r
+	// Offload stores an execution stream past the inline limit, reading r
 	// to its end, and returns the URI the client fetches it from and its
 	// size; name is the link's name, the file name a download suggests. On
 	// error nothing is left under that URI. A front that does not offload
