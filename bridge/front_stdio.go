@@ -185,7 +185,6 @@ func (b *Stdio) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
 	msg := appendFrameHead(make([]byte, 0, n+frameOverhead), f, n)
 	msg = result.AppendTo(jsonrpc.AppendResultHead(msg, id))
 	msg = appendFrameTail(append(msg, '}'), f)
-	mcpjson.Pass("front", "emitResult", mcpjson.Copy, msg)
 	b.out.put(msg, false)
 }
 

@@ -132,7 +132,6 @@ func (s *Session) handleFrame(data []byte) {
 		}
 	}
 	for _, m := range msgs {
-		s.passDecode(m)
 		s.dispatch(m, col)
 	}
 	if col != nil {
