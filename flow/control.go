@@ -45,7 +45,10 @@ func (s *Session) readLoop() {
 		}
 		s.touch()
 		s.dr.noteRead()
-		s.handleFrame(bytes.Clone(frame))
+		if !s.fr.Owned() { // a pooled buffer, reused by the next frame
+			frame = bytes.Clone(frame)
+		}
+		s.handleFrame(frame)
 	}
 }
 
