@@ -199,6 +199,27 @@ type reply struct {
 	result *mcpjson.Splice
 }
 
+// appendResult appends the response to id with result, writing the
+// splice once: envelope head, result, closing brace.
+func appendResult(dst []byte, id jsonrpc.ID, result *mcpjson.Splice) []byte {
+	return append(result.AppendTo(jsonrpc.AppendResultHead(dst, id)), '}')
+}
+
+// resultLen is the length of what appendResult appends.
+func resultLen(id jsonrpc.ID, result *mcpjson.Splice) int {
+	return jsonrpc.ResultHeadLen(id) + result.Len() + 1
+}
+
+// encode returns r as one response and its JSON text, the result written
+// once (appendResult; the response's Result is its span in the text).
+func (r *reply) encode() (*jsonrpc.Response, []byte) {
+	if r.result == nil {
+		return r.resp, jsonrpc.AppendJSON(nil, r.resp)
+	}
+	e := appendResult(make([]byte, 0, resultLen(r.id, r.result)), r.id, r.result)
+	return &jsonrpc.Response{ID: r.id, Result: e[jsonrpc.ResultHeadLen(r.id) : len(e)-1]}, e
+}
+
 // response returns r as one response, its result written out (nil for
 // nil).
 func (r *reply) response() *jsonrpc.Response {
@@ -221,8 +242,7 @@ func (b *core) send(r *reply) {
 	b.front.emitResult(r.id, r.result)
 }
 
-// call is answer's reply as one response: for a batch, and for the HTTP
-// front's 2026-07-28 POSTs.
+// call is answer's reply as one response, for a batch.
 func (b *core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
 	return b.answer(ctx, cctx, m, opts...).response()
 }

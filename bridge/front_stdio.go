@@ -181,10 +181,9 @@ func (b *Stdio) emit(m jsonrpc.Message) {
 // execution streams is spliced there).
 func (b *Stdio) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
 	f := framing(b.framing.Load())
-	n := jsonrpc.ResultHeadLen(id) + result.Len() + 1
+	n := resultLen(id, result)
 	msg := appendFrameHead(make([]byte, 0, n+frameOverhead), f, n)
-	msg = result.AppendTo(jsonrpc.AppendResultHead(msg, id))
-	msg = appendFrameTail(append(msg, '}'), f)
+	msg = appendFrameTail(appendResult(msg, id, result), f)
 	b.out.put(msg, false)
 }
 

@@ -339,6 +339,9 @@ func (c costCase) check(t *testing.T, got *[]byte, roundTrip func()) {
 	limit := uint64(c.bound*float64(size)) + 64<<10
 	ratio := float64(n) / float64(size)
 	t.Logf("%-28s %8d bytes allocated for a %d-byte round trip: %.2f x (bound %.2f x + 64 KiB)", c.name, n, size, ratio, c.bound)
+	if raceEnabled {
+		return // the race detector allocates for itself, and drops what sync.Pools are given at random
+	}
 	if n > limit {
 		t.Errorf("%s: %d bytes allocated for a %d-byte round trip (%.2f x), over the bound %.2f x + 64 KiB = %d: one more decode or copy of the message on its way?",
 			c.name, n, size, ratio, c.bound, limit)
@@ -385,11 +388,11 @@ func costUpstream(result string) func(context.Context) (io.WriteCloser, io.Reade
 // trip's size; the same to 0.05 from run to run), and the bounds:
 //
 //	path                                   result        request
-//	stdio, JSON                            7.12 (7.5)    6.85 (7.3)
-//	stdio, CBOR                            8.64 (9.1)    8.38 (8.8)
+//	stdio, JSON                            6.13 (6.6)    5.88 (6.3)
+//	stdio, CBOR                            7.66 (8.1)    7.41 (7.8)
 //	stdio, a 2025 upstream behind (JSON)  10.32 (10.8)   -
-//	HTTP 2025-11-25, SSE (CBOR)           10.66 (11.1)   7.37 (7.8)
-//	HTTP 2026-07-28, JSON body (CBOR)     10.70 (11.1)   9.38 (9.8)
+//	HTTP 2025-11-25, SSE (CBOR)            7.94 (8.4)    6.38 (6.8)
+//	HTTP 2026-07-28, JSON body (CBOR)      8.66 (9.1)    7.41 (7.8)
 func TestParseCost(t *testing.T) {
 	stdio := func(t *testing.T, r *countRig, cases ...costCase) {
 		for _, c := range cases {
@@ -404,7 +407,7 @@ func TestParseCost(t *testing.T) {
 		}
 	}
 	init2025 := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`
-	bounds := map[codec.Name][2]float64{codec.JSON: {7.5, 7.3}, codec.CBOR: {9.1, 8.8}}
+	bounds := map[codec.Name][2]float64{codec.JSON: {6.6, 6.3}, codec.CBOR: {8.1, 7.8}}
 	for _, enc := range []codec.Name{codec.JSON, codec.CBOR} {
 		t.Run("stdio/"+string(enc), func(t *testing.T) {
 			r := newCountRig(t, flow.ServerConfig{Handler: costHandler()}, enc)
@@ -453,8 +456,8 @@ func TestParseCost(t *testing.T) {
 		// data of its last event.
 		var got []byte
 		for _, c := range []costCase{
-			{"2025 SSE result", call7(bigResultParams), answer7(bigResult), 11.1},
-			{"2025 SSE request", call7(bigRequestParams), answer7(smallResult), 7.8},
+			{"2025 SSE result", call7(bigResultParams), answer7(bigResult), 8.4},
+			{"2025 SSE request", call7(bigRequestParams), answer7(smallResult), 6.8},
 		} {
 			c.check(t, &got, func() {
 				post(c.request, "MCP-Session-Id", sid, "MCP-Protocol-Version", "2025-11-25")
@@ -464,7 +467,7 @@ func TestParseCost(t *testing.T) {
 		for _, c := range []struct {
 			name, params, result string
 			bound                float64
-		}{{"2026 JSON result", bigResultParams, bigResult, 11.1}, {"2026 JSON request", bigRequestParams, smallResult, 9.8}} {
+		}{{"2026 JSON result", bigResultParams, bigResult, 9.1}, {"2026 JSON request", bigRequestParams, smallResult, 7.8}} {
 			params, result := in2026(c.params, c.result)
 			tool, _, _ := strings.Cut(strings.TrimPrefix(c.params, `{"name":"`), `"`)
 			costCase{c.name, call7(params), answer7(result), c.bound}.check(t, &w.body, func() {
