@@ -24,8 +24,9 @@ import (
 // countMarker is in every result TestParseKeepsOrder checks.
 const countMarker = "parse-count-marker"
 
-// countedResult is the result of the counted tool, marshalled by the
-// server (members in this order, none in alphabetical order).
+// countedResult is the result of the tool TestParseKeepsOrder calls,
+// marshalled by the server (members in this order, none in alphabetical
+// order).
 type countedResult struct {
 	Zeta    string          `json:"zeta"`
 	Content []any           `json:"content"`
@@ -286,10 +287,12 @@ var (
 	bigResult        = `{"content":[{"type":"text","text":"` + bigText + `"},{"type":"text","text":"` + costStream + `"}],"isError":false}`
 )
 
+// call7 is the host's tools/call with params.
 func call7(params string) []byte {
 	return []byte(`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":` + params + `}`)
 }
 
+// answer7 is the response to call7 with result.
 func answer7(result string) []byte { return []byte(`{"jsonrpc":"2.0","id":7,"result":` + result + `}`) }
 
 // in2026 returns a request's params and its result as they are in
