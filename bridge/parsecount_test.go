@@ -393,7 +393,7 @@ func costUpstream(result string) func(context.Context) (io.WriteCloser, io.Reade
 //	path                                   result        request
 //	stdio, JSON                            6.13 (6.6)    5.88 (6.3)
 //	stdio, CBOR                            7.66 (8.1)    7.41 (7.8)
-//	stdio, a 2025 upstream behind (JSON)  10.32 (10.8)   -
+//	stdio, a 2025 upstream behind (JSON)   6.31 (6.8)    -
 //	HTTP 2025-11-25, SSE (CBOR)            7.94 (8.4)    6.38 (6.8)
 //	HTTP 2026-07-28, JSON body (CBOR)      8.66 (9.1)    7.41 (7.8)
 func TestParseCost(t *testing.T) {
@@ -431,7 +431,7 @@ func TestParseCost(t *testing.T) {
 		r.send(init2025)
 		r.read()
 		r.send(`{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		stdio(t, r, costCase{"result", call7(bigResultParams), answer7(bigResult), 10.8})
+		stdio(t, r, costCase{"result", call7(bigResultParams), answer7(bigResult), 6.8})
 	})
 	t.Run("http", func(t *testing.T) {
 		srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Handler: costHandler()})
