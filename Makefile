@@ -28,14 +28,22 @@ race:
 # gofmt, go vet and the race build run; the core packages (where the
 # sessions' goroutines meet) run under the race detector, every other
 # package once without it, and no package twice; every step goes on when
-# another fails, and make test fails if any did.
+# another fails, and make test fails if any did. The one exception: the
+# allocation bounds that the race detector voids (it allocates for itself
+# and empties sync.Pools at random) run once more without it, ALLOCTESTS
+# in ALLOCPKGS: bridge's TestParseCost, which under -race only measures.
+# (codec's TestJSONDecodesInPlace and wire's TestReadFrameOwned hold under
+# -race and run there.)
 # gotestsum (a tool of go.mod) prints what go test prints for a failure and
 # each package's line, keeps the runs' go test -json in $(TESTOUT), and at
-# the end the SLOWEST tests of the two (subtests included; "race" marks the
-# race build), so that the next slow test shows.
+# the end the SLOWEST tests of the three (subtests included; "race" marks
+# the race build, "alloc" the allocation run), so that the next slow test
+# shows.
 TESTOUT  ?= .test-results
 SLOWEST  ?= 15
 GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
+ALLOCTESTS := ^TestParseCost$$
+ALLOCPKGS  := ./bridge/
 test:
 	@mkdir -p $(TESTOUT); status=0; \
 	$(GO) run ./internal/setup 2> $(TESTOUT)/setup.log & setup=$$!; \
@@ -44,9 +52,11 @@ test:
 	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -timeout=25m \
 	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE))") || status=1; \
+	$(GOTESTSUM) --jsonfile $(TESTOUT)/alloc.json -- -count=1 -timeout=10m -run '$(ALLOCTESTS)' $(ALLOCPKGS) || status=1; \
 	echo "== the $(SLOWEST) slowest tests"; \
 	{ $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/race.json --threshold 1ns | sed 's/^/race /'; \
-	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/test.json --threshold 1ns; } \
+	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/test.json --threshold 1ns; \
+	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/alloc.json --threshold 1ns | sed 's/^/alloc /'; } \
 	  | $(GO) run ./internal/slowest -n $(SLOWEST); \
 	exit $$status
 

@@ -8,7 +8,7 @@
 // them) and the go-sdk adapters above both sides (sdk.go: ClientTransport,
 // a go-sdk client over a stdio front; ServeSDK, a go-sdk server as an
 // upstream). Its tests are the fronts' end-to-end suite and the tests that
-// cross both sides (a go-sdk chain, TestParseCount), through this API
+// cross both sides (a go-sdk chain, TestParseCost), through this API
 // against in-process servers and the real binaries; the upstream's own are
 // in its package, each package's internal tests beside its code.
 //

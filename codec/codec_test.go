@@ -482,3 +482,23 @@ func TestForeignCBOR(t *testing.T) {
 		}
 	}
 }
+
+// TestJSONDecodesInPlace: decoding a JSON frame allocates the envelopes
+// only: the members alias the frame, and the frame is parsed where it is,
+// not copied into a decoder's buffer first. Measured: 1088 bytes for a
+// 1 MiB result; 4.0 MiB when the decoder read the frame through a
+// bytes.Reader (copied into a buffer that grows by doubling).
+func TestJSONDecodesInPlace(t *testing.T) {
+	c := Default(JSON)
+	frame := []byte(`{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"` + strings.Repeat("x", 1<<20) + `"}]}}`)
+	var p jsonrpc.Payload
+	var err error
+	c.Decode(frame) // the first call sets up what is reused
+	n := allocated(func() { p, err = c.Decode(frame) })
+	if err != nil || len(p.Elems) != 1 || len(p.Elems[0].Result) < 1<<20 {
+		t.Fatalf("Decode: %v, %d elements", err, len(p.Elems))
+	}
+	if n > 4<<10 {
+		t.Errorf("Decode allocated %d bytes for a %d-byte frame, want at most 4 KiB (no copy of the frame)", n, len(frame))
+	}
+}

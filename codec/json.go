@@ -62,7 +62,9 @@ func (c *jsonCodec) Decode(data []byte) (jsonrpc.Payload, error) {
 	if err := c.checkSize(data); err != nil {
 		return jsonrpc.Payload{}, err
 	}
-	d := jsontext.NewDecoder(bytes.NewReader(data))
+	// A bytes.Buffer is parsed in place; any other reader is copied into
+	// the decoder's buffer first (TestJSONDecodesInPlace).
+	d := jsontext.NewDecoder(bytes.NewBuffer(data))
 	fail := func(err error) (jsonrpc.Payload, error) {
 		var se *jsontext.SyntacticError
 		off := -1

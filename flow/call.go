@@ -124,7 +124,6 @@ func (s *Session) Call(ctx context.Context, method string, params any, opts ...C
 		}
 		r := &Response{s: s, c: c, ID: resp.ID, Result: resp.Result}
 		if mcpjson.MentionsRef(resp.Result) {
-			s.passResult("mcpjson.Refs", mcpjson.Scan, resp)
 			r.Refs, _ = mcpjson.Refs(resp.Result) // a result that does not read names no stream
 		}
 		s.settleCall(c, r.Refs)

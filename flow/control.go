@@ -45,7 +45,10 @@ func (s *Session) readLoop() {
 		}
 		s.touch()
 		s.dr.noteRead() // atomic: no lock per frame
-		s.handleFrame(bytes.Clone(frame))
+		if !s.fr.Owned() { // a pooled buffer, reused by the next frame
+			frame = bytes.Clone(frame)
+		}
+		s.handleFrame(frame)
 	}
 }
 
@@ -132,7 +135,6 @@ func (s *Session) handleFrame(data []byte) {
 		}
 	}
 	for _, m := range msgs {
-		s.passDecode(m)
 		s.dispatch(m, col)
 	}
 	if col != nil {

@@ -133,7 +133,6 @@ func (s *Session) withResultType(answer func(*jsonrpc.Response)) func(*jsonrpc.R
 		if r.Error == nil && len(r.Result) > 0 {
 			if res := mcpjson.WithResultType(r.Result); len(res) != len(r.Result) {
 				r = &jsonrpc.Response{ID: r.ID, Result: res}
-				s.passResult("mcpjson.WithResultType", mcpjson.Copy, r)
 			}
 		}
 		answer(r)

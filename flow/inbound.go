@@ -136,8 +136,6 @@ func (s *Session) run(ctx context.Context, req *Request) {
 		resp = &jsonrpc.Response{ID: req.ID, Result: raw}
 	} else if resp, err = jsonrpc.NewResult(req.ID, result); err != nil {
 		resp = jsonrpc.NewErrorResponse(req.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "result does not marshal: "+err.Error()))
-	} else {
-		s.passResult("jsonrpc.NewResult", mcpjson.Encode, resp)
 	}
 	s.respond(req.in, resp)
 }

@@ -241,7 +241,6 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 	var err error
 	if m != nil {
 		buf, err = c.Append(buf, m)
-		s.passAppend(c, m)
 	} else {
 		buf, err = c.AppendBatch(buf, batch)
 	}

@@ -91,9 +91,21 @@ func refOf(b Block) (Ref, bool) {
 
 // MentionsRef reports whether result's text names the ref/stream type at
 // all (as written, or with its solidus escaped): a result that does not
-// has no ref/stream block, and Refs need not read it.
+// has no ref/stream block, and Refs need not read it. It is one search
+// through the text for "/stream" (memory speed, nothing decoded), each hit
+// checked for "ref" or "ref\" before it; a client pays it for every result,
+// where Refs would tokenize the whole result.
 func MentionsRef(result []byte) bool {
-	return bytes.Contains(result, []byte(protocol.ContentTypeRef)) || bytes.Contains(result, []byte(`ref\/stream`))
+	for rest := result; ; {
+		i := bytes.Index(rest, []byte("/stream"))
+		if i < 0 {
+			return false
+		}
+		if before := rest[:i]; bytes.HasSuffix(before, []byte("ref")) || bytes.HasSuffix(before, []byte(`ref\`)) {
+			return true
+		}
+		rest = rest[i+1:]
+	}
 }
 
 // Refs returns the ref/stream blocks of result's content array, in order,

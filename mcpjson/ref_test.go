@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
 // TestRefs: the ref/stream blocks of a result's top-level content array,
@@ -37,8 +39,13 @@ func TestRefs(t *testing.T) {
 			t.Errorf("ref %d = %+v (block %s), want %+v", i, r, in[r.Start:r.End], w)
 		}
 	}
-	if !MentionsRef([]byte(in)) || !MentionsRef([]byte(`{"content":[{"type":"ref\/stream"}]}`)) || MentionsRef([]byte(`{"content":[]}`)) {
-		t.Error("MentionsRef")
+	for text, want := range map[string]bool{
+		in: true, `{"content":[{"type":"ref\/stream"}]}`: true, `{"content":[]}`: false, `ref/stream`: true,
+		`{"uri":"a/stream","t":"re/stream ref/strea"}`: false, `/stream/stream"ref\/stream"`: true, `/stream`: false, `ref\\/stream`: false,
+	} {
+		if got := MentionsRef([]byte(text)); got != want || got != (strings.Contains(text, protocol.ContentTypeRef) || strings.Contains(text, `ref\/stream`)) {
+			t.Errorf("MentionsRef(%s) = %v, want %v", text, got, want)
+		}
 	}
 	for _, in := range []string{`{}`, `{"content":"x"}`, `{"content":{"type":"ref/stream","streamTag":1}}`, `[{"type":"ref/stream","streamTag":1}]`, `"ref/stream"`, `null`} {
 		if refs, err := Refs([]byte(in)); err != nil || refs != nil {

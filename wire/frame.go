@@ -135,6 +135,12 @@ func (fr *FrameReader) ReadFrame() ([]byte, error) {
 	return fr.buf, nil
 }
 
+// Owned reports whether the payload ReadFrame returned last is in a buffer
+// of its own (a frame larger than RetainedFrameBuffer), which the
+// FrameReader drops at the next ReadFrame and never reuses: the caller may
+// keep that payload instead of copying it.
+func (fr *FrameReader) Owned() bool { return len(fr.buf) > RetainedFrameBuffer }
+
 // release gives back what the last frame held: its payload's buffer, and
 // the read-ahead buffer unless it holds bytes not yet returned.
 func (fr *FrameReader) release() {

@@ -255,3 +255,34 @@ func TestReadFrameWaitsHoldingNoBuffer(t *testing.T) {
 type readerFunc func([]byte) (int, error)
 
 func (f readerFunc) Read(p []byte) (int, error) { return f(p) }
+
+// TestReadFrameOwned: a payload that ReadFrame reports as Owned (a frame
+// larger than RetainedFrameBuffer) keeps its bytes through the reads that
+// follow, so the caller may keep it uncopied; one in a pooled buffer is
+// not Owned (the next frame of its size reuses the buffer).
+func TestReadFrameOwned(t *testing.T) {
+	sizes := []int{40000, 200000, 40001, 300000, 5, RetainedFrameBuffer, 4096}
+	var in []byte
+	for i, n := range sizes {
+		in = AppendFrame(in, bytes.Repeat([]byte{byte('a' + i)}, n))
+	}
+	fr := NewFrameReader(bytes.NewReader(in), 0)
+	kept := map[int][]byte{}
+	for i, n := range sizes {
+		p, err := fr.ReadFrame()
+		if err != nil || len(p) != n {
+			t.Fatalf("frame %d: %d bytes, %v", i, len(p), err)
+		}
+		if fr.Owned() != (n > RetainedFrameBuffer) {
+			t.Errorf("frame %d of %d bytes: Owned %v", i, n, fr.Owned())
+		}
+		if fr.Owned() {
+			kept[i] = p
+		}
+	}
+	for i, p := range kept {
+		if !bytes.Equal(p, bytes.Repeat([]byte{byte('a' + i)}, sizes[i])) {
+			t.Errorf("frame %d kept: its bytes changed after the reads that followed", i)
+		}
+	}
+}

@@ -94,7 +94,7 @@ func (b *Core) batch(ctx context.Context, msgs []jsonrpc.Message, replies []*jso
 			defer b.wg.Done()
 			defer calls.Done()
 			defer release()
-			if r := b.Call(ctx, cctx, req); r != nil {
+			if r := b.call(ctx, cctx, req); r != nil {
 				mu.Lock()
 				out = append(out, r)
 				mu.Unlock()
@@ -148,7 +148,7 @@ func (b *Core) Dispatch(ctx context.Context, m jsonrpc.Message) {
 		go func() {
 			defer b.wg.Done()
 			defer release()
-			if r := b.answer(ctx, cctx, m); r != nil {
+			if r := b.Answer(ctx, cctx, m); r != nil {
 				b.send(r)
 			}
 		}()
@@ -192,18 +192,46 @@ func (b *Core) track(ctx context.Context, id jsonrpc.ID) (cctx context.Context, 
 	}
 }
 
-// reply is the core's answer to one request of the client: resp (an
+// Reply is the core's answer to one request of the client: resp (an
 // error, say), or the request's id and its result as inline left it, a
 // splice that the front writes once (Front.EmitResult, spec §10).
-type reply struct {
+type Reply struct {
 	resp   *jsonrpc.Response
 	id     jsonrpc.ID
 	result *mcpjson.Splice
 }
 
+// AppendResult appends the response to id with result, writing the
+// splice once: envelope head, result, closing brace.
+func AppendResult(dst []byte, id jsonrpc.ID, result *mcpjson.Splice) []byte {
+	return append(result.AppendTo(jsonrpc.AppendResultHead(dst, id)), '}')
+}
+
+// ResultLen is the length of what AppendResult appends.
+func ResultLen(id jsonrpc.ID, result *mcpjson.Splice) int {
+	return jsonrpc.ResultHeadLen(id) + result.Len() + 1
+}
+
+// Encode returns r as one response and its JSON text, the result written
+// once (EncodeResult).
+func (r *Reply) Encode() (*jsonrpc.Response, []byte) {
+	if r.result == nil {
+		return r.resp, jsonrpc.AppendJSON(nil, r.resp)
+	}
+	return EncodeResult(r.id, r.result)
+}
+
+// EncodeResult returns the response to id with result and its JSON text,
+// the splice written once (AppendResult; the response's Result is its span
+// in the text).
+func EncodeResult(id jsonrpc.ID, result *mcpjson.Splice) (*jsonrpc.Response, []byte) {
+	e := AppendResult(make([]byte, 0, ResultLen(id, result)), id, result)
+	return &jsonrpc.Response{ID: id, Result: e[jsonrpc.ResultHeadLen(id) : len(e)-1]}, e
+}
+
 // response returns r as one response, its result written out (nil for
 // nil).
-func (r *reply) response() *jsonrpc.Response {
+func (r *Reply) response() *jsonrpc.Response {
 	switch {
 	case r == nil:
 		return nil
@@ -214,7 +242,7 @@ func (r *reply) response() *jsonrpc.Response {
 }
 
 // send hands r to the front.
-func (b *Core) send(r *reply) {
+func (b *Core) send(r *Reply) {
 	if r.result == nil {
 		b.write(r.resp)
 		return
@@ -223,13 +251,12 @@ func (b *Core) send(r *reply) {
 	b.front.EmitResult(r.id, r.result)
 }
 
-// Call is answer's reply as one response: for a batch, and for the HTTP
-// front's 2026-07-28 POSTs.
-func (b *Core) Call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
-	return b.answer(ctx, cctx, m, opts...).response()
+// call is Answer's reply as one response, for a batch.
+func (b *Core) call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *jsonrpc.Response {
+	return b.Answer(ctx, cctx, m, opts...).response()
 }
 
-// answer answers one request of the host through the MCP-Flow session;
+// Answer answers one request of the host through the MCP-Flow session;
 // cctx is ctx cancelled by the host (track). nil when the host cancelled
 // it (MCP sends no response then).
 //
@@ -238,7 +265,7 @@ func (b *Core) Call(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.
 // session when the front reconnects (spec §7.2, §10);
 // otherwise, or when ReconnectWait has passed since its first refusal, the
 // client gets the -32006.
-func (b *Core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *reply {
+func (b *Core) Answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flow.CallOption) *Reply {
 	var deadline <-chan time.Time // ReconnectWait from the first refusal
 	for {
 		s, err := b.current(cctx)
@@ -246,19 +273,19 @@ func (b *Core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 		case cctx.Err() != nil && ctx.Err() == nil:
 			return nil // the host cancelled: MCP sends no response
 		case err != nil:
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}
+			return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}
 		case s == nil:
 			if m.Method == protocol.MethodPing {
-				return &reply{resp: &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}}
+				return &Reply{resp: &jsonrpc.Response{ID: m.ID, Result: json.RawMessage("{}")}}
 			}
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))}
+			return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "not initialized"))}
 		}
 		r, refused := b.callOn(ctx, cctx, s, m, opts...)
 		if refused == nil {
 			return r
 		}
 		if !b.Reconnects() {
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
+			return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
 		}
 		// It did not run: it goes on the next session, once this one
 		// stops being ready (its $/shutdown may come a little after the
@@ -274,7 +301,7 @@ func (b *Core) answer(ctx, cctx context.Context, m *jsonrpc.Request, opts ...flo
 		case <-wait.C:
 		case <-deadline:
 			wait.Stop()
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
+			return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, refused)}
 		case <-cctx.Done():
 		}
 		wait.Stop()
@@ -332,7 +359,7 @@ func (b *Core) current(ctx context.Context) (*flow.Session, error) {
 // notifications/cancelled. refused, when not nil, is why m did not run:
 // s was shutting down (or had ended) before m left, or the server refused
 // it with -32006 (spec §7.2); m may go on another session.
-func (b *Core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *reply, refused *jsonrpc.Error) {
+func (b *Core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Request, opts ...flow.CallOption) (_ *Reply, refused *jsonrpc.Error) {
 	if err := s.Err(); err != nil { // ended since current: m was not sent
 		return nil, lostError(&ServerLostError{URL: b.cfg.URL, Err: err, NotSent: true})
 	}
@@ -351,22 +378,22 @@ func (b *Core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Req
 		return nil, je
 	case errors.As(err, &se):
 		// The session ended with the request in flight (spec §10).
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se}))}, nil
+		return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(&ServerLostError{URL: b.cfg.URL, Err: se}))}, nil
 	case je != nil:
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, je)}, nil
+		return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, je)}, nil
 	case err != nil:
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, nil
+		return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, nil
 	}
 	result, err := b.inline(cctx, resp)
 	if err != nil {
 		if serr := s.Err(); serr != nil {
 			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}
-			return &reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}, nil
+			return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, lostError(err))}, nil
 		}
-		return &reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))}, nil
+		return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, err.Error()))}, nil
 	}
 	if b.isStateless() {
 		result = withCacheHints(m.Method, result)
 	}
-	return &reply{id: m.ID, result: result}, nil
+	return &Reply{id: m.ID, result: result}, nil
 }

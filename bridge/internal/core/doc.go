@@ -1,7 +1,7 @@
 // Package core is the front-neutral half of every front (spec §10, §11.6):
 // one plain MCP client ↔ one MCP-Flow client session. A front (package
 // stdiofront, httpfront) reads its client, hands each message to its Core
-// (Receive, Dispatch, Call), and implements Front, the one way the core
+// (Receive, Dispatch, Answer), and implements Front, the one way the core
 // reaches the client: Emit, EmitBatch, EmitResult, Offload. The core
 // imports no front and no upstream, only plainio.
 //

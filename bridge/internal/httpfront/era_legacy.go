@@ -121,5 +121,5 @@ func (h *HTTPFront) legacyInitialize(w http.ResponseWriter, r *http.Request, s *
 		res = jsonrpc.NewErrorResponse(res.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, fmt.Sprintf("too many sessions (%d open)", h.cfg.MaxSessions)))
 		defer h.end(s, "too many sessions")
 	}
-	s.add(s.standalone, res)
+	s.add(s.standalone, res, nil)
 }

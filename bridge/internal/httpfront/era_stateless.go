@@ -3,7 +3,6 @@ package httpfront
 import (
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"slices"
@@ -111,12 +110,18 @@ func headerMismatch(r *http.Request, m *jsonrpc.Request) string {
 	if !ok {
 		return ""
 	}
-	var p map[string]json.RawMessage
-	_ = json.Unmarshal(m.Params, &p)
-	var want string
-	if json.Unmarshal(p[field], &want) != nil {
+	// The params' members are read for their spans, nothing unmarshalled
+	// (a tool's arguments may be large: TestParseCost).
+	ms, _ := mcpjson.ReadObject(m.Params, nil)
+	v := mcpjson.Find(ms, field)
+	if v == nil {
 		return "" // no string to mirror: nothing is required
 	}
+	s, isString := mcpjson.Unquote(v.Value)
+	if !isString {
+		return ""
+	}
+	want := string(s)
 	names, ok := r.Header["Mcp-Name"]
 	if !ok {
 		return "the Mcp-Name header is missing (params." + field + " is " + fmt.Sprintf("%q", want) + ")"
@@ -261,13 +266,16 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	// $/cancel and answers nothing.
 	cctx, cancel := context.WithCancel(r.Context())
 	defer cancel()
-	done := make(chan *jsonrpc.Response, 1)
+	done := make(chan *core.Reply, 1)
 	go func() {
-		done <- s.core.Call(context.WithoutCancel(r.Context()), cctx, m, opts...)
+		done <- s.core.Answer(context.WithoutCancel(r.Context()), cctx, m, opts...)
 	}()
 	out := answerWriter{w: w, rc: http.NewResponseController(w), s: s}
 	sse := false
-	send := func(msg jsonrpc.Message) error {
+	send := func(msg jsonrpc.Message, e []byte) error { // e: msg encoded, or nil
+		if e == nil {
+			e = jsonrpc.AppendJSON(nil, msg)
+		}
 		if !sse {
 			sse = true
 			w.Header().Set("Content-Type", "text/event-stream")
@@ -276,31 +284,32 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			w.WriteHeader(http.StatusOK)
 		}
 		_, resp := msg.(*jsonrpc.Response)
-		return out.write(appendSSEData(nil, jsonrpc.AppendJSON(nil, msg)), resp, msg)
+		return out.write(appendSSEData(nil, e), resp, msg)
 	}
 	for {
 		select {
 		case <-wake:
-			if n := next(); n != nil && send(n) != nil {
+			if n := next(); n != nil && send(n, nil) != nil {
 				cancel() // the client stopped reading: the request ends
 				<-done
 				return
 			}
-		case resp := <-done:
-			if resp == nil { // cancelled: MCP sends no response
+		case rep := <-done:
+			if rep == nil { // cancelled: MCP sends no response
 				return
 			}
+			// The result is written once, into the answer (core.Reply.Encode).
+			resp, e := rep.Encode()
 			if n := next(); n != nil { // what came before the response goes first
-				if send(n) != nil {
+				if send(n, nil) != nil {
 					return
 				}
 			}
 			if sse {
-				_ = send(resp)
+				_ = send(resp, e)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
-			e := jsonrpc.AppendJSON(nil, resp)
 			status := statusOf(resp)
 			if !s.budget.take(len(e)) { // told before the status is written
 				e = heldRefusal(s, resp, len(e))

@@ -21,18 +21,19 @@ var _ core.Front = (*httpSession)(nil)
 
 // emit sends one message of the core to where the client waits for it
 // (route); it never blocks.
-func (s *httpSession) Emit(m jsonrpc.Message) { s.route(m) }
+func (s *httpSession) Emit(m jsonrpc.Message) { s.route(m, nil) }
 
-// emitResult sends a result as any response (route).
+// emitResult sends a result as any response (route), writing the splice
+// once, into the event (core.EncodeResult).
 func (s *httpSession) EmitResult(id jsonrpc.ID, result *mcpjson.Splice) {
-	s.route(&jsonrpc.Response{ID: id, Result: result.Bytes()})
+	s.route(core.EncodeResult(id, result))
 }
 
 // emitBatch sends the responses to a batch one by one, each on the stream
 // its request waits on.
 func (s *httpSession) EmitBatch(rs []*jsonrpc.Response) {
 	for _, r := range rs {
-		s.route(r)
+		s.route(r, nil)
 	}
 }
 
@@ -158,8 +159,9 @@ func (s *httpSession) cancelled(params json.RawMessage) {
 // a response on its request's stream, a progress notification on the
 // stream of the request it is about, a server request on the stream of a
 // request in flight, anything else on the standalone stream. It never
-// blocks: the stream's log holds the event for its followers.
-func (s *httpSession) route(m jsonrpc.Message) {
+// blocks: the stream's log holds the event for its followers. e is m
+// encoded, or nil to encode it here.
+func (s *httpSession) route(m jsonrpc.Message, e []byte) {
 	var post *postStream
 	var response bool
 	s.mu.Lock()
@@ -204,7 +206,7 @@ func (s *httpSession) route(m jsonrpc.Message) {
 		st = post.sseStream
 	}
 	s.mu.Unlock()
-	s.add(st, m)
+	s.add(st, m, e)
 	if response {
 		s.answered(post)
 	}
@@ -213,9 +215,12 @@ func (s *httpSession) route(m jsonrpc.Message) {
 // add puts one message on a stream within the held-bytes caps: past them,
 // once what is held only for resumption is freed (the session's, then past
 // MaxHeld every session's), a response becomes a -32603 error naming the
-// cap and anything else is dropped.
-func (s *httpSession) add(st *sseStream, m jsonrpc.Message) {
-	e := jsonrpc.AppendJSON(nil, m)
+// cap and anything else is dropped. e is m encoded, or nil to encode it
+// here.
+func (s *httpSession) add(st *sseStream, m jsonrpc.Message, e []byte) {
+	if e == nil {
+		e = jsonrpc.AppendJSON(nil, m)
+	}
 	if !s.budget.take(len(e)) {
 		s.evict()
 		if !s.budget.take(len(e)) {

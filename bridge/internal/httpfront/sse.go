@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -167,7 +168,7 @@ func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int
 		}
 		for _, e := range evs {
 			from++
-			if _, err := fmt.Fprintf(w, "id: %d.%d\ndata: %s\n\n", st.id, from, e); err != nil {
+			if err := writeEvent(w, st.id, from, e); err != nil {
 				return from - 1, fmt.Errorf("%w: %v", errNotTaken, err) // the client is gone; it may resume
 			}
 		}
@@ -192,6 +193,21 @@ func (st *sseStream) follow(ctx context.Context, w http.ResponseWriter, from int
 			return from, nil
 		}
 	}
+}
+
+// writeEvent writes the event of data e at position from of stream id:
+// its id and data lines, e written as it is (not copied into a formatted
+// line).
+func writeEvent(w io.Writer, id, from int, e []byte) error {
+	var head [64]byte
+	if _, err := w.Write(fmt.Appendf(head[:0], "id: %d.%d\ndata: ", id, from)); err != nil {
+		return err
+	}
+	if _, err := w.Write(e); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, "\n\n")
+	return err
 }
 
 // parseEventID splits "<stream>.<seq>".

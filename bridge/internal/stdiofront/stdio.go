@@ -196,11 +196,9 @@ func (b *Stdio) emit(m jsonrpc.Message) {
 // execution streams is spliced there).
 func (b *Stdio) emitResult(id jsonrpc.ID, result *mcpjson.Splice) {
 	f := plainio.Framing(b.framing.Load())
-	n := jsonrpc.ResultHeadLen(id) + result.Len() + 1
+	n := core.ResultLen(id, result)
 	msg := plainio.AppendFrameHead(make([]byte, 0, n+plainio.FrameOverhead), f, n)
-	msg = result.AppendTo(jsonrpc.AppendResultHead(msg, id))
-	msg = plainio.AppendFrameTail(append(msg, '}'), f)
-	mcpjson.Pass("front", "emitResult", mcpjson.Copy, msg)
+	msg = plainio.AppendFrameTail(core.AppendResult(msg, id, result), f)
 	b.out.put(msg, false)
 }
 

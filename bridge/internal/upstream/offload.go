@@ -25,7 +25,6 @@ func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawM
 	// The whole walk first: nothing moves out of a result that does not
 	// read.
 	var blocks []mcpjson.Block
-	mcpjson.Pass("upstream", "mcpjson.ReadContent", mcpjson.Scan, result)
 	if err := mcpjson.ReadContent(result, func(n string) bool { return n == "resource" }, func(b mcpjson.Block) error {
 		if b.Members != nil {
 			blocks = append(blocks, b)
@@ -43,9 +42,7 @@ func (u *Upstream) offload(req *flow.Request, result json.RawMessage) (json.RawM
 	if !out.Changed() {
 		return result, nil
 	}
-	spliced := out.Bytes()
-	mcpjson.Pass("upstream", "offload splice", mcpjson.Copy, spliced)
-	return spliced, nil
+	return out.Bytes(), nil
 }
 
 // moveOut puts a content block's payload on an execution stream when it is

@@ -10,7 +10,6 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/mcpjson"
 )
 
 // An upstream over a pair of pipes speaking NDJSON (the MCP stdio
@@ -72,11 +71,6 @@ func readNDJSON(stdout io.Reader, recv func(jsonrpc.Message), end func(error), l
 		}
 		msgs, _ := jsonrpc.Validate(p)
 		for _, m := range msgs {
-			if r, ok := m.(*jsonrpc.Response); ok && r.Error == nil { // the passes over its result (TestParseCount)
-				mcpjson.Pass("upstream", "line clone", mcpjson.Copy, r.Result)
-				mcpjson.Pass("upstream", "codec.Decode limits", mcpjson.Scan, r.Result)
-				mcpjson.Pass("upstream", "codec.Decode", mcpjson.Decode, r.Result)
-			}
 			recv(m)
 		}
 	}
