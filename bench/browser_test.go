@@ -14,10 +14,10 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -140,7 +140,7 @@ func BenchmarkBrowserThroughput(b *testing.B) {
 // bareWTServer serves bare WebTransport streams to a browser on
 // 127.0.0.1 with flowtest.Cert (whose hash the page pins): for each
 // bidirectional stream the page opens with 8 bytes (n, big-endian), n
-// bytes of testtools.Generate on a unidirectional stream of the server's,
+// bytes of demotools.Generate on a unidirectional stream of the server's,
 // written 256 KiB at a time (as the execution stream writes). It returns
 // the session's URL; the server closes with the benchmark.
 func bareWTServer(b *testing.B) string {
@@ -155,7 +155,7 @@ func bareWTServer(b *testing.B) string {
 			return
 		}
 		buf := make([]byte, 256<<10)
-		src := testtools.Generate(int64(binary.BigEndian.Uint64(req[:])))
+		src := demotools.Generate(int64(binary.BigEndian.Uint64(req[:])))
 		if _, err := io.CopyBuffer(struct{ io.Writer }{u}, struct{ io.Reader }{src}, buf); err != nil {
 			u.CancelWrite(1)
 			return

@@ -23,9 +23,9 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
@@ -75,7 +75,7 @@ func serverRole() int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	reg, err := tools.New(testtools.New(testtools.Config{Root: dir})...)
+	reg, err := tools.New(demotools.New(demotools.Config{Root: dir})...)
 	if err != nil {
 		log.Print(err)
 		return 1

@@ -20,9 +20,9 @@ import (
 	"github.com/mcp-flow/mcp-flow/bench/workload"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
@@ -243,7 +243,7 @@ func serveRaw(st io.ReadWriteCloser, closeWrite func()) {
 				w = 256 << 10
 			}
 			buf := make([]byte, w)
-			_, _ = io.CopyBuffer(struct{ io.Writer }{st}, struct{ io.Reader }{testtools.Generate(int64(binary.BigEndian.Uint64(b[1:9])))}, buf)
+			_, _ = io.CopyBuffer(struct{ io.Writer }{st}, struct{ io.Reader }{demotools.Generate(int64(binary.BigEndian.Uint64(b[1:9])))}, buf)
 			closeWrite()
 			return
 		}

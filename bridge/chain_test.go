@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -41,7 +41,7 @@ func TestChainGoSDKToGoSDK(t *testing.T) {
 		t.Fatalf("content %T, want the upstream's image", r.Content[0])
 	}
 	sum := sha256.Sum256(img.Data)
-	if len(img.Data) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) || img.MIMEType != "application/octet-stream" {
+	if len(img.Data) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) || img.MIMEType != "application/octet-stream" {
 		t.Fatalf("image: %d bytes, %s", len(img.Data), img.MIMEType)
 	}
 	r, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "往復"}})

@@ -15,10 +15,10 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/oidctest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -133,7 +133,7 @@ func whoami(t *testing.T, ctx context.Context, cs *mcp.ClientSession) string {
 		t.Fatalf("whoami: %v %+v", err, res)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var w testtools.Whoami
+	var w demotools.Whoami
 	if err := json.Unmarshal(b, &w); err != nil || !w.Authenticated {
 		t.Fatalf("whoami answered %s (%v)", b, err)
 	}

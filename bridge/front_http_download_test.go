@@ -17,9 +17,9 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestHTTPFrontServesLargeStreams (issues 12, 22): an execution stream past
@@ -73,7 +73,7 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 	}
 	code, got := get(uri)
 	sum := sha256.Sum256(got)
-	if code != http.StatusOK || len(got) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if code != http.StatusOK || len(got) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("download: %d, %d bytes (want %d, the generated ones)", code, len(got), n)
 	}
 	if code, _ := get(ts.URL + "/?download=" + strings.Repeat("A", 32)); code != http.StatusNotFound {

@@ -16,9 +16,9 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // holdTool is a tool of the test server, "hold", that runs until the test
@@ -34,7 +34,7 @@ func (h *holdTool) releaseAll() { h.once.Do(func() { close(h.release) }) }
 
 // holdServer is an MCP-Flow server with the test tools and "hold".
 func holdServer(t *testing.T) (*flow.Server, *holdTool) {
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	h := &holdTool{holding: make(chan struct{}, 16), release: make(chan struct{}), cancelled: make(chan struct{}, 16)}
 	tools := mux["tools/call"]
 	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {

@@ -21,9 +21,9 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -262,7 +262,7 @@ func TestHTTPFrontBatchesByVersion(t *testing.T) {
 func TestHTTPFrontLimits(t *testing.T) {
 	// A "hold" tool that runs until the test releases it keeps a session
 	// busy for as long as the test needs, whatever the load.
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	holding, release := make(chan struct{}, 1), make(chan struct{})
 	tools := mux["tools/call"]
 	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
@@ -432,7 +432,7 @@ func generateInline(t *testing.T, ctx context.Context, cs *mcp.ClientSession, n 
 	}
 	blob := r.Content[0].(*mcp.EmbeddedResource).Resource.Blob
 	sum := sha256.Sum256(blob)
-	if len(blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(int64(n)) {
+	if len(blob) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(int64(n)) {
 		t.Fatalf("blob of %d bytes, want %d", len(blob), n)
 	}
 }

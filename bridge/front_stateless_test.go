@@ -20,9 +20,9 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -37,7 +37,7 @@ const mrtrResult = `{"resultType":"input_required","inputRequests":{"ask":{"meth
 // session the server opens.
 func statelessServer(t *testing.T) (srv *flow.Server, h *holdTool, sessions chan *flow.Session) {
 	t.Helper()
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	h = &holdTool{holding: make(chan struct{}, 16), release: make(chan struct{}), cancelled: make(chan struct{}, 16)}
 	tools := mux["tools/call"]
 	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
@@ -214,7 +214,7 @@ func TestHTTPFrontStateless(t *testing.T) {
 		t.Fatalf("generate: %v: %.300s", err, body)
 	}
 	blob := res.Result.Content[0].Resource.Blob
-	if sum := sha256.Sum256(blob); len(blob) != 1<<20 || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(1<<20) {
+	if sum := sha256.Sum256(blob); len(blob) != 1<<20 || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(1<<20) {
 		t.Fatalf("generate 1 MiB: a blob of %d bytes inlined, want %d (the stream's bytes)", len(blob), 1<<20)
 	}
 

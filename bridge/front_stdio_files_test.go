@@ -11,9 +11,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestStdioFrontStreamFilesRemoved: streams past -inline-limit become
@@ -55,7 +55,7 @@ func TestStdioFrontStreamFilesRemoved(t *testing.T) {
 				t.Fatalf("link %q: %v", r.Result.Content[0].URI, err)
 			}
 			b, err := os.ReadFile(u.Path)
-			if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+			if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 				t.Fatalf("linked file %s: %v, %d bytes", u.Path, err, len(b))
 			}
 			want := dir

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // toHostLog records when the front handed the response to each host
@@ -123,7 +123,7 @@ type stallRig struct {
 }
 
 func newStallRig(t *testing.T, cfg bridge.StdioConfig) *stallRig {
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
 	r := &stallRig{t: t, srvSess: make(chan *flow.Session, 1), cancelled: make(chan time.Time, 8), log: newToHostLog(), done: make(chan error, 1)}
 	var once sync.Once
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet, Capabilities: caps,

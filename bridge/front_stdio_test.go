@@ -23,9 +23,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -87,7 +87,7 @@ func TestGoSDKClientThroughStdioFront(t *testing.T) {
 		t.Fatalf("generate returned %T", r.Content[0])
 	}
 	sum := sha256.Sum256(er.Resource.Blob)
-	if len(er.Resource.Blob) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if len(er.Resource.Blob) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("inline blob of %d bytes, sha mismatch", len(er.Resource.Blob))
 	}
 	// Past the inline limit: a resource_link to a complete file.
@@ -100,7 +100,7 @@ func TestGoSDKClientThroughStdioFront(t *testing.T) {
 		t.Fatalf("large result: %T %+v", r.Content[0], r.Content[0])
 	}
 	b, err := os.ReadFile(strings.TrimPrefix(rl.URI, "file://"))
-	if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(5<<20) {
+	if sum := sha256.Sum256(b); err != nil || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(5<<20) {
 		t.Fatalf("linked file: %v", err)
 	}
 	// A stream that fails midway fails the call: never a truncated payload.

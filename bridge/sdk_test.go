@@ -12,9 +12,9 @@ import (
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -49,7 +49,7 @@ func TestGoSDKOverMCPFlow(t *testing.T) {
 	}
 	img := r.Content[0].(*mcp.ImageContent)
 	sum := sha256.Sum256(img.Data)
-	if len(img.Data) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if len(img.Data) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("image: %d bytes", len(img.Data))
 	}
 }

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // step is one step of the scenario (src/page.js) as the peer reports it.
@@ -210,7 +210,7 @@ func grade(t *testing.T, res peerResult, size int64) engineRun {
 	wantHdr := []byte{byte(g.RequestID >> 24), byte(g.RequestID >> 16), byte(g.RequestID >> 8), byte(g.RequestID), 0, 0, 0, byte(g.Ref.StreamTag)}
 	check("generate", g.Ref.Type == "ref/stream" && g.Ref.StreamTag == 1, "ref %+v", g.Ref)
 	check("generate", bytes.Equal(g.Header, wantHdr), "stream header % x, want % x", g.Header, wantHdr)
-	check("generate", g.Bytes == size && g.SHA256 == testtools.GenerateSHA256(size) && g.Reported == g.SHA256,
+	check("generate", g.Bytes == size && g.SHA256 == demotools.GenerateSHA256(size) && g.Reported == g.SHA256,
 		"%d bytes, sha256 %s (server reported %s)", g.Bytes, g.SHA256, g.Reported)
 	p := steps["progress"]
 	datagrams := 0

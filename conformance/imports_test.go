@@ -15,7 +15,7 @@ const module = "github.com/mcp-flow/mcp-flow"
 // the judge may depend on: the layer below the implementation (names, bytes,
 // messages, encodings, the WebTransport seam, certificates, the old dialect,
 // qlogs), none of which imports flow. Every other package (flow, bridge and
-// its subpackages, bearer, fallback, tools, testtools, metrics, the commands,
+// its subpackages, bearer, fallback, tools, demotools, metrics, the commands,
 // and any package added later) is implementation the judge must not share:
 // a mistake in it would then be made by the check that should catch it. A
 // package added to this list must share no code with flow (docs/design.md,

@@ -13,7 +13,7 @@ import (
 
 // What the judge knows of execution streams: the ref/stream block, the reset
 // codes and the bytes of the test tool generate. Each is written here from
-// docs/spec.md and the guide, not taken from package flow or testtools: a
+// docs/spec.md and the guide, not taken from package flow or demotools: a
 // judge that shared the implementation's writing of a rule would share its
 // mistakes. streams_test.go holds the two writings to each other.
 

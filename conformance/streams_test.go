@@ -6,10 +6,10 @@ import (
 	"io"
 	"testing"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -17,12 +17,12 @@ import (
 // tests hold its writing to the implementation's, so that the two, written
 // independently, are shown to agree.
 
-// TestGeneratedBytesAgree: the judge's generate bytes are testtools'
+// TestGeneratedBytesAgree: the judge's generate bytes are demotools'
 // byte for byte, at block edges and read in uneven pieces.
 func TestGeneratedBytesAgree(t *testing.T) {
 	const block = 64 << 10
 	for _, n := range []int64{0, 1, 7, 8, 9, block - 1, block, block + 1, block + 8, 3*block + 12345, 8 << 20} {
-		want, err := io.ReadAll(testtools.Generate(n))
+		want, err := io.ReadAll(demotools.Generate(n))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -32,7 +32,7 @@ func TestGeneratedBytesAgree(t *testing.T) {
 			for i < len(got) && i < len(want) && got[i] == want[i] {
 				i++
 			}
-			t.Fatalf("generated(%d): %d bytes, testtools %d; first difference at byte %d", n, len(got), len(want), i)
+			t.Fatalf("generated(%d): %d bytes, demotools %d; first difference at byte %d", n, len(got), len(want), i)
 		}
 	}
 }

@@ -15,12 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/fallback"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // bin is mcp-flow-server, built once for the package by TestMain.
@@ -147,7 +147,7 @@ func exercise(t *testing.T, c *fallback.Client) {
 	}
 	for _, n := range []int64{1000, 64 << 20} {
 		got, how := payload(t, ctx, c, n)
-		if want := testtools.GenerateSHA256(n); got != want {
+		if want := demotools.GenerateSHA256(n); got != want {
 			t.Fatalf("generate %d (%s): sha256 %s, want %s", n, how, got, want)
 		}
 	}

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 )
 
@@ -80,7 +80,7 @@ func refusingServer(t *testing.T, n int32, onAttempt func()) (srv *flow.Server, 
 	attempts = new(atomic.Int32)
 	var mu sync.Mutex
 	seen := map[string]bool{} // address → refused
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
 	srv, err := flow.NewServer(flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: mux, Capabilities: caps, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)

@@ -15,9 +15,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
@@ -399,7 +399,7 @@ func TestShutdownWhileReadingStream(t *testing.T) {
 	default:
 	}
 	n, err := io.Copy(h, sr)
-	if err != nil || n != tail || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
+	if err != nil || n != tail || hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(size) {
 		t.Fatalf("the stream's tail after Shutdown: %d bytes, %v", n, err)
 	}
 	if err := receive(t, shut, "Shutdown"); err != nil {

@@ -44,7 +44,7 @@ func (s *Session) readLoop() {
 			return
 		}
 		s.touch()
-		s.dr.noteRead() // atomic: no lock per frame
+		s.dr.noteRead()    // atomic: no lock per frame
 		if !s.fr.Owned() { // a pooled buffer, reused by the next frame
 			frame = bytes.Clone(frame)
 		}

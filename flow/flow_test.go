@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -153,7 +153,7 @@ func TestLargeStreamWithPing(t *testing.T) {
 	if err != nil || n != size {
 		t.Fatalf("read %d of %d bytes: %v", n, size, err)
 	}
-	if got, want := hex.EncodeToString(h.Sum(nil)), testtools.GenerateSHA256(size); got != want {
+	if got, want := hex.EncodeToString(h.Sum(nil)), demotools.GenerateSHA256(size); got != want {
 		t.Fatalf("sha256 = %s, want %s", got, want)
 	}
 	if len(pings) == 0 {
@@ -173,7 +173,7 @@ func TestReadFileUnderRoot(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(filepath.Dir(root), "secret.txt"), []byte("no"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	srv := startServerTools(t, testtools.Config{Root: root}, nil)
+	srv := startServerTools(t, demotools.Config{Root: root}, nil)
 	s := dial(t, srv, nil)
 	r := callTool(t, s, "read_file", map[string]string{"path": "a.txt"})
 	sr, err := r.Stream(context.Background(), r.Refs[0].StreamTag)
@@ -207,7 +207,7 @@ func TestFailMidstreamIsNeverComplete(t *testing.T) {
 	if !errors.As(err, &se) || se.Code != jsonrpc.CodeInternalError {
 		t.Fatalf("after %d bytes: err = %v, want a *StreamError with -32603", n, err)
 	}
-	if se.Reason != testtools.ErrMidstream.Error() {
+	if se.Reason != demotools.ErrMidstream.Error() {
 		t.Fatalf("reason = %q, want the $/streamError text", se.Reason)
 	}
 	if n > 3<<20 {
@@ -328,7 +328,7 @@ func TestStreamReceiveWindow(t *testing.T) {
 	if got, err := io.Copy(h, sr); err != nil || got != n {
 		t.Fatalf("%d of %d bytes: %v", got, n, err)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(n) {
+	if hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(n) {
 		t.Fatal("sha256 mismatch")
 	}
 	if err := s.Ping(context.Background()); err != nil {

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
@@ -25,10 +25,10 @@ func testLogger(testing.TB) *slog.Logger { return flowtest.Logger() }
 // with the test.
 func startServer(t testing.TB, mod func(*flow.ServerConfig)) *flow.Server {
 	t.Helper()
-	return startServerTools(t, testtools.Config{Root: t.TempDir()}, mod)
+	return startServerTools(t, demotools.Config{Root: t.TempDir()}, mod)
 }
 
-func startServerTools(t testing.TB, tc testtools.Config, mod func(*flow.ServerConfig)) *flow.Server {
+func startServerTools(t testing.TB, tc demotools.Config, mod func(*flow.ServerConfig)) *flow.Server {
 	t.Helper()
 	mux, caps := flowtest.ToolsMux(t, tc)
 	cfg := flow.ServerConfig{Handler: mux, Capabilities: caps, Info: flow.Implementation{Name: "test-server", Version: "1"}}

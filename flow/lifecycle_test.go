@@ -16,9 +16,9 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestShutdownDrainsStreams: the server shuts down while a call is in
@@ -63,7 +63,7 @@ func TestShutdownDrainsStreams(t *testing.T) {
 	close(release)
 	h := sha256.New()
 	n, err := io.Copy(h, sr)
-	if err != nil || n != size || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
+	if err != nil || n != size || hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(size) {
 		t.Fatalf("stream during shutdown: %d of %d bytes, %v", n, size, err)
 	}
 	if err := <-slowDone; err != nil {

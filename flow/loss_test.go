@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // largeLoss runs the larger loss tests (256 MiB at 10 % with delay).
@@ -99,7 +99,7 @@ func TestStreamThroughLoss(t *testing.T) {
 	if err != nil || got != size {
 		t.Fatalf("%d of %d bytes through %v loss: %v", got, size, loss, err)
 	}
-	if hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(size) {
+	if hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(size) {
 		t.Fatal("SHA-256 of the stream differs from the generator's")
 	}
 	if pingErr != nil {

@@ -7,16 +7,16 @@ import (
 	"testing"
 	"testing/synctest"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // memPair is a client and a server session over an in-memory WebTransport
 // session (flowtest.MemPair), for tests run inside synctest.Test.
 func memPair(t *testing.T, srv func(*flow.ServerConfig), cli func(*flow.ClientConfig)) (client *flow.Session, server *flow.Server, serverSession *flow.Session) {
 	t.Helper()
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	sc := flow.ServerConfig{Handler: mux, Capabilities: caps, Info: flow.Implementation{Name: "test-server", Version: "1"}}
 	if srv != nil {
 		srv(&sc)

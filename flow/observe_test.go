@@ -16,11 +16,11 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -113,7 +113,7 @@ func wantCounts(t *testing.T, side, what string, got, want map[string]int) {
 // test/progress reports 1, waits until the client has it (got1), then
 // reports 2 and 3 at once; test/logs sends two log datagrams.
 func workloadHandler(t *testing.T, started chan<- struct{}, got1 <-chan struct{}) flow.Handler {
-	tools, _ := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	tools, _ := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	tools["test/block"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		started <- struct{}{}
 		<-ctx.Done()

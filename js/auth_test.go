@@ -14,11 +14,11 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bearer"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/oidctest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -199,7 +199,7 @@ type sdkAuthCase struct {
 	Placement string
 	Connect   *failure
 	Call      *failure
-	Whoami    *testtools.Whoami
+	Whoami    *demotools.Whoami
 	Ping      string
 }
 

@@ -15,10 +15,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // choice is the transport's choice as the page saw it: its choice property
@@ -273,14 +273,14 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		if a := r.AfterCancel; a == nil || a.Text != "after" {
 			t.Errorf("%s: echo after the cancel: %+v", name, a)
 		}
-		if in := r.Inline; in == nil || in.Bytes != inline || in.SHA256 != testtools.GenerateSHA256(inline) || in.Reported != in.SHA256 || !strings.HasPrefix(in.URI, "mcp-flow://stream/") {
-			t.Errorf("%s: generate of %d bytes: %+v; want a resource blob (mcp-flow://stream/ uri) with SHA-256 %s", name, inline, in, testtools.GenerateSHA256(inline))
+		if in := r.Inline; in == nil || in.Bytes != inline || in.SHA256 != demotools.GenerateSHA256(inline) || in.Reported != in.SHA256 || !strings.HasPrefix(in.URI, "mcp-flow://stream/") {
+			t.Errorf("%s: generate of %d bytes: %+v; want a resource blob (mcp-flow://stream/ uri) with SHA-256 %s", name, inline, in, demotools.GenerateSHA256(inline))
 		} else {
 			t.Logf("%s: %d bytes inlined by the server's HTTP front in %d ms", name, in.Bytes, in.Ms)
 		}
 		if r.Version == "v2" {
-			if d := r.Download; d == nil || d.Bytes != download || d.SHA256 != testtools.GenerateSHA256(download) || d.Reported != d.SHA256 || !strings.HasPrefix(d.URI, "https://") || !strings.Contains(d.URI, "?download=") {
-				t.Errorf("%s: generate of %d bytes through transport.stream(): %+v; want an https download with SHA-256 %s", name, download, d, testtools.GenerateSHA256(download))
+			if d := r.Download; d == nil || d.Bytes != download || d.SHA256 != demotools.GenerateSHA256(download) || d.Reported != d.SHA256 || !strings.HasPrefix(d.URI, "https://") || !strings.Contains(d.URI, "?download=") {
+				t.Errorf("%s: generate of %d bytes through transport.stream(): %+v; want an https download with SHA-256 %s", name, download, d, demotools.GenerateSHA256(download))
 			} else {
 				t.Logf("%s: %d MiB through transport.stream() of the download link in %d ms", name, d.Bytes>>20, d.Ms)
 			}

@@ -23,10 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // callError is how the page reports a call that should fail: the error's
@@ -95,7 +95,7 @@ type sdkRun struct {
 	TooLarge *callError
 	Tone     struct {
 		ID     int
-		Result testtools.ToneInfo
+		Result demotools.ToneInfo
 		Chunks []struct {
 			RequestID int `json:"requestId"`
 			Seq       int
@@ -308,7 +308,7 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 
 	// The test tools, with each tools/call's end recorded: the cancel
 	// step must stop the server's handler ($/cancel), not only the SDK.
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: root})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: root})
 	var mu sync.Mutex
 	var cancelled []string
 	tools := phantomStream(mux["tools/call"])
@@ -378,12 +378,12 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 			v.fail(key+"echo", "%s: echo %q, want %q", name, s.Echo, want)
 		}
 		g := s.Generate
-		if g.Bytes != r.size || g.SHA256 != testtools.GenerateSHA256(r.size) || g.Reported != g.SHA256 || !strings.HasPrefix(g.Link, "mcp-flow://stream/") {
-			v.fail(key+"stream", "%s: generate through transport.stream(): %+v, want %d bytes with SHA-256 %s", name, g, r.size, testtools.GenerateSHA256(r.size))
+		if g.Bytes != r.size || g.SHA256 != demotools.GenerateSHA256(r.size) || g.Reported != g.SHA256 || !strings.HasPrefix(g.Link, "mcp-flow://stream/") {
+			v.fail(key+"stream", "%s: generate through transport.stream(): %+v, want %d bytes with SHA-256 %s", name, g, r.size, demotools.GenerateSHA256(r.size))
 		} else {
 			t.Logf("%s: %d MiB through transport.stream() in %d ms", name, g.Bytes>>20, g.Ms)
 		}
-		if in := s.Inline; in.Bytes != 1000 || in.SHA256 != in.Reported || in.SHA256 != testtools.GenerateSHA256(1000) {
+		if in := s.Inline; in.Bytes != 1000 || in.SHA256 != in.Reported || in.SHA256 != demotools.GenerateSHA256(1000) {
 			v.fail(key+"inline", "%s: inlined blob %+v", name, in)
 		}
 		p := s.Progress
@@ -411,7 +411,7 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 		// once under two suites side by side. How fast is make bench's.
 		failed := func(what string, c callError) {
 			t.Helper()
-			want := fmt.Sprintf("execution stream 1 of request %d failed: %s", c.ID, testtools.ErrMidstream)
+			want := fmt.Sprintf("execution stream 1 of request %d failed: %s", c.ID, demotools.ErrMidstream)
 			if c.Error == nil || !strings.Contains(*c.Error, want) {
 				v.fail(key+"stream-error", "%s: %s: %v; want a rejection saying %q", name, what, c, want)
 			} else {
@@ -425,15 +425,15 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 		}
 
 		// resources/read of a stream's URI.
-		if rr := s.ReadResource; rr.Error != nil || rr.Timeout || rr.Bytes != readSize || rr.SHA256 != testtools.GenerateSHA256(readSize) || rr.Reported != rr.SHA256 || rr.MimeType != "application/octet-stream" {
-			v.fail(key+"resources/read", "%s: readResource: %+v, want %d bytes with SHA-256 %s", name, rr, readSize, testtools.GenerateSHA256(readSize))
+		if rr := s.ReadResource; rr.Error != nil || rr.Timeout || rr.Bytes != readSize || rr.SHA256 != demotools.GenerateSHA256(readSize) || rr.Reported != rr.SHA256 || rr.MimeType != "application/octet-stream" {
+			v.fail(key+"resources/read", "%s: readResource: %+v, want %d bytes with SHA-256 %s", name, rr, readSize, demotools.GenerateSHA256(readSize))
 		}
 
 		// Audio datagrams: byte-exact chunks of the tone, about its request.
 		tone := s.Tone
-		pcm := testtools.TonePCM(tone.Result.Ms, 440, tone.Result.SampleRate)
-		chunk := testtools.ToneChunkBytes(tone.Result.SampleRate)
-		if tone.Result.Format != testtools.ToneFormat || tone.Result.Chunks == 0 || len(tone.Chunks) < tone.Result.Chunks/2 || tone.AudioDatagrams != len(tone.Chunks) {
+		pcm := demotools.TonePCM(tone.Result.Ms, 440, tone.Result.SampleRate)
+		chunk := demotools.ToneChunkBytes(tone.Result.SampleRate)
+		if tone.Result.Format != demotools.ToneFormat || tone.Result.Chunks == 0 || len(tone.Chunks) < tone.Result.Chunks/2 || tone.AudioDatagrams != len(tone.Chunks) {
 			v.fail(key+"audio", "%s: tone %+v: %d audio events, %d datagrams counted; want most of its chunks", name, tone.Result, len(tone.Chunks), tone.AudioDatagrams)
 		}
 		n := 0
@@ -456,8 +456,8 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 			v.fail(key+"log", "%s: log: %d onlog events, %d log datagrams counted, %d notifications/message in the SDK; want them equal and not 0", name, len(lg.Events), lg.LogDatagrams, lg.SDK)
 		}
 		for _, e := range lg.Events {
-			if e.RequestID == nil || *e.RequestID != lg.ID || e.Level != "warning" || e.Logger != testtools.LogLogger || e.Data != "disk 91% full" || !e.Datagram {
-				v.fail(key+"log", "%s: log event %+v; want warning from %s about request %d by datagram", name, e, testtools.LogLogger, lg.ID)
+			if e.RequestID == nil || *e.RequestID != lg.ID || e.Level != "warning" || e.Logger != demotools.LogLogger || e.Data != "disk 91% full" || !e.Datagram {
+				v.fail(key+"log", "%s: log event %+v; want warning from %s about request %d by datagram", name, e, demotools.LogLogger, lg.ID)
 				break
 			}
 		}
@@ -483,7 +483,7 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 		v.fail("transport.read-text", "SDK v2: readResource of a text stream: %+v; want text/plain text with SHA-256 %x", rt, textSum)
 	}
 	if tl := res.V2.TooLarge; tl == nil || tl.Error == nil || !strings.Contains(*tl.Error, "readResourceLimit") || !strings.Contains(*tl.Error, "transport.stream(") ||
-		tl.Streamed == nil || tl.Streamed.Bytes != bigSize || tl.Streamed.SHA256 != testtools.GenerateSHA256(bigSize) || tl.Streamed.Counted != bigSize {
+		tl.Streamed == nil || tl.Streamed.Bytes != bigSize || tl.Streamed.SHA256 != demotools.GenerateSHA256(bigSize) || tl.Streamed.Counted != bigSize {
 		v.fail("transport.read-limit", "SDK v2: readResource past its limit: %v; want an error naming readResourceLimit and transport.stream(), then all %d bytes through stream(), counted once in stats.streamBytes", tl, bigSize)
 	}
 
@@ -495,7 +495,7 @@ func sdkClientsOverMCPFlow(t *testing.T, engine string, run *engineRun, drive fu
 	// transport.stream() of a failed stream errors, naming it, rather than
 	// hanging (the page's 15 s within is the guard, as for the calls above).
 	for _, c := range []callError{res.Raw.Stream, res.Raw.Late} {
-		if c.Error == nil || !strings.Contains(*c.Error, "MCPFlowError") || !strings.Contains(*c.Error, testtools.ErrMidstream.Error()) || c.RequestID == nil || c.StreamTag == nil || *c.StreamTag != 1 {
+		if c.Error == nil || !strings.Contains(*c.Error, "MCPFlowError") || !strings.Contains(*c.Error, demotools.ErrMidstream.Error()) || c.RequestID == nil || c.StreamTag == nil || *c.StreamTag != 1 {
 			v.fail("transport.stream-error", "transport.stream() of a failed stream: %v; want an MCPFlowError with the request id, tag 1 and the server's reason", c)
 		}
 	}

@@ -8,7 +8,7 @@
 // the packages below flow: wire (bytes), codec (encodings), jsonrpc
 // (messages) and wtconn (the WebTransport seam). The judge writes the
 // session and stream rules, the reset codes and the test tools' bytes for
-// itself, and imports nothing of flow, bridge or testtools
+// itself, and imports nothing of flow, bridge or demotools
 // (conformance/TestJudgeImportsNoImplementation).
 package protocol
 

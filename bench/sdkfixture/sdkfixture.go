@@ -8,7 +8,7 @@ import (
 	"context"
 	"io"
 
-	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -23,7 +23,7 @@ type BlobArgs struct {
 }
 
 // NewServer returns the go-sdk server with the tools echo and blob (N bytes
-// of testtools.Generate as image content, inline base64; also as generate).
+// of demotools.Generate as image content, inline base64; also as generate).
 func NewServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-fixture", Version: "1"}, nil)
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},
@@ -32,7 +32,7 @@ func NewServer() *mcp.Server {
 		})
 	blob := func(_ context.Context, _ *mcp.CallToolRequest, a BlobArgs) (*mcp.CallToolResult, any, error) {
 		b := make([]byte, a.Bytes)
-		if _, err := io.ReadFull(testtools.Generate(a.Bytes), b); err != nil {
+		if _, err := io.ReadFull(demotools.Generate(a.Bytes), b); err != nil {
 			return nil, nil, err
 		}
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.ImageContent{Data: b, MIMEType: "application/octet-stream"}}}, nil, nil

@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/oidctest"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/quic-go/http3"
 	"github.com/quic-go/webtransport-go"
@@ -60,7 +60,7 @@ func authServerInProcess(t *testing.T, p *oidctest.Provider, scopes string, ev *
 	if err != nil {
 		t.Fatal(err)
 	}
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
 	return flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps, Auth: sa.Bearer,
 		HTTPHandler: sa.wrap(nil), Hooks: flow.Hooks{Observe: ev.observe}})
 }

@@ -35,10 +35,10 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/qlogdir"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
@@ -60,7 +60,7 @@ func run(args []string) int {
 		noTCP     = fs.Bool("no-tcp", false, "serve MCP-Flow on UDP only: no Streamable HTTP listener on TCP (spec §10.1)")
 		path      = fs.String("path", flow.DefaultPath, "URL path of the WebTransport endpoint")
 		root      = fs.String("root", ".", "directory that the test tool read_file serves (no path may escape it; regular files only)")
-		fileMax   = fs.Int64("read-file-max", testtools.DefaultMaxFileSize, "largest file read_file serves, in bytes")
+		fileMax   = fs.Int64("read-file-max", demotools.DefaultMaxFileSize, "largest file read_file serves, in bytes")
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
@@ -145,7 +145,7 @@ func run(args []string) int {
 			encs = append(encs, codec.Name(e))
 		}
 	}
-	reg, err := tools.New(testtools.New(testtools.Config{Root: *root, MaxFileSize: *fileMax})...)
+	reg, err := tools.New(demotools.New(demotools.Config{Root: *root, MaxFileSize: *fileMax})...)
 	if err != nil {
 		log.Error("tools", "err", err)
 		return 1

@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/oidctest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/quic-go/quic-go/http3"
 )
@@ -285,7 +285,7 @@ func sdkWhoami(t *testing.T, ctx context.Context, cs *mcp.ClientSession) string 
 		t.Fatalf("whoami: %v %+v", err, res)
 	}
 	b, _ := json.Marshal(res.StructuredContent)
-	var w testtools.Whoami
+	var w demotools.Whoami
 	if json.Unmarshal(b, &w) != nil || !w.Authenticated {
 		t.Fatalf("whoami answered %s", b)
 	}

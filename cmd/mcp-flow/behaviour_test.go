@@ -21,9 +21,9 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // The CLI as a user meets it (issue 14): each test runs the built mcp-flow
@@ -103,7 +103,7 @@ func TestMain(m *testing.M) {
 // cause, once the handler returns, goes to ended.
 func toolsServer(t *testing.T, extra flow.Mux) (base []string, ended <-chan error) {
 	t.Helper()
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	endc := make(chan error, 16)
 	tools := mux["tools/call"]
 	mux["tools/call"] = flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
@@ -218,7 +218,7 @@ func TestStdoutCarriesStreamBytesAlone(t *testing.T) {
 	const n = 1 << 20
 	out, errOut, code := runCLI(t, cli(t), append(base, "call", "generate", fmt.Sprintf("bytes=%d", n))...)
 	sum := sha256.Sum256([]byte(out))
-	if code != exitOK || len(out) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if code != exitOK || len(out) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("exit %d, %d bytes on stdout (want exactly the %d stream bytes); stderr:\n%s", code, len(out), n, errOut)
 	}
 	if !strings.Contains(errOut, fmt.Sprintf(`{"bytes":%d,"streams":1}`, n)) {
@@ -241,7 +241,7 @@ func TestJSONAlone(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(out), &v) != nil || v["content"] == nil {
 		t.Fatalf("exit %d, stdout is not one JSON result: %q; stderr:\n%s", code, out, errOut)
 	}
-	if !strings.Contains(errOut, "5000 bytes") || !strings.Contains(errOut, testtools.GenerateSHA256(5000)) {
+	if !strings.Contains(errOut, "5000 bytes") || !strings.Contains(errOut, demotools.GenerateSHA256(5000)) {
 		t.Fatalf("stderr does not give the stream's size and SHA-256:\n%s", errOut)
 	}
 	out, errOut, code = runCLI(t, cli(t), append(base, "-json", "tools")...)
@@ -415,7 +415,7 @@ func TestSecondInterruptQuits(t *testing.T) {
 func TestTransferMeter(t *testing.T) {
 	const n = 8 << 20
 	blob := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
-		ref, err := req.StreamFrom(testtools.Generate(n), "application/octet-stream")
+		ref, err := req.StreamFrom(demotools.Generate(n), "application/octet-stream")
 		if err != nil {
 			return nil, err
 		}
@@ -448,7 +448,7 @@ func TestTransferMeter(t *testing.T) {
 			}
 			h := sha256.New()
 			got, err := io.Copy(h, stdout)
-			if code := exitCode(t, cmd, scr); code != exitOK || err != nil || got != n || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(n) {
+			if code := exitCode(t, cmd, scr); code != exitOK || err != nil || got != n || hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(n) {
 				t.Fatalf("exit %d, %d bytes on stdout (%v), want exactly the %d stream bytes; terminal:\n%q", code, got, err, n, scr)
 			}
 			<-scr.done

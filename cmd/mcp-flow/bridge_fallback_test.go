@@ -16,9 +16,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // The stdio front's fallback (issue 26): an MCP host (the go-sdk's client)
@@ -210,8 +210,8 @@ func exerciseHost(t *testing.T, cs *mcp.ClientSession, progress *atomic.Int32, h
 	if err != nil || got != n {
 		t.Fatalf("GET %s: %d bytes, %v", link.URI, got, err)
 	}
-	if sum := hex.EncodeToString(h.Sum(nil)); sum != testtools.GenerateSHA256(n) {
-		t.Fatalf("generate %d: sha256 %s, want %s", n, sum, testtools.GenerateSHA256(n))
+	if sum := hex.EncodeToString(h.Sum(nil)); sum != demotools.GenerateSHA256(n) {
+		t.Fatalf("generate %d: sha256 %s, want %s", n, sum, demotools.GenerateSHA256(n))
 	}
 }
 

@@ -16,10 +16,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // build compiles a command of this module into dir.
@@ -103,7 +103,7 @@ func TestCLIAgainstServer(t *testing.T) {
 			const n = 5 << 20
 			out, errOut, code = runCLI(t, cli, append(base, "call", "generate", `{"bytes":5242880}`)...)
 			sum := sha256.Sum256([]byte(out[:min(len(out), n)]))
-			if code != exitOK || len(out) < n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+			if code != exitOK || len(out) < n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 				t.Fatalf("call generate: exit %d, %d bytes, %q", code, len(out), errOut)
 			}
 			out, _, code = runCLI(t, cli, append(base, "call", "read_file", "path=hello.txt")...)
@@ -209,7 +209,7 @@ func TestCLIMCPVersion(t *testing.T) {
 	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	type seen struct{ method, version string }
 	got := make(chan seen, 16)
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	srv := flowtest.Serve(t, flow.ServerConfig{Capabilities: caps, Handler: flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		var p struct {
 			Meta map[string]string `json:"_meta"`

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestCLIFallsBack (issue 26): with UDP blocked between the CLI and the
@@ -43,7 +43,7 @@ func TestCLIFallsBack(t *testing.T) {
 	const n = 64 << 20
 	out, errs, code = runCLI(t, cli, "-cert-hash", hash, "-url", blocked, "call", "generate", "bytes=67108864")
 	sum := sha256.Sum256([]byte(out))
-	if code != 0 || len(out) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if code != 0 || len(out) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("generate 64 MiB through a blocked network: exit %d, %d bytes, stderr:\n%s", code, len(out), errs)
 	}
 	// A cancelled call (-timeout) ends at once, as over MCP-Flow.

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/demotools"
 )
 
 // TestAudioOut: `call -audio-out FILE tone …` against the real server writes
@@ -25,9 +25,9 @@ func TestAudioOut(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d; stderr:\n%s\nserver:\n%s", code, errOut, serverErr())
 	}
-	want := testtools.TonePCM(300, 440, 16000)
-	var info testtools.ToneInfo
-	if err := json.Unmarshal([]byte(out), &info); err != nil || info != (testtools.ToneInfo{Format: "pcm_s16le", Channels: 1, SampleRate: 16000, Chunks: 15, Bytes: len(want), Ms: 300}) {
+	want := demotools.TonePCM(300, 440, 16000)
+	var info demotools.ToneInfo
+	if err := json.Unmarshal([]byte(out), &info); err != nil || info != (demotools.ToneInfo{Format: "pcm_s16le", Channels: 1, SampleRate: 16000, Chunks: 15, Bytes: len(want), Ms: 300}) {
 		t.Fatalf("stdout %q (%v), want the format of 15 chunks of 16 kHz PCM", out, err)
 	}
 	got, err := os.ReadFile(file)

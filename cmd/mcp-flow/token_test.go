@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/oidctest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestCLITokenFile: against mcp-flow-server with -auth-*, `mcp-flow
@@ -33,7 +33,7 @@ func TestCLITokenFile(t *testing.T) {
 	for _, transport := range []string{"mcp-flow", "streamable-http"} {
 		out, errOut, code := runCLI(t, bin, append(base, "-transport", transport, "-token-file", good, "-json", "call", "whoami")...)
 		var res struct {
-			StructuredContent testtools.Whoami `json:"structuredContent"`
+			StructuredContent demotools.Whoami `json:"structuredContent"`
 		}
 		if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.StructuredContent.Subject != "erin" {
 			t.Errorf("%s: whoami with -token-file: exit %d, stdout %q, stderr %q; want subject erin", transport, code, out, errOut)

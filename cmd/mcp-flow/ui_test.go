@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestInspector: `mcp-flow ui` serves the inspector; headless Chromium,
@@ -81,8 +81,8 @@ func TestInspector(t *testing.T) {
 		t.Errorf("generate's argument form: %q, want bytes (required), sha256, streams", res.Args)
 	}
 	// The size comes from generate's progress in bytes (spec §6.3).
-	if res.Stream.Bytes != n || res.Stream.SHA256 != testtools.GenerateSHA256(n) || !strings.Contains(res.Stream.Text, "3.0 MiB at ") || !strings.Contains(res.Stream.Text, "3.0 MiB of 3.0 MiB (100%)") {
-		t.Errorf("stream shown: %+v, want %d bytes, SHA-256 %s, a rate and the share of the size generate told", res.Stream, n, testtools.GenerateSHA256(n))
+	if res.Stream.Bytes != n || res.Stream.SHA256 != demotools.GenerateSHA256(n) || !strings.Contains(res.Stream.Text, "3.0 MiB at ") || !strings.Contains(res.Stream.Text, "3.0 MiB of 3.0 MiB (100%)") {
+		t.Errorf("stream shown: %+v, want %d bytes, SHA-256 %s, a rate and the share of the size generate told", res.Stream, n, demotools.GenerateSHA256(n))
 	}
 	// The calls, newest first: tone, log, the cancelled slow, echo, slow, generate.
 	call := func(prefix string) (c struct{ Title, State, Done, Bar, Result string }) {
@@ -94,13 +94,13 @@ func TestInspector(t *testing.T) {
 		return c
 	}
 	if len(res.Calls) != 6 || call(`slow {"steps":8`).Bar != "100%" || !strings.Contains(call("echo ").Result, "hello from the inspector") ||
-		call("log ").Done != "ok" || !strings.Contains(call("tone ").Result, testtools.ToneFormat) {
+		call("log ").Done != "ok" || !strings.Contains(call("tone ").Result, demotools.ToneFormat) {
 		t.Errorf("calls shown: %+v", res.Calls)
 	}
 	if c := call(`slow {"steps":2000`); c.Done != "cancelled" || !strings.HasPrefix(c.State, "cancelled: ") || res.CancelledMs == nil || *res.CancelledMs > 2000 {
 		t.Errorf("the cancelled call: %+v, %v ms after Cancel; want it shown as cancelled within 2 s", c, res.CancelledMs)
 	}
-	if len(res.Logs) == 0 || !strings.Contains(res.Logs[0], "warning "+testtools.LogLogger) || !strings.Contains(res.Logs[0], "disk 91% full") {
+	if len(res.Logs) == 0 || !strings.Contains(res.Logs[0], "warning "+demotools.LogLogger) || !strings.Contains(res.Logs[0], "disk 91% full") {
 		t.Errorf("log list: %q; want log's warnings", res.Logs)
 	}
 	if res.Counters["encoding"] != "cbor" || res.Counters["datagrams received"] == "0" || res.Counters["execution streams"] != "1" ||

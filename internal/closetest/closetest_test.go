@@ -19,10 +19,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // result is what peer.js reports.
@@ -81,7 +81,7 @@ func (e end) String() string {
 // Server.Shutdown (as SIGTERM does in mcp-flow-server), and checks that the
 // shutdown drained cleanly.
 func server(t *testing.T) *flow.Server {
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: t.TempDir()})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
 	var srv *flow.Server
 	var once sync.Once
 	shut := make(chan error, 1)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
@@ -61,9 +61,9 @@ func SettledGoroutines(want int) int {
 	return runtime.NumGoroutine()
 }
 
-// Whoami calls the test tool whoami on s (testtools) and returns what it
+// Whoami calls the test tool whoami on s (demotools) and returns what it
 // says of the session's token.
-func Whoami(t testing.TB, s *flow.Session) testtools.Whoami {
+func Whoami(t testing.TB, s *flow.Session) demotools.Whoami {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -72,7 +72,7 @@ func Whoami(t testing.TB, s *flow.Session) testtools.Whoami {
 		t.Fatalf("whoami: %v", err)
 	}
 	var res struct {
-		StructuredContent testtools.Whoami `json:"structuredContent"`
+		StructuredContent demotools.Whoami `json:"structuredContent"`
 	}
 	if err := json.Unmarshal(r.Result, &res); err != nil {
 		t.Fatal(err)

@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/certs"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
@@ -43,9 +43,9 @@ var Quiet = slog.New(slog.NewTextHandler(io.Discard, nil))
 
 // ToolsMux returns a mux with mcp-flow-server's test tools, and their
 // capabilities for the initialize result.
-func ToolsMux(t testing.TB, cfg testtools.Config) (flow.Mux, []byte) {
+func ToolsMux(t testing.TB, cfg demotools.Config) (flow.Mux, []byte) {
 	t.Helper()
-	reg, err := tools.New(testtools.New(cfg)...)
+	reg, err := tools.New(demotools.New(cfg)...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func serverDefaults(t testing.TB, cfg flow.ServerConfig) flow.ServerConfig {
 		cfg.TLSConfig = certs.ServerTLSConfig(Cert)
 	}
 	if cfg.Handler == nil {
-		mux, caps := ToolsMux(t, testtools.Config{Root: t.TempDir()})
+		mux, caps := ToolsMux(t, demotools.Config{Root: t.TempDir()})
 		cfg.Handler, cfg.Capabilities = mux, caps
 	}
 	if cfg.Logger == nil {

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/testtools"
+	"github.com/mcp-flow/mcp-flow/demotools"
 )
 
 // client2026 is a 2026-07-28 client of an HTTP front that dials from its
@@ -135,7 +135,7 @@ func (c *client2026) download(ctx context.Context, id, n int, front string) {
 	defer resp.Body.Close()
 	h := sha256.New()
 	got, err := io.Copy(h, resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK || got != int64(n) || hex.EncodeToString(h.Sum(nil)) != testtools.GenerateSHA256(int64(n)) {
+	if err != nil || resp.StatusCode != http.StatusOK || got != int64(n) || hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(int64(n)) {
 		c.t.Errorf("%s: download: %d, %d bytes %v (want %d, the generated ones)", c.from, resp.StatusCode, got, err, n)
 	}
 }

@@ -3,7 +3,7 @@
 // the mcp-flow CLI (client mode), the browser peer and the npm transport
 // with the official TypeScript SDK in each WebTransport engine (Chromium,
 // Firefox, Deno).
-// It drives the implementation (flow, testtools) and so stands outside
+// It drives the implementation (flow, demotools) and so stands outside
 // conformance/, which imports none of it.
 //
 //	go run ./internal/interopmatrix -out docs/INTEROP.md   (make interop)
@@ -27,8 +27,8 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/conformance"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
@@ -154,7 +154,7 @@ func cells(rs []conformance.Result) map[string]string {
 }
 
 func serverColumn(cert *certs.Cert, encs []codec.Name) column {
-	reg, err := tools.New(testtools.New(testtools.Config{})...)
+	reg, err := tools.New(demotools.New(demotools.Config{})...)
 	if err != nil {
 		fatal(err)
 	}

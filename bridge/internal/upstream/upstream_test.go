@@ -18,9 +18,9 @@ import (
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -102,7 +102,7 @@ func fetchBlob(t *testing.T, ctx context.Context, s *flow.Session, n int64) *flo
 	}
 	b, err := io.ReadAll(sr)
 	sum := sha256.Sum256(b)
-	if err != nil || int64(len(b)) != n || hex.EncodeToString(sum[:]) != testtools.GenerateSHA256(n) {
+	if err != nil || int64(len(b)) != n || hex.EncodeToString(sum[:]) != demotools.GenerateSHA256(n) {
 		t.Fatalf("stream: %d of %d bytes, %v", len(b), n, err)
 	}
 	return r

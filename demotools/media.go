@@ -1,4 +1,4 @@
-package testtools
+package demotools
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package testtools_test
+package demotools_test
 
 import (
 	"context"
@@ -12,28 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // TestTally: tally exists only with a tally file; each call appends its key
 // as one whole line, concurrent calls included, and returns the key; a key
 // that is not one line is refused.
 func TestTally(t *testing.T) {
-	names := func(cfg testtools.Config) []string {
+	names := func(cfg demotools.Config) []string {
 		var n []string
-		for _, tool := range testtools.New(cfg) {
+		for _, tool := range demotools.New(cfg) {
 			n = append(n, tool.Name)
 		}
 		return n
 	}
-	t.Setenv(testtools.TallyEnv, "")
-	if slices.Contains(names(testtools.Config{}), "tally") {
+	t.Setenv(demotools.TallyEnv, "")
+	if slices.Contains(names(demotools.Config{}), "tally") {
 		t.Fatal("tally is there without a tally file")
 	}
 	path := filepath.Join(t.TempDir(), "tally")
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{TallyFile: path})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{TallyFile: path})
 	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps})
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

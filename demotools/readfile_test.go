@@ -1,4 +1,4 @@
-package testtools_test
+package demotools_test
 
 import (
 	"bufio"
@@ -16,16 +16,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
-	"github.com/mcp-flow/mcp-flow/testtools"
 )
 
 // fileServer serves read_file for root, with a file size limit, over a real
 // session on 127.0.0.1.
 func fileServer(t *testing.T, root string, limit int64) *flow.Session {
 	t.Helper()
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{Root: root, MaxFileSize: limit})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: root, MaxFileSize: limit})
 	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps, Info: flow.Implementation{Name: "files", Version: "1"}})
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()

@@ -1,11 +1,12 @@
-// Package testtools holds the tools of mcp-flow-server, which exercise every
-// feature of MCP-Flow: echo, a file reader that serves files as execution
+// Package demotools holds the tool set of mcp-flow-server, the demo and
+// test server (it was named testtools; it is production code, which the
+// server links), which exercise every feature of MCP-Flow: echo, a file reader that serves files as execution
 // streams, a generator of deterministic bytes, a slow task with progress
 // and cancellation, a stream that fails midway, a tool that asks the
 // client for sampling, audio and log datagrams (tone, log), and who the
 // caller's access token says it is (whoami, docs/spec.md §9.1). Tests, the
 // conformance runner and the benchmarks run the same tools in process.
-package testtools
+package demotools
 
 import (
 	"context"
@@ -53,7 +54,7 @@ func New(cfg Config) []tools.Tool {
 		},
 		{
 			Name:        "generate",
-			Description: "Streams N deterministic bytes (see testtools.Generate) on an execution stream (or several); with sha256 set, also reports their SHA-256. With a progressToken, their size comes first as progress in bytes.",
+			Description: "Streams N deterministic bytes (see demotools.Generate) on an execution stream (or several); with sha256 set, also reports their SHA-256. With a progressToken, their size comes first as progress in bytes.",
 			InputSchema: json.RawMessage(`{"type":"object","properties":{"bytes":{"type":"integer","minimum":0},"sha256":{"type":"boolean"},"streams":{"type":"integer","minimum":1,"maximum":256}},"required":["bytes"]}`),
 			Func:        generate,
 		},

@@ -1,4 +1,4 @@
-package testtools_test
+package demotools_test
 
 import (
 	"bytes"
@@ -11,11 +11,11 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
-	"github.com/mcp-flow/mcp-flow/testtools"
 	"github.com/mcp-flow/mcp-flow/wire"
 )
 
@@ -32,7 +32,7 @@ type heard struct {
 // in encoding enc; everything it hears goes to the returned channel.
 func mediaSession(t *testing.T, datagrams bool, enc codec.Name) (*flow.Session, <-chan heard) {
 	t.Helper()
-	mux, caps := flowtest.ToolsMux(t, testtools.Config{})
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
 	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps})
 	got := make(chan heard, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -104,7 +104,7 @@ func awaitHeard(t *testing.T, got <-chan heard, n int) []heard {
 
 // TestToneSendsAudioDatagrams: tone sends its PCM as audio datagrams
 // {seq, data} about its request, seq 0, 1, 2 …, the chunks together exactly
-// testtools.TonePCM; the result names the format; the pacing is real time;
+// demotools.TonePCM; the result names the format; the pacing is real time;
 // in every encoding (CBOR and protobuf carry data as a byte string).
 func TestToneSendsAudioDatagrams(t *testing.T) {
 	for _, c := range []struct {
@@ -124,22 +124,22 @@ func TestToneSendsAudioDatagrams(t *testing.T) {
 				t.Fatal(err)
 			}
 			took := time.Since(t0)
-			want := testtools.TonePCM(c.ms, c.hz, c.sampleRate)
+			want := demotools.TonePCM(c.ms, c.hz, c.sampleRate)
 			if len(want) != 2*c.sampleRate*c.ms/1000 {
 				t.Fatalf("TonePCM: %d bytes", len(want))
 			}
-			size := testtools.ToneChunkBytes(c.sampleRate)
+			size := demotools.ToneChunkBytes(c.sampleRate)
 			chunks := (len(want) + size - 1) / size
 			res := decodeResult(t, r)
-			var info testtools.ToneInfo
+			var info demotools.ToneInfo
 			if err := json.Unmarshal(res.StructuredContent, &info); err != nil || res.IsError {
 				t.Fatalf("result %s: %v", r.Result, err)
 			}
-			wantInfo := testtools.ToneInfo{Format: "pcm_s16le", Channels: 1, SampleRate: c.sampleRate, Chunks: chunks, Bytes: len(want), Ms: c.ms}
+			wantInfo := demotools.ToneInfo{Format: "pcm_s16le", Channels: 1, SampleRate: c.sampleRate, Chunks: chunks, Bytes: len(want), Ms: c.ms}
 			if info != wantInfo {
 				t.Fatalf("structuredContent %+v, want %+v", info, wantInfo)
 			}
-			var text testtools.ToneInfo
+			var text demotools.ToneInfo
 			if len(res.Content) != 1 || json.Unmarshal([]byte(res.Content[0].Text), &text) != nil || text != wantInfo {
 				t.Fatalf("text %q does not name the format %+v", res.Content, wantInfo)
 			}
@@ -155,7 +155,7 @@ func TestToneSendsAudioDatagrams(t *testing.T) {
 				if h.channel != wire.ChannelAudio || h.id != id {
 					t.Fatalf("datagram %d on channel %v about request %d, want audio about %d", i, h.channel, h.id, id)
 				}
-				var chunk testtools.AudioChunk
+				var chunk demotools.AudioChunk
 				if err := json.Unmarshal(h.payload, &chunk); err != nil {
 					t.Fatalf("datagram %d: %s: %v", i, h.payload, err)
 				}
@@ -177,7 +177,7 @@ func TestToneSendsAudioDatagrams(t *testing.T) {
 // TestTonePCM: the samples are the sine wave at half scale, little-endian.
 func TestTonePCM(t *testing.T) {
 	// 4000 Hz at 16 kHz: a quarter period per sample, 0, +peak, 0, -peak.
-	pcm := testtools.TonePCM(1, 4000, 16000)
+	pcm := demotools.TonePCM(1, 4000, 16000)
 	const peak = 16384 // round(0.5 × 32767)
 	want := []int16{0, peak, 0, -peak}
 	if len(pcm) != 32 {
@@ -189,10 +189,10 @@ func TestTonePCM(t *testing.T) {
 			t.Fatalf("sample %d is %d, want %d", i, got, want[i%4])
 		}
 	}
-	if n := testtools.ToneChunkBytes(16000); n != 640 {
+	if n := demotools.ToneChunkBytes(16000); n != 640 {
 		t.Fatalf("16 kHz chunk: %d bytes, want 640 (20 ms)", n)
 	}
-	if n := testtools.ToneChunkBytes(8000); n != 320 {
+	if n := demotools.ToneChunkBytes(8000); n != 320 {
 		t.Fatalf("8 kHz chunk: %d bytes, want 320 (20 ms)", n)
 	}
 }
@@ -201,8 +201,8 @@ func TestTonePCM(t *testing.T) {
 // (tag 22 around it: spec §4.4), not base64 text, and comes back as the
 // same base64 in JSON.
 func TestAudioChunkIsBinaryInCBOR(t *testing.T) {
-	pcm := testtools.TonePCM(20, 440, 16000)
-	v, err := json.Marshal(testtools.AudioChunk{Seq: 7, Data: pcm})
+	pcm := demotools.TonePCM(20, 440, 16000)
+	v, err := json.Marshal(demotools.AudioChunk{Seq: 7, Data: pcm})
 	if err != nil {
 		t.Fatal(err)
 	}
