@@ -1,6 +1,5 @@
 // Package demotools holds the tool set of mcp-flow-server, the demo and
-// test server (it was named testtools; it is production code, which the
-// server links), which exercise every feature of MCP-Flow: echo, a file reader that serves files as execution
+// test server; they exercise every feature of MCP-Flow: echo, a file reader that serves files as execution
 // streams, a generator of deterministic bytes, a slow task with progress
 // and cancellation, a stream that fails midway, a tool that asks the
 // client for sampling, audio and log datagrams (tone, log), and who the
