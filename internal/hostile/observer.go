@@ -102,7 +102,7 @@ func Quantile(d []time.Duration, q float64) time.Duration {
 // own attacker on the same cores), so the bound is the larger of 10× the
 // idle median and this floor. With two suites side by side (2026-12-06)
 // the median during an attack measured 0.28-1.72 ms, and the server's CPU
-// per attack 0.01-1.42 s (the CPU bounds of frames_test.go: 1-2 s).
+// 0.01-0.27 s in the attacks frames_test.go bounds at 1-2 CPU-seconds.
 const LatencyFloor = 50 * time.Millisecond
 
 // LatencyBound is the latency an observer's median ping must stay within
