@@ -1,6 +1,6 @@
 // Over 400 lines: TestParseCost's rig (one host, server and upstream per
 // path, a writer that records without allocating) and its table of bounds,
-// one per path and direction, each with what it measured.
+// one per path and direction.
 
 package bridge_test
 
