@@ -40,11 +40,6 @@ race:
 # the race build, "alloc" the allocation run), so that the next slow test
 # shows.
 TESTOUT  ?= .test-results
-# TESTP: how many packages the run without the race detector tests at once.
-# Its four longest packages (conformance, js, cmd/mcp-flow, interop: 150-210
-# s each) mostly wait on subprocesses, browsers and timers, so 4 at once on
-# 2 cores shortens the run; go test's default is GOMAXPROCS.
-TESTP    ?= 4
 SLOWEST  ?= 15
 GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
 ALLOCTESTS := ^TestParseCost$$
@@ -55,7 +50,7 @@ test:
 	$(MAKE) --no-print-directory vet || status=1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -timeout=25m $(CORE) || status=1; \
 	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
-	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -p $(TESTP) -timeout=25m \
+	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -timeout=25m \
 	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE))") || status=1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/alloc.json -- -count=1 -timeout=10m -run '$(ALLOCTESTS)' $(ALLOCPKGS) || status=1; \
 	echo "== the $(SLOWEST) slowest tests"; \
