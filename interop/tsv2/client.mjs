@@ -56,6 +56,13 @@ async function check(name, fn) {
     results.push({ name, ok: false, detail: e?.stack ?? String(e) });
   }
 }
+// increasing says whether progress values seen are at least one, each newer
+// than the last, none past total: what a client may see of progress that a
+// server or a front coalesces (spec §6.2, §11.6).
+function increasing(seen, total) {
+  return seen.length >= 1 && seen.every((p, i) => p >= 1 && p <= total && (i === 0 || p > seen[i - 1]));
+}
+
 function assert(cond, msg) {
   if (!cond) throw new Error(msg);
 }
@@ -113,7 +120,7 @@ if (connected) {
     // newer one (spec §11.6): so the server spaces them 50 ms apart, and
     // the check asks for at least one, each newer than the last, none past
     // the total.
-    assert(seen.length >= 1 && seen.every((p, i) => p >= 1 && p <= 4 && (i === 0 || p > seen[i - 1])), `progress ${JSON.stringify(seen)}`);
+    assert(increasing(seen, 4), `progress ${JSON.stringify(seen)}`);
     return `${seen.length} of 4 updates, increasing`;
   });
   await check('cancel (AbortSignal) reaches the server', async () => {
@@ -167,11 +174,13 @@ if (connected) {
     // settles a response read in the same chunk, so the updates read with
     // the result are overtaken inside the client and dropped (seen over
     // stdio, where they arrive in one read: once 4, once 3 and 4, when a
-    // loaded machine let the server's writes of 40 ms pile up). What the
-    // client got must be the updates from the first, in order, none
-    // skipped or repeated: only a tail may be missing.
-    assert(seen.length >= 2 && seen.every((p, i) => p === i + 1), `progress ${JSON.stringify(seen)}`);
-    return `${seen.length} of 4 updates, in order`;
+    // loaded machine let the server's writes of 40 ms pile up); and over
+    // MCP-Flow an update not yet sent is replaced by a newer one (progress
+    // datagrams are coalesced, spec §6.2: [1,4] seen through the HTTP
+    // front under load). What the client got must be increasing, none
+    // repeated or past the total, as in the check above.
+    assert(increasing(seen, 4), `progress ${JSON.stringify(seen)}`);
+    return `${seen.length} of 4 updates, increasing`;
   });
   await check('cancel (AbortSignal)', async () => {
     const ac = new AbortController();
