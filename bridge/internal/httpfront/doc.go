@@ -15,7 +15,7 @@
 //     and the core's to the right SSE stream.
 //   - body.go: POST bodies within their budgets; JSON answers.
 //   - session.go: httpSession, one client in any era: its life, and the
-//     front's table of sessions; running.go: the count of sessions ending.
+//     front's table of sessions.
 //   - files.go: a session's offloaded files and their removal.
 //   - hosts.go: the front's names (Host checks, endpoint URL) and who a
 //     client is.

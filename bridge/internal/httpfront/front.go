@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bearer"
 	"github.com/mcp-flow/mcp-flow/bridge/internal/core"
+	"github.com/mcp-flow/mcp-flow/bridge/internal/running"
 	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -45,7 +46,7 @@ type HTTPFront struct {
 	calls         atomic.Int64 // the clients' requests in flight, over all sessions
 	wakeMu        sync.Mutex
 	wake          chan struct{} // closed (and replaced) when calls drops to 0
-	cores         running       // the cores of ended sessions, finishing
+	cores         running.Count // the cores of ended sessions, finishing
 	mu            sync.Mutex
 	sessions      map[string]*httpSession
 	downloads     map[string]*download    // offloaded streams by token
@@ -306,18 +307,11 @@ func (h *HTTPFront) Shutdown(ctx context.Context) error {
 	for _, s := range h.all() {
 		h.end(s, "the bridge is shutting down")
 	}
-	done := make(chan struct{})
-	go func() {
-		h.cores.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
+	if h.cores.Wait(ctx) != nil {
 		h.Close()
 		return ctx.Err()
 	}
+	return nil
 }
 
 // Close ends every session at once: their MCP-Flow sessions are closed,
@@ -339,8 +333,7 @@ func (h *HTTPFront) Close() error {
 			fs.Close()
 		}
 	}
-	h.cores.Wait()
-	return nil
+	return h.cores.Wait(context.Background())
 }
 
 // originAllowed applies the one origin policy of spec §9, the same as the

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcp-flow/mcp-flow/bridge/internal/running"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -40,7 +41,7 @@ type Upstream struct {
 
 	mu    sync.Mutex
 	conns map[*flow.Session]*upConn
-	links sync.WaitGroup // one per upstream connection until it is closed
+	links running.Count // one per upstream connection until it is closed
 }
 
 // Upstream defaults (spec §8).
@@ -100,14 +101,7 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 // closed (its process reaped), or when ctx ends. A server calls it after
 // its sessions have ended, so that no upstream process outlives it.
 func (u *Upstream) Wait(ctx context.Context) error {
-	done := make(chan struct{})
-	go func() { u.links.Wait(); close(done) }()
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return u.links.Wait(ctx)
 }
 
 // handle forwards one request of the MCP-Flow client upstream.
