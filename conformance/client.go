@@ -256,7 +256,7 @@ func clientScenarios() []scenario {
 			encodings: json1, tool: shutdownTool, drain: true,
 			judge: func(exit int, ev *evidence) outcome {
 				if !ev.flags["fin after shutdown"] {
-					return fail("no FIN on the control stream within %v of $/shutdown (exit %d)", judgeFINWait, exit)
+					return fail("no FIN on the control stream within %v of $/shutdown (exit %d)", ev.finWait, exit)
 				}
 				return pass("FIN after $/shutdown")
 			}},
@@ -284,24 +284,22 @@ func ClientChecks() []Check {
 
 // RunClient runs every client scenario against the client command.
 func RunClient(ctx context.Context, ct ClientTarget, o Options) []Result {
-	if o.CheckTimeout <= 0 {
-		o.CheckTimeout = 20 * time.Second
-	}
+	o = o.withDefaults(20 * time.Second)
 	var out []Result
 	for _, sc := range clientScenarios() {
 		if o.Only != nil && !o.Only[sc.ID] {
 			continue
 		}
 		start := time.Now()
-		oc := runScenario(ctx, ct, sc, o.CheckTimeout)
+		oc := runScenario(ctx, ct, sc, o.CheckTimeout, o.FINWait)
 		out = o.report(out, Result{ID: sc.ID, Level: sc.Level, Source: sc.Source, Section: sc.Section, Title: sc.Title, Status: oc.status, Seen: oc.seen, Duration: time.Since(start)})
 	}
 	return out
 }
 
-func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time.Duration) outcome {
-	ev := &evidence{}
-	j, err := newJudge(ct.TLS, sc, ev)
+func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout, finWait time.Duration) outcome {
+	ev := &evidence{finWait: finWait}
+	j, err := newJudge(ct.TLS, sc, ev, finWait)
 	if err != nil {
 		return fail("runner: %v", err)
 	}
@@ -317,8 +315,12 @@ func runScenario(ctx context.Context, ct ClientTarget, sc scenario, timeout time
 	exit := cmd.ProcessState.ExitCode()
 	ev.output = stdout.String() + "\n" + stderr.String()
 	timedOut := cctx.Err() != nil
-	if sc.drain && !timedOut {
-		j.awaitEnd(judgeFINWait + 5*time.Second) // the drain ends it within judgeFINWait; the rest is slack for a loaded machine
+	if sc.drain && !timedOut && ev.wasCalled() {
+		// The drain ends the session within finWait; the rest is slack
+		// for a loaded machine. A client that never called the tool started
+		// no drain, and its session (if any) ends with its process: the
+		// judge does not wait on it.
+		j.awaitEnd(finWait + 5*time.Second)
 	}
 	j.close()
 	var o outcome

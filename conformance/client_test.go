@@ -26,6 +26,13 @@ func clientTarget(bin string, env ...string) ClientTarget {
 	return ClientTarget{Command: []string{bin}, TLS: certs.ServerTLSConfig(flowtest.Cert), CertHash: flowtest.Cert.HashHex(), Env: env}
 }
 
+// noFINWait is Options.FINWait for a client that never sends a FIN after
+// $/shutdown (the guide-only and draft-02 clients, the no-fin fault): the
+// judge waits it out in every check and the verdict is the same however
+// long it waits, so a test gives it one second instead of the default 3 s.
+// Clients that do send the FIN keep the default.
+const noFINWait = time.Second
+
 func failedIDs(rs []Result) []string {
 	var out []string
 	for _, r := range rs {
@@ -39,6 +46,7 @@ func failedIDs(rs []Result) []string {
 
 // TestOurClientPassesEveryCheck runs the mcp-flow CLI in client mode.
 func TestOurClientPassesEveryCheck(t *testing.T) {
+	t.Parallel()
 	cli := buildCmd(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	rs := RunClient(context.Background(), clientTarget(cli), Options{CheckTimeout: 20 * time.Second})
 	if len(rs) != len(ClientChecks()) {
@@ -54,6 +62,7 @@ func TestOurClientPassesEveryCheck(t *testing.T) {
 // TestEachClientFaultIsCaught: a hand-written client passes every check as
 // it is, and with each fault exactly the checks meant for it fail.
 func TestEachClientFaultIsCaught(t *testing.T) {
+	t.Parallel()
 	bin := buildCmd(t, "github.com/mcp-flow/mcp-flow/conformance/internal/faultyclient")
 	for _, tc := range []struct {
 		fault string
@@ -69,7 +78,12 @@ func TestEachClientFaultIsCaught(t *testing.T) {
 		{"close-on-audio", []string{"client.audio-log"}},
 	} {
 		t.Run("fault="+tc.fault, func(t *testing.T) {
-			rs := RunClient(context.Background(), clientTarget(bin, "MCP_FLOW_FAULT="+tc.fault), Options{CheckTimeout: 20 * time.Second})
+			t.Parallel() // each run has its own judge and client process
+			o := Options{CheckTimeout: 20 * time.Second}
+			if tc.fault == "no-fin" {
+				o.FINWait = noFINWait
+			}
+			rs := RunClient(context.Background(), clientTarget(bin, "MCP_FLOW_FAULT="+tc.fault), o)
 			if got := failedIDs(rs); !slices.Equal(got, tc.want) {
 				for _, r := range rs {
 					t.Logf("%s: %s: %s", r.ID, r.Status, r.Seen)

@@ -143,6 +143,7 @@ func controlOnlyServer(t *testing.T) string {
 // control stream in JSON, the runner finishes in bounded time, does not
 // crash, and says precisely what is missing.
 func TestControlStreamOnlyServer(t *testing.T) {
+	t.Parallel()
 	url := controlOnlyServer(t)
 	start := time.Now()
 	rs := RunServer(context.Background(), Target{URL: url, TLS: flowtest.ClientTLS(t)}, ServerChecks(), Options{CheckTimeout: 2 * time.Second})

@@ -12,6 +12,7 @@ import (
 // TestDraft02Server: the runner reaches a WebTransport draft-02 server (as
 // the published v0.1 examples are) by itself, and judges it on what it does.
 func TestDraft02Server(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	rs := RunServer(context.Background(), Target{URL: p.URL, TLS: p.TLS}, ServerChecks(), Options{CheckTimeout: 3 * time.Second})
 	byID := map[string]Result{}
@@ -44,6 +45,7 @@ func TestDraft02Server(t *testing.T) {
 // each waited out its 10 s time limit in turn), and the runner says once,
 // not per check, that it fell back to draft-02.
 func TestDraft02RunIsFast(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	var notices []string
 	start := time.Now()
@@ -67,6 +69,7 @@ func TestDraft02RunIsFast(t *testing.T) {
 // TestDraft02Refused: told to speak only the current WebTransport, the
 // runner says at once why it cannot reach a draft-02 server.
 func TestDraft02Refused(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	rs := RunServer(context.Background(), Target{URL: p.URL, TLS: p.TLS, Dialect: DialectCurrent}, ServerChecks(), Options{CheckTimeout: 3 * time.Second})
 	everyCheckFails(t, rs, ServerChecks())

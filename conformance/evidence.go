@@ -3,6 +3,7 @@ package conformance
 import (
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -10,6 +11,8 @@ import (
 
 // evidence is what the judge saw the client do.
 type evidence struct {
+	finWait time.Duration // Options.FINWait, for the verdict's words
+
 	mu        sync.Mutex
 	connected bool
 	initOK    bool            // the first frame was a JSON initialize with an mcp-flow transport
@@ -62,6 +65,13 @@ func (e *evidence) has(flag string) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.flags[flag]
+}
+
+// wasCalled reports whether the client has called the tool "scenario".
+func (e *evidence) wasCalled() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.called
 }
 
 func (e *evidence) setConnected() {

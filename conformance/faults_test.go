@@ -16,6 +16,7 @@ import (
 // that exactly the checks meant for that rule fail: the runner can fail, and
 // it blames the right rule.
 func TestEachFaultIsCaught(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		faults faults.Faults

@@ -30,10 +30,6 @@ import (
 const (
 	judgeVersion              = "0.1"
 	judgeMaxConcurrentStreams = 16
-	// judgeFINWait bounds how long the judge waits, after $/shutdown and its
-	// last answer, for the client to finish the control stream. Only the
-	// project's check looks at that FIN; the guide's never waits on it.
-	judgeFINWait = 3 * time.Second
 )
 
 // The datagram channels, written here from guide §2.3 (channel, flags,
@@ -51,8 +47,9 @@ type judgeSession struct {
 	s       wtconn.Session
 	sc      scenario
 	ev      *evidence
-	enc     codec.Codec  // negotiated; set before any tool runs
-	closing *atomic.Bool // the judgeServer's
+	enc     codec.Codec   // negotiated; set before any tool runs
+	closing *atomic.Bool  // the judgeServer's
+	finWait time.Duration // Options.FINWait
 
 	wmu  sync.Mutex
 	ctrl wtconn.Stream
@@ -364,7 +361,7 @@ func (js *judgeSession) startDrain() {
 	go func() {
 		defer close(js.drainDone)
 		js.inflight.Wait()
-		t := time.NewTimer(judgeFINWait)
+		t := time.NewTimer(js.finWait)
 		select {
 		case <-js.ctrlEOF:
 		case <-t.C:

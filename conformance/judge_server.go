@@ -23,11 +23,12 @@ type judgeServer struct {
 	pc  net.PacketConn
 	url string
 
-	sc   scenario
-	ev   *evidence
-	wg   sync.WaitGroup // sessions being judged
-	one  sync.Once      // the first session is judged; later ones are refused
-	done chan struct{}  // closed when the judged session's control loop ended
+	sc      scenario
+	ev      *evidence
+	finWait time.Duration  // Options.FINWait
+	wg      sync.WaitGroup // sessions being judged
+	one     sync.Once      // the first session is judged; later ones are refused
+	done    chan struct{}  // closed when the judged session's control loop ended
 
 	mu   sync.Mutex
 	sess wtconn.Session // the judged session
@@ -39,12 +40,12 @@ type judgeServer struct {
 }
 
 // newJudge binds 127.0.0.1:0 and serves sc until close.
-func newJudge(tlsConf *tls.Config, sc scenario, ev *evidence) (*judgeServer, error) {
+func newJudge(tlsConf *tls.Config, sc scenario, ev *evidence, finWait time.Duration) (*judgeServer, error) {
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}
-	j := &judgeServer{pc: pc, sc: sc, ev: ev, done: make(chan struct{})}
+	j := &judgeServer{pc: pc, sc: sc, ev: ev, finWait: finWait, done: make(chan struct{})}
 	tc := tlsConf.Clone()
 	tc.MinVersion = tls.VersionTLS13 // guide §9
 	mux := http.NewServeMux()
@@ -108,7 +109,7 @@ func (j *judgeServer) serveHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	j.ev.setConnected()
-	js := &judgeSession{s: wtconn.Wrap(s), sc: j.sc, ev: j.ev, closing: &j.closing, pending: map[string]chan *jsonrpc.Response{}}
+	js := &judgeSession{s: wtconn.Wrap(s), sc: j.sc, ev: j.ev, closing: &j.closing, finWait: j.finWait, pending: map[string]chan *jsonrpc.Response{}}
 	j.mu.Lock()
 	j.sess = js.s
 	j.mu.Unlock()

@@ -19,8 +19,9 @@ import (
 // for them, and the one project check it misses is the FIN, graded as the
 // project's.
 func TestGuideOnlyClientFailsNoGuideCheck(t *testing.T) {
+	t.Parallel()
 	bin := buildCmd(t, "github.com/mcp-flow/mcp-flow/conformance/internal/guideclient")
-	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 30 * time.Second})
+	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 30 * time.Second, FINWait: noFINWait})
 	if len(rs) != len(ClientChecks()) {
 		t.Fatalf("%d results for %d checks", len(rs), len(ClientChecks()))
 	}
@@ -69,8 +70,9 @@ func TestClientThatExitsZeroWithoutConnecting(t *testing.T) {
 // and close: interop/draft02peer in client mode fails no guide check. It
 // names json only, so client.cbor is skipped; it never sends a FIN.
 func TestDraft02ClientIsJudged(t *testing.T) {
+	t.Parallel()
 	bin := draft02test.Build(t)
-	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 30 * time.Second})
+	rs := RunClient(context.Background(), clientTarget(bin), Options{CheckTimeout: 30 * time.Second, FINWait: noFINWait})
 	if len(rs) != len(ClientChecks()) {
 		t.Fatalf("%d results for %d checks", len(rs), len(ClientChecks()))
 	}

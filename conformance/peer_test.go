@@ -173,6 +173,7 @@ func servePeer(s *webtransport.Session, cfg peerConfig) {
 // that keeps the guide's word and breaks only the project's refinement, and
 // fails a peer that breaks the guide's word.
 func TestGradesFollowTheGuide(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cfg  peerConfig
@@ -206,6 +207,7 @@ func TestGradesFollowTheGuide(t *testing.T) {
 			map[string]Status{"datagram.unsupported": Skip, "datagram.opt-out": Fail}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel() // each has its own peer; most wait out an answer wait
 			url := scriptedPeer(t, tc.cfg)
 			only := map[string]bool{}
 			for id := range tc.want {

@@ -49,6 +49,13 @@ type Options struct {
 	// (default 2 s, at most CheckTimeout). These checks run concurrently
 	// with the others, each on its own session.
 	AnswerWait time.Duration
+	// FINWait bounds how long the judge of client mode waits, after
+	// $/shutdown and its last answer, for the client to finish its
+	// direction of the control stream before it closes the session
+	// (default DefaultFINWait). Only the project's check client.shutdown-fin
+	// looks at that FIN; a client that follows the guide alone sends none
+	// and so costs each scenario this long.
+	FINWait time.Duration
 	// OnNotice, if set, receives what the runner says once per run rather
 	// than per check (that it fell back to WebTransport draft-02); nil
 	// writes it to os.Stderr.
@@ -87,6 +94,9 @@ func (o Options) report(rs []Result, r Result) []Result {
 // DefaultAnswerWait is Options.AnswerWait's default.
 const DefaultAnswerWait = 2 * time.Second
 
+// DefaultFINWait is Options.FINWait's default.
+const DefaultFINWait = 3 * time.Second
+
 // withDefaults fills o's zero durations.
 func (o Options) withDefaults(checkTimeout time.Duration) Options {
 	if o.CheckTimeout <= 0 {
@@ -96,6 +106,9 @@ func (o Options) withDefaults(checkTimeout time.Duration) Options {
 		o.AnswerWait = DefaultAnswerWait
 	}
 	o.AnswerWait = min(o.AnswerWait, o.CheckTimeout)
+	if o.FINWait <= 0 {
+		o.FINWait = DefaultFINWait
+	}
 	return o
 }
 

@@ -52,6 +52,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	baseline := fs.String("baseline", "", "file of check ids expected to fail, one a line")
 	only := fs.String("only", "", "comma-separated check ids to run")
 	timeout := fs.Duration("timeout", 10*time.Second, "time limit of each check")
+	finWait := fs.Duration("fin-wait", conformance.DefaultFINWait, "client mode: how long the judge waits after $/shutdown for the client's FIN before it closes the session (a client without one costs each check this long)")
 	list := fs.Bool("list", false, "list the checks and exit")
 	dialect := fs.String("webtransport", "auto", "WebTransport version of the server: current, draft02 (as the v0.1 examples serve), or auto (current, else draft02 when the server needs it)")
 	if err := fs.Parse(args); err != nil {
@@ -98,7 +99,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "mcp-flow-conformance:", err)
 		return 2
 	}
-	o := conformance.Options{CheckTimeout: *timeout, OnResult: func(r conformance.Result) {
+	o := conformance.Options{CheckTimeout: *timeout, FINWait: *finWait, OnResult: func(r conformance.Result) {
 		fmt.Fprintf(stderr, "%-5s %-6s %-7s %-28s %s\n", strings.ToUpper(string(r.Status)), r.Level, r.Source, r.ID, r.Seen)
 	}}
 	if *baseline != "" {
