@@ -94,6 +94,7 @@ func freePort(t *testing.T) string {
 //
 // and requires the chain to score what the server scores.
 func TestOfficialConformanceSuite(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs the official suite twice")
 	}
@@ -251,6 +252,9 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 // totals differ: the suite counts checks per HTTP request, and the go-sdk
 // client, talking to the mock directly, first tries server/discover.
 func TestOfficialConformanceClientSuite(t *testing.T) {
+	// Not in parallel with the other tests here: the go-sdk client's own
+	// sse-retry check keeps to the suite's 500 ms retry timing, which the
+	// extra load of the parallel tests made it miss once.
 	if testing.Short() {
 		t.Skip("runs the official suite twice")
 	}

@@ -35,6 +35,7 @@ func everythingServer(t *testing.T) (cli string, args []string) {
 // TestServerEverythingThroughMCPFlow: the reference MCP server behind the
 // stdio upstream, used through the stdio front by the go-sdk client.
 func TestServerEverythingThroughMCPFlow(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("npm peers")
 	}
@@ -104,6 +105,7 @@ func TestServerEverythingThroughMCPFlow(t *testing.T) {
 // TestInspectorCLIThroughStdioFront: @modelcontextprotocol/inspector-cli
 // uses the stdio front.
 func TestInspectorCLIThroughStdioFront(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("npm peers")
 	}
@@ -136,6 +138,7 @@ func TestInspectorCLIThroughStdioFront(t *testing.T) {
 // TestContentLengthClient: an MCP client written with vscode-jsonrpc, in
 // Content-Length framing, uses the stdio front.
 func TestContentLengthClient(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("npm peers")
 	}

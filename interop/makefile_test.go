@@ -13,6 +13,7 @@ import (
 // conformance test does: the make target must fail too (its output goes
 // through grep, which must not hide go test's status).
 func TestInteropMCPExitStatus(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("make"); err != nil {
 		need(t, "make", err, nil)
 	}

@@ -69,6 +69,7 @@ func runTSv2(t *testing.T, node string, args ...string) (passed, failed int, out
 // and the stdio front spawned by the client) to mcp-flow-server's built-in
 // tools, and requires every check to pass (spec §11.6).
 func TestOfficialConformanceTSv2Front(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("npm peers")
 	}
@@ -109,6 +110,7 @@ func TestOfficialConformanceTSv2Front(t *testing.T) {
 // 2025-11-25 client to it in its 2026-07-28-only mode; every check must
 // pass there too (the upstream translates, spec §10 "Eras").
 func TestOfficialConformanceTSv2Chain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("npm peers")
 	}

@@ -215,6 +215,7 @@ func exercise(t *testing.T, s *flow.Session, version, wantName string) int {
 // differ the upstream translates, and what cannot be translated gets the
 // error spec §10 names.
 func TestOfficialConformanceTSv2Upstream(t *testing.T) {
+	t.Parallel()
 	node, _ := npmPeers(t)
 	script := tsv2Script(t)
 	for _, transport := range []string{"stdio", "http"} {
@@ -308,6 +309,7 @@ func eraErrors(t *testing.T, s *flow.Session, transport, version, era string) in
 // and the go-sdk v1.8 client, which probes server/discover first, through
 // the stdio front and the upstream to the 2026-only TypeScript server.
 func TestOfficialConformanceTSv2UpstreamGoSDK(t *testing.T) {
+	t.Parallel()
 	t.Run("client-2026-07-28/go-sdk-fixture-2025", func(t *testing.T) {
 		fixture := goBuild(t, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture")
 		srv := upstreamFlow(t, bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{fixture},

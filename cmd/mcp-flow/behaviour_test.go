@@ -214,6 +214,7 @@ func exitCode(t *testing.T, cmd *exec.Cmd, errOut fmt.Stringer) int {
 // TestStdoutCarriesStreamBytesAlone: `call generate … | sha256sum` hashes
 // the stream's bytes, nothing else; the text content goes to stderr.
 func TestStdoutCarriesStreamBytesAlone(t *testing.T) {
+	t.Parallel()
 	base, _ := toolsServer(t, nil)
 	const n = 1 << 20
 	out, errOut, code := runCLI(t, cli(t), append(base, "call", "generate", fmt.Sprintf("bytes=%d", n))...)
@@ -235,6 +236,7 @@ func TestStdoutCarriesStreamBytesAlone(t *testing.T) {
 // even when the result has an execution stream (whose size and SHA-256 go
 // to stderr).
 func TestJSONAlone(t *testing.T) {
+	t.Parallel()
 	base, _ := toolsServer(t, nil)
 	out, errOut, code := runCLI(t, cli(t), append(base, "-json", "call", "generate", "bytes=5000")...)
 	var v map[string]any
@@ -253,6 +255,7 @@ func TestJSONAlone(t *testing.T) {
 // TestOutNeverOverwrites: a second call's stream goes to a new file; the
 // first call's file keeps its bytes.
 func TestOutNeverOverwrites(t *testing.T) {
+	t.Parallel()
 	base, _ := toolsServer(t, nil)
 	dir := t.TempDir()
 	for _, n := range []int{10, 20, 30} {
@@ -273,6 +276,7 @@ func TestOutNeverOverwrites(t *testing.T) {
 // TestToolsShowsArguments: each tool is listed with its arguments' names,
 // types and which are required.
 func TestToolsShowsArguments(t *testing.T) {
+	t.Parallel()
 	base, _ := toolsServer(t, nil)
 	out, errOut, code := runCLI(t, cli(t), append(base, "tools")...)
 	want := "generate  Streams N deterministic bytes"
@@ -291,6 +295,7 @@ func TestToolsShowsArguments(t *testing.T) {
 // says so (not "could not connect", 3), and the server's handler is
 // cancelled.
 func TestTimeoutHasItsOwnExit(t *testing.T) {
+	t.Parallel()
 	base, ended := toolsServer(t, nil)
 	_, errOut, code := runCLI(t, cli(t), append(base, "-timeout", "1s", "call", "slow", "steps=1000", "delayMs=100")...)
 	if code != exitTimeout || !strings.Contains(errOut, "-timeout 1s expired while waiting for the result of slow") {
@@ -310,6 +315,7 @@ func TestTimeoutHasItsOwnExit(t *testing.T) {
 // sends $/cancel (the server's handler is cancelled with the CLI's reason),
 // clears the bar before saying so, and exits 130.
 func TestInterrupt(t *testing.T) {
+	t.Parallel()
 	base, ended := toolsServer(t, nil)
 	pty, tty := openPTY(t)
 	cmd := exec.Command(cli(t), append(base, "call", "slow", "steps=100000", "delayMs=20")...)
@@ -351,6 +357,7 @@ func TestInterrupt(t *testing.T) {
 // stdout is a pipe nobody reads, and the server has finished, so $/cancel
 // changes nothing), a second Ctrl-C exits 130 at once.
 func TestSecondInterruptQuits(t *testing.T) {
+	t.Parallel()
 	const n = 1 << 20 // more than a pipe holds
 	blob := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		w, err := req.OpenStream("application/octet-stream")
@@ -413,6 +420,7 @@ func TestSecondInterruptQuits(t *testing.T) {
 // §6.3), which is where the ETA comes from; a stream whose size nobody told
 // gets bytes and rate, and the line says why there is no ETA.
 func TestTransferMeter(t *testing.T) {
+	t.Parallel()
 	const n = 8 << 20
 	blob := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
 		ref, err := req.StreamFrom(demotools.Generate(n), "application/octet-stream")

@@ -91,6 +91,7 @@ var tiny = []string{"-size", "256KiB", "-rounds", "2", "-calls", "200", "-ping-r
 // workload, one that fetched nothing, fails here); -svg draws one series
 // per target.
 func TestBenchAgainstEveryKind(t *testing.T) {
+	t.Parallel()
 	bin := cli(t)
 	targets, labels := benchTargets(t)
 	out, errOut, code := runCLI(t, bin, append(append([]string{"bench"}, tiny...), targets...)...)
@@ -159,6 +160,7 @@ func TestBenchAgainstEveryKind(t *testing.T) {
 // with exit status 1 and says so, as does a tool that does not exist; no
 // table is printed.
 func TestBenchRefusesAShortResult(t *testing.T) {
+	t.Parallel()
 	bin := cli(t)
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdkfixture.NewServer() }, nil)
 	goSDK := httptest.NewServer(h)

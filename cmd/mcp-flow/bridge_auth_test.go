@@ -88,6 +88,7 @@ func tokenFile(t *testing.T, tok string) string {
 // the front's own endpoint (401 naming its metadata, which it serves), and
 // the server's tools see the bridge's own credential (whoami).
 func TestBridgeHTTPAuthFlags(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	dir := t.TempDir()
 	srvBin := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
@@ -152,6 +153,7 @@ func TestBridgeHTTPAuthFlags(t *testing.T) {
 // with the file's token (whoami); a token file that cannot be read, and
 // bridge http's own flags on bridge stdio, are usage errors (exit 2).
 func TestBridgeStdioTokenFile(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	dir := t.TempDir()
 	srvBin := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")

@@ -19,6 +19,7 @@ import (
 // and calls generate through it. With -webtransport current it cannot, and
 // says so in one line naming the flag, and exits 3.
 func TestBridgeStdioDraft02(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	const initialize = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}`
 	start := func(t *testing.T, args ...string) (io.WriteCloser, *bufio.Reader, *flowtest.SyncBuffer, *exec.Cmd) {

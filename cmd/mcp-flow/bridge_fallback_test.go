@@ -82,6 +82,7 @@ func transportLine(t *testing.T, stderr string) string {
 // go-sdk speaks: 2025-11-25 (initialize, a session) and its default
 // 2026-07-28 (server/discover, stateless).
 func TestBridgeStdioFallsBack(t *testing.T) {
+	t.Parallel()
 	url, hash := flowtest.ServerProcess(t, server(t))
 	blocked := flowtest.Behind(t, url, lossrelay.Blocked, lossrelay.Blocked)
 	for _, version := range []string{"2025-11-25", ""} {
@@ -218,6 +219,7 @@ func exerciseHost(t *testing.T, cs *mcp.ClientSession, progress *atomic.Int32, h
 // TestBridgeStdioOpenUsesMCPFlow: the same command with UDP open says
 // mcp-flow, because QUIC answered, and serves the host over MCP-Flow.
 func TestBridgeStdioOpenUsesMCPFlow(t *testing.T) {
+	t.Parallel()
 	url, hash := flowtest.ServerProcess(t, server(t))
 	open := flowtest.Behind(t, url, lossrelay.Path{}, lossrelay.Path{})
 	cs, err, _, stderr, _ := stdioHost(t, open, hash, "")
@@ -239,6 +241,7 @@ func TestBridgeStdioOpenUsesMCPFlow(t *testing.T) {
 // (and gets with -transport mcp-flow): on a network that drops UDP, the
 // stdio front cannot initialize, and the host cannot connect.
 func TestBridgeStdioForcedMCPFlowBlocked(t *testing.T) {
+	t.Parallel()
 	url, hash := flowtest.ServerProcess(t, server(t))
 	blocked := flowtest.Behind(t, url, lossrelay.Blocked, lossrelay.Blocked)
 	cs, err, _, stderr, _ := stdioHost(t, blocked, hash, "", "-transport", "mcp-flow", "-handshake-timeout", "2s")

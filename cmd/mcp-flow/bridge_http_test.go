@@ -19,6 +19,7 @@ import (
 // like mcp-flow-server: a call in flight when the signal comes is answered
 // on its SSE stream, the process exits 0, and nothing listens after.
 func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	cli := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")

@@ -20,6 +20,7 @@ import (
 // nothing listens (no QUIC answer within the handshake attempt), a server
 // whose certificate it does not trust, a URL path with no endpoint (404).
 func TestBridgeStdioUnreachable(t *testing.T) {
+	t.Parallel()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -89,6 +90,7 @@ func TestBridgeStdioUnreachable(t *testing.T) {
 // pinned -cert-hash, from the answer to its request, not "EOF", and the
 // bridge exits 3.
 func TestBridgeStdioUnreachableGoSDKHost(t *testing.T) {
+	t.Parallel()
 	url, _ := flowtest.ServerProcess(t, server(t))
 	_, err, _, stderr, cmd := stdioHost(t, url, strings.Repeat("00", 32), "")
 	if err == nil || !strings.Contains(err.Error(), "cannot reach the MCP-Flow server "+url+": TLS certificate not trusted (pass the server's -cert-hash") {

@@ -78,6 +78,7 @@ func runCLI(t *testing.T, bin string, args ...string) (stdout, stderr string, co
 }
 
 func TestCLIAgainstServer(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	cli := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
@@ -161,6 +162,7 @@ func TestCLIAgainstServer(t *testing.T) {
 // exits, so the server holds none of them afterwards (and not until QUIC's
 // 30 s idle timeout), and the goroutines they used are gone.
 func TestCLIClosesItsSession(t *testing.T) {
+	t.Parallel()
 	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	ends := make(chan *flow.SessionError, 16)
 	srv := flowtest.Serve(t, flow.ServerConfig{Hooks: flow.Hooks{Closed: func(_ *flow.Session, e *flow.SessionError) { ends <- e }}})
@@ -206,6 +208,7 @@ func TestCLIClosesItsSession(t *testing.T) {
 // round trip), the default speaks 2025-11-25 after initialize, and an
 // unknown revision is a usage error (exit 2).
 func TestCLIMCPVersion(t *testing.T) {
+	t.Parallel()
 	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	type seen struct{ method, version string }
 	got := make(chan seen, 16)

@@ -12,6 +12,7 @@ import (
 // dialect of the published v0.1 examples) by itself, or when told to, and
 // says why it cannot when told to speak only the current dialect.
 func TestDraft02Server(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	cli := func(args ...string) (string, string, int) {
 		var stdout, stderr bytes.Buffer

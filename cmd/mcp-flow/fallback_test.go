@@ -20,6 +20,7 @@ import (
 // same; the same URL with UDP open uses MCP-Flow; -transport mcp-flow on
 // the blocked network fails (what the CLI did before the fallback).
 func TestCLIFallsBack(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	cli, srvBin := build(t, dir, "../mcp-flow"), build(t, dir, "../mcp-flow-server")
 	url, hash, _, srvErr := startServer(t, srvBin)

@@ -80,6 +80,7 @@ func kill(t *testing.T, proc *exec.Cmd) time.Time {
 // value as 5 s at least, so a server's 1 s makes its clients notice in 5 s;
 // the client's own 1 s, in 1 s.
 func TestDeadServerNoticed(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	srvBin := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	cliBin := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")

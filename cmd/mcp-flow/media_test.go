@@ -19,6 +19,7 @@ import (
 // and says on stderr how much; stdout has the result naming the format.
 // Without datagrams on the session, tone's tool error exits 1.
 func TestAudioOut(t *testing.T) {
+	t.Parallel()
 	url, hash, _, _, serverErr := liveServer(t, server(t))
 	file := filepath.Join(t.TempDir(), "tone.pcm")
 	out, errOut, code := runCLI(t, cli(t), "-url", url, "-cert-hash", hash, "call", "-audio-out", file, "tone", "ms=300", "hz=440")
@@ -53,6 +54,7 @@ func TestAudioOut(t *testing.T) {
 // without datagrams) as notifications/message on the control stream; stdout
 // has the result alone.
 func TestLogLines(t *testing.T) {
+	t.Parallel()
 	for _, flags := range [][]string{nil, {"-no-datagrams"}} {
 		t.Run(fmt.Sprint("server ", flags), func(t *testing.T) {
 			url, hash, _, _, serverErr := liveServer(t, server(t), flags...)

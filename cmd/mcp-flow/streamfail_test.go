@@ -18,6 +18,7 @@ import (
 // overtook the stream's header, 1 after the 10 s wait for a stream, with
 // -32001, although the $/streamError had come. 100 runs, 10 at a time.
 func TestFailMidstreamExitsFourEveryTime(t *testing.T) {
+	t.Parallel()
 	url, hash, _, _, serverErr := liveServer(t, server(t))
 	bin := cli(t)
 	const runs, batch = 100, 10

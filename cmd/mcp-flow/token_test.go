@@ -18,6 +18,7 @@ import (
 // non-zero with one stderr line naming 401 and the challenge, never the
 // token (docs/spec.md §9.1).
 func TestCLITokenFile(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	const audience = "https://mcp-flow.test/mcp-flow"
 	url, hash := flowtest.ServerProcess(t, server(t), "-auth-issuer", p.Issuer, "-auth-audience", audience, "-auth-scopes", "mcp:tools")

@@ -16,6 +16,7 @@ import (
 // shows nothing. A text/* stream goes to the terminal; /dev/null, which is a
 // character device but no terminal, takes binary bytes.
 func TestBinaryStreamNotToTerminal(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	if err := os.WriteFile(root+"/hello.txt", []byte("hello from a file\n"), 0o644); err != nil {
 		t.Fatal(err)

@@ -67,6 +67,7 @@ func checkFraming(t *testing.T, what string, resp *http.Response) {
 // refusals and 404s included, forbids framing (clickjacking of Call and
 // Shutdown).
 func TestUIHostCheck(t *testing.T) {
+	t.Parallel()
 	ip, port := serveUIHandler(t, "127.0.0.1:0")
 	p := strconv.Itoa(port)
 	allowed := []string{"127.0.0.1:" + p, "127.0.0.1", "localhost:" + p, "LocalHost", "127.5.6.7:" + p, "[::1]:" + p, "[::1]"}
@@ -126,6 +127,7 @@ func TestUIHostCheck(t *testing.T) {
 // name something else. Tests bind loopback only, so the handler is called
 // as net/http calls it for a connection to 192.0.2.7:7433.
 func TestUIHostCheckNonLoopback(t *testing.T) {
+	t.Parallel()
 	const own, p = "192.0.2.7", "7433"
 	h := uiHandler(options{url: "https://127.0.0.1:4433/mcp-flow"})
 	for host, want := range map[string]int{

@@ -18,6 +18,7 @@ var bundledPackage = regexp.MustCompile(`(?m)^// node_modules/((?:@[^/\s]+/)?[^/
 // each package; where js/node_modules is installed, each text is that
 // package's LICENSE file word for word.
 func TestBundleCarriesLicenses(t *testing.T) {
+	t.Parallel()
 	b, err := uiFiles.ReadFile("ui/mcpflow.js")
 	if err != nil {
 		t.Fatal(err)

@@ -32,6 +32,7 @@ import (
 // is taken then (MCP_FLOW_UPDATE_SCREENSHOT=1 writes it to
 // docs/inspector.png). Ctrl-C ends `mcp-flow ui` with status 0.
 func TestInspector(t *testing.T) {
+	t.Parallel()
 	chromium := browsertest.Chromium(t)
 	jsDir, err := filepath.Abs("../../js")
 	if err != nil {

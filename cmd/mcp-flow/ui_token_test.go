@@ -29,6 +29,7 @@ import (
 // token is kept nowhere but the field: not in the page's URL, storage or
 // cookies, nor in the console.
 func TestInspectorToken(t *testing.T) {
+	t.Parallel()
 	jsDir, err := filepath.Abs("../../js")
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +51,7 @@ func TestInspectorToken(t *testing.T) {
 	}
 	for _, e := range engines {
 		t.Run(e.name, func(t *testing.T) {
+			t.Parallel() // each engine has its own provider, server and UI
 			p := oidctest.Start(t)
 			var (
 				mu     sync.Mutex

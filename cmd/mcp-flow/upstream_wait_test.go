@@ -19,6 +19,7 @@ import (
 // which flag to raise (issue 14: it waited in silence, then said
 // "initialize: context deadline exceeded").
 func TestUpstreamWaitIsExplained(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	// An upstream that is still "fetching" when the CLI gives up; it ends

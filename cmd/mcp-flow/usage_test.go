@@ -11,6 +11,7 @@ import (
 // TestUsageListsEveryCommand: `mcp-flow -h` names every command, ui
 // included, and exits 0; so do -h after a command.
 func TestUsageListsEveryCommand(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{{"-h"}, {"call", "-h"}, {"ui", "-h"}, {"bridge", "http", "-h"}} {
 		_, errOut, code := runCLI(t, cli(t), args...)
 		if code != exitOK {
@@ -28,6 +29,7 @@ func TestUsageListsEveryCommand(t *testing.T) {
 // default 127.0.0.1:8080) and ui (127.0.0.1:7433); its help says both, and
 // not that ui's default is the bridge's.
 func TestListenHelpNamesBothDefaults(t *testing.T) {
+	t.Parallel()
 	_, errOut, _ := runCLI(t, cli(t), "ui", "-h")
 	i := strings.Index(errOut, "  -listen")
 	if i < 0 {
@@ -51,6 +53,7 @@ func TestListenHelpNamesBothDefaults(t *testing.T) {
 // tool's name), as they may for bridge and ui: `call -json echo …` takes
 // -json as a flag, not as the tool's name; "--" ends the flags.
 func TestFlagsAfterCommand(t *testing.T) {
+	t.Parallel()
 	base, _ := toolsServer(t, nil)
 	out, errOut, code := runCLI(t, cli(t), append(base, "call", "-json", "echo", "text=hi")...)
 	var res struct {
