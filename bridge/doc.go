@@ -25,6 +25,8 @@
 //     2026-07-28), its SSE event log, downloads and client tokens.
 //   - internal/upstream: the upstream (Upstream): stdio processes, pipes,
 //     our own Streamable HTTP client, the translation between eras.
+//   - internal/running: Count, what a side started and has not finished
+//     (a WaitGroup whose Add may come while Wait waits); it imports none.
 //   - plainio: what both sides and fallback's relay read and write: the
 //     stdio framings, the one line reader, the SSE parser, the waiters.
 //     Not internal, so that fallback can use it.
@@ -38,7 +40,7 @@
 // The packages were the file prefixes of one package (core*.go, front_*.go,
 // up_*.go); the compiler now holds the sides apart. A front imports the
 // core and plainio, never the upstream or the other front; the upstream
-// imports plainio alone; the core no side, and reaches its client only
+// imports plainio alone (and running, as the HTTP front does); the core no side, and reaches its client only
 // through Front; plainio no bridge package. TestLayoutImportsOneWay checks
 // that import graph with go list (and that fallback depends on no bridge
 // package but plainio), and TestLayoutCallsOneWay that inside each package

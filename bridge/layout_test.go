@@ -20,14 +20,16 @@ import (
 // The bridge packages' dependencies (doc.go): module packages under
 // bridge/ each may import, and what fallback may. A front imports the core
 // and plainio, never the upstream nor the other front; the upstream only
-// plainio; the core only plainio; plainio none of them; bridge, the public
+// plainio; the core only plainio; plainio none of them; either side may
+// count what it runs with running, which imports none; bridge, the public
 // API and the go-sdk adapters, any.
 var bridgeImports = map[string][]string{
 	"bridge":                     {"bridge/internal/core", "bridge/internal/stdiofront", "bridge/internal/httpfront", "bridge/internal/upstream", "bridge/plainio"},
 	"bridge/internal/core":       {"bridge/plainio"},
 	"bridge/internal/stdiofront": {"bridge/internal/core", "bridge/plainio"},
-	"bridge/internal/httpfront":  {"bridge/internal/core", "bridge/plainio"},
-	"bridge/internal/upstream":   {"bridge/plainio"},
+	"bridge/internal/httpfront":  {"bridge/internal/core", "bridge/internal/running", "bridge/plainio"},
+	"bridge/internal/upstream":   {"bridge/internal/running", "bridge/plainio"},
+	"bridge/internal/running":    {},
 	"bridge/plainio":             {},
 	"fallback":                   {"bridge/plainio"},
 }
