@@ -18,6 +18,7 @@ import (
 // go-sdk stdio server. The image crosses MCP-Flow on an execution stream and
 // arrives as the same image content, byte for byte.
 func TestChainGoSDKToGoSDK(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	fixture := buildBinary(t, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture")

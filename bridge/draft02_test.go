@@ -36,6 +36,7 @@ func draft02Bytes(n int) []byte {
 // the refusal, and says so once), and a tools/call comes back with the
 // execution stream inline.
 func TestStdioFrontDraft02(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	records := make(chan map[string]string, 256)
 	b := bridge.NewStdio(bridge.StdioConfig{URL: p.URL, Client: flow.ClientConfig{TLSConfig: p.TLS, Logger: flowtest.Quiet},
@@ -66,6 +67,7 @@ func TestStdioFrontDraft02(t *testing.T) {
 // the front serves on the same URL (a Streamable HTTP client would then
 // send MCP-Protocol-Version 2024-11-05, which that transport has not).
 func TestHTTPFrontDraft02(t *testing.T) {
+	t.Parallel()
 	p := draft02test.Start(t)
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: p.URL,
 		Client: flow.ClientConfig{TLSConfig: p.TLS, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})

@@ -168,6 +168,7 @@ const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"proto
 // on POST, GET and DELETE while alice's own works; the server saw alice's
 // session only.
 func TestHTTPFrontAuth2025(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	auth := verifier(t, p, serverAudience, "mcp")
 	srv, sessions := authServer(t, auth)
@@ -274,6 +275,7 @@ func TestHTTPFrontAuth2025(t *testing.T) {
 // address), so an MCP-Flow session each, dialled with their own token:
 // whoami answers each its own subject.
 func TestHTTPFrontAuthStateless(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	auth := verifier(t, p, serverAudience, "mcp")
 	srv, sessions := authServer(t, auth)
@@ -304,6 +306,7 @@ func TestHTTPFrontAuthStateless(t *testing.T) {
 // front, and the server's tools see the front's subject. alice's token
 // itself would be refused by the server (another audience).
 func TestHTTPFrontOwnCredential(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	auth := verifier(t, p, serverAudience, "mcp")
 	srv, sessions := authServer(t, auth)
@@ -336,6 +339,7 @@ func TestHTTPFrontOwnCredential(t *testing.T) {
 // "WWW-Authenticate: Bearer" without it or with another, the session works
 // with it; with Auth as well NewHTTPFront panics (one or the other).
 func TestHTTPFrontStaticToken(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	endpoint := authFront(t, srv, func(string) bridge.HTTPConfig { return bridge.HTTPConfig{Token: "s3cret"} })
 	for _, auth := range []string{"", "Bearer other", "Basic czNjcmV0"} {

@@ -19,6 +19,7 @@ import (
 // Mcp-Session-Id. A page of another Origin gets no CORS grant on either,
 // and its actual request is still 403.
 func TestHTTPFrontCORS(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{AllowedOrigins: []string{"https://app.example"},

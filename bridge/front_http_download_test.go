@@ -29,6 +29,7 @@ import (
 // MaxSessionOffload); after the session ends a link gets 404 and nothing is
 // left on disk. Past MaxSessionOffload the call fails with -32603.
 func TestHTTPFrontServesLargeStreams(t *testing.T) {
+	t.Parallel()
 	const n = 3 << 20
 	front, ts, dir, sid, call := offloadFront(t, 0)
 	body := call(1)
@@ -110,6 +111,7 @@ func TestHTTPFrontServesLargeStreams(t *testing.T) {
 // MaxSessionOffload, while the session lives on; a partial download (Range)
 // does not remove it early.
 func TestHTTPFrontDownloadLifetime(t *testing.T) {
+	t.Parallel()
 	const lifetime = 2 * time.Second // room for the Range GET below on a loaded machine
 	_, _, dir, _, call := offloadFront(t, lifetime)
 	body := call(1)

@@ -18,6 +18,7 @@ import (
 // configuration (PublicURL) or its listener, never a request's Host; Host
 // headers are checked on every listener, port included.
 func TestHTTPFrontHostsAndLinks(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	link := func(t *testing.T, url string, hdr map[string]string) string {
 		t.Helper()
@@ -86,6 +87,7 @@ func TestHTTPFrontHostsAndLinks(t *testing.T) {
 
 // TestCheckPublicURL: what -public-url takes.
 func TestCheckPublicURL(t *testing.T) {
+	t.Parallel()
 	for s, ok := range map[string]bool{
 		"https://mcp.example.com/mcp": true, "http://127.0.0.1:8080/mcp": true, "https://[::1]:8443/": true,
 		"ftp://x/mcp": false, "/mcp": false, "mcp.example.com/mcp": false, "https://u:p@x/mcp": false,

@@ -96,6 +96,7 @@ func TestHTTPFrontChecksSessionBeforeBody(t *testing.T) {
 // request bodies being read at once, over all sessions), a POST gets 503
 // with Retry-After; once the body in flight is read, POSTs go through.
 func TestHTTPFrontBodiesInFlight(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	ts, _ := frontOn(t, srv, bridge.HTTPConfig{MaxBodiesInFlight: 1 << 20})
 	sid := openSession(t, ts.URL, "2025-11-25")
@@ -194,6 +195,7 @@ func legacyGET(t *testing.T, url string) (*http.Response, *bufio.Reader) {
 // streams that never initialize do not count against MaxSessions: with
 // both slots "taken" by such streams, an initialize still succeeds.
 func TestHTTPFrontLegacyStreamsTakeNoSessionSlots(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	ts, _ := frontOn(t, srv, bridge.HTTPConfig{MaxSessions: 2})
 	for i := range 3 {
@@ -212,6 +214,7 @@ func TestHTTPFrontLegacyStreamsTakeNoSessionSlots(t *testing.T) {
 // HTTP+SSE GET gets 503; a stream without a successful initialize ends
 // after InitTimeout, which frees its slot.
 func TestHTTPFrontUninitializedLegacyLimits(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	const initTimeout = 300 * time.Millisecond
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{MaxUninitialized: 2, InitTimeout: initTimeout})
@@ -265,6 +268,7 @@ func (l smallBuffers) Accept() (net.Conn, error) {
 // held result is still delivered whole once read, and what was kept only
 // for resumption makes room again.
 func TestHTTPFrontHeldBytes(t *testing.T) {
+	t.Parallel()
 	for _, c := range []struct {
 		name     string
 		cfg      bridge.HTTPConfig

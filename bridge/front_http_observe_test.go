@@ -19,6 +19,7 @@ import (
 // preflight, refusals, a 2025 session's initialize, notification and
 // DELETE, and a 2026-07-28 call.
 func TestHTTPFrontObserve(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	var mu sync.Mutex

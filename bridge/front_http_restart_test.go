@@ -52,6 +52,7 @@ func sseMessages(body io.Reader) <-chan hostMsg {
 // initialize. A graceful restart likewise. With ExitOnDisconnect (the
 // server's own TCP side) the session ends instead and its id gets 404.
 func TestHTTPFrontAfterServerRestart(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, buildServer(t))
 	hash, _ := certs.ParseHash(srv.hash)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})
@@ -207,6 +208,7 @@ func TestHTTPFrontAfterServerRestart(t *testing.T) {
 // None fails: the go-sdk client fails every call of its session on a 404,
 // which the front used to answer once its MCP-Flow session had ended.
 func TestHTTPFront2025SessionSurvivesRestart(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, buildServer(t))
 	hash, _ := certs.ParseHash(srv.hash)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})
@@ -314,6 +316,7 @@ func TestHTTPFront2025SessionSurvivesRestart(t *testing.T) {
 // the dial is tried again, up to ReconnectWait, and the request is sent once
 // the server is back (spec §10). It used to get -32603 "… lost" at once.
 func TestHTTPFrontStatelessRedials(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, buildServer(t))
 	hash, _ := certs.ParseHash(srv.hash)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})

@@ -147,6 +147,7 @@ func heldCall(t *testing.T, url, sid string, hold *holdTool, id int) <-chan stri
 // for a cancelled request), the server's tool sees the cancellation, and
 // the session, idle again, ends after IdleTimeout: its id gets 404.
 func TestHTTPFrontCancelEndsStream(t *testing.T) {
+	t.Parallel()
 	srv, hold := holdServer(t)
 	const idle = 300 * time.Millisecond
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{IdleTimeout: idle})
@@ -257,6 +258,7 @@ func TestHTTPFrontManyPingBatches(t *testing.T) {
 // -32600 error for that id); the first call is answered as usual, and
 // nothing is left waiting: the session idles out.
 func TestHTTPFrontDuplicateRequestID(t *testing.T) {
+	t.Parallel()
 	srv, hold := holdServer(t)
 	const idle = 300 * time.Millisecond
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{IdleTimeout: idle})
@@ -296,6 +298,7 @@ func TestHTTPFrontDuplicateRequestID(t *testing.T) {
 // that has an id and empty data, from which a client can resume the whole
 // stream; earlier versions get none.
 func TestHTTPFrontPrimingEvent(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	ts, _ := frontOn(t, srv, bridge.HTTPConfig{})
 	sid := openSession(t, ts.URL, "2025-11-25")
@@ -335,6 +338,7 @@ func TestHTTPFrontPrimingEvent(t *testing.T) {
 // the held call's stream gets a -32603 error and ends, Shutdown returns the
 // context's error, and the front refuses new sessions from then on.
 func TestHTTPFrontShutdownDeadline(t *testing.T) {
+	t.Parallel()
 	srv, hold := holdServer(t)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),

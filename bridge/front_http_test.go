@@ -45,6 +45,7 @@ func httpFront(t *testing.T) *httptest.Server {
 // POST per request: a progress update not yet written when a newer one
 // comes is replaced by it, never the last one, spec §11.6).
 func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
+	t.Parallel()
 	for _, version := range []string{"2025-11-25", ""} {
 		name := version
 		if name == "" {
@@ -112,6 +113,7 @@ func TestGoSDKStreamableClientThroughHTTPFront(t *testing.T) {
 }
 
 func TestHTTPFrontStatusCodes(t *testing.T) {
+	t.Parallel()
 	ts := httpFront(t)
 	do := func(method, body string, hdr map[string]string) *http.Response {
 		req, _ := http.NewRequest(method, ts.URL, strings.NewReader(body))
@@ -169,6 +171,7 @@ func TestHTTPFrontStatusCodes(t *testing.T) {
 // TestHTTPFrontResumption: a client that loses a POST's SSE stream gets the
 // rest of that stream, and only that, with GET and Last-Event-ID.
 func TestHTTPFrontResumption(t *testing.T) {
+	t.Parallel()
 	ts := httpFront(t)
 	post := func(sid, body string) *http.Response {
 		req, _ := http.NewRequest("POST", ts.URL, strings.NewReader(body))
@@ -227,6 +230,7 @@ func TestHTTPFrontResumption(t *testing.T) {
 // session (its responses on the POST's SSE stream) and refused whole with
 // 400 and a -32600 error in a 2025-11-25 session.
 func TestHTTPFrontBatchesByVersion(t *testing.T) {
+	t.Parallel()
 	ts := httpFront(t)
 	post := func(sid, version, body string) (*http.Response, string) {
 		if sid == "" {
@@ -260,6 +264,7 @@ func TestHTTPFrontBatchesByVersion(t *testing.T) {
 // with Retry-After, and room again after a DELETE), MaxBody (413), and
 // IdleTimeout (the idle session's id gets 404; a busy one lives on).
 func TestHTTPFrontLimits(t *testing.T) {
+	t.Parallel()
 	// A "hold" tool that runs until the test releases it keeps a session
 	// busy for as long as the test needs, whatever the load.
 	mux, caps := flowtest.ToolsMux(t, demotools.Config{Root: t.TempDir()})
@@ -399,6 +404,7 @@ func send(t *testing.T, url, method, body string, hdr map[string]string) (*http.
 // through the HTTP front's backwards-compatible endpoint; its session ends
 // with its stream.
 func TestLegacySSEClientThroughHTTPFront(t *testing.T) {
+	t.Parallel()
 	ts := httpFront(t)
 	c := mcp.NewClient(&mcp.Implementation{Name: "legacy-host", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)

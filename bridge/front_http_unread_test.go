@@ -68,6 +68,7 @@ func rawPOST(t *testing.T, url string, hdr map[string]string, body string) net.C
 // request cancelled upstream once a write has waited WriteTimeout (before:
 // the write waited forever and the tool ran on).
 func TestHTTPFrontStatelessUnreadProgressCancels(t *testing.T) {
+	t.Parallel()
 	srv, h, _ := statelessServer(t)
 	ts, _ := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 300 * time.Millisecond}, "")
 	hdr := modern("tools/call", "chatter")
@@ -84,6 +85,7 @@ func TestHTTPFrontStatelessUnreadProgressCancels(t *testing.T) {
 // its client's MaxSessionHeld until written: past it, the response becomes
 // a -32603 error naming the cap; a small answer after it goes through.
 func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
+	t.Parallel()
 	srv, _, _ := statelessServer(t)
 	ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxSessionHeld: 1 << 20}, "")
 	text := strings.Repeat("x", 2<<20)
@@ -102,6 +104,7 @@ func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
 // and connection are freed), and its answer stays held for resumption: a
 // GET with Last-Event-ID gets it whole.
 func TestHTTPFrontUnreadStreamCut(t *testing.T) {
+	t.Parallel()
 	srv, _ := holdServer(t)
 	ts, records := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 300 * time.Millisecond}, "SSE stream cut")
 	sid := openSession(t, ts.URL, "2025-11-25")
@@ -152,6 +155,7 @@ func TestHTTPFrontUnreadStreamCut(t *testing.T) {
 // while it is read: for a 2026-07-28 client (clients told apart by
 // ClientKey) and for a 2025 session. Another client is not affected.
 func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
+	t.Parallel()
 	pad := strings.Repeat("p", 700_000)
 	// setup serves a front whose clients have 1 MiB of bodies each; hold
 	// starts a call of the "hold" tool and returns once it reached the
@@ -229,6 +233,7 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 // IdleTimeout, the others' with it or not: nothing a client made outlives
 // it.
 func TestHTTPFrontHoldersEnd(t *testing.T) {
+	t.Parallel()
 	srv, _, sessions := statelessServer(t)
 	dir := t.TempDir()
 	ts, _ := frontWith(t, srv, bridge.HTTPConfig{Stdio: bridge.StdioConfig{InlineLimit: 100_000, StreamDir: dir},

@@ -159,6 +159,7 @@ func sseData(body string) []string {
 // -32022 with the supported list, unknown method 404, batch, GET and
 // DELETE 405).
 func TestHTTPFrontStateless(t *testing.T) {
+	t.Parallel()
 	srv, _, sessions := statelessServer(t)
 	url := statelessFront(t, srv, sessions)
 
@@ -298,6 +299,7 @@ func checkProgress(t *testing.T, body string, id, steps int, tok string) {
 // request's id (2026-07-28 transports, Server Validation); a Base64
 // sentinel Mcp-Name that decodes to the body's name is accepted.
 func TestHTTPFrontStatelessHeaderMismatch(t *testing.T) {
+	t.Parallel()
 	srv, _, sessions := statelessServer(t)
 	url := statelessFront(t, srv, sessions)
 	echo := modernBody(9, "tools/call", `{"name":"echo","arguments":{"text":"x"}}`)
@@ -339,6 +341,7 @@ func TestHTTPFrontStatelessHeaderMismatch(t *testing.T) {
 // its POST's stream cancels the request: the server's handler sees the
 // cancellation ($/cancel), and the next request goes on the same front.
 func TestHTTPFrontStatelessCancelByClosing(t *testing.T) {
+	t.Parallel()
 	srv, hold, sessions := statelessServer(t)
 	url := statelessFront(t, srv, sessions)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -381,6 +384,7 @@ func TestHTTPFrontStatelessCancelByClosing(t *testing.T) {
 // 2026-07-28 clients at once; two of them use the same progress token
 // concurrently, and each gets exactly its own updates.
 func TestHTTPFrontBothEras(t *testing.T) {
+	t.Parallel()
 	srv, _, sessions := statelessServer(t)
 	url := statelessFront(t, srv, sessions)
 	progress := newProgressCount(3)
@@ -431,6 +435,7 @@ func TestHTTPFrontBothEras(t *testing.T) {
 // (-32022), and notifications/cancelled reaching the server as a
 // cancellation; EOF ends the bridge with exit 0.
 func TestStdioFrontStateless(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv, hold, _ := statelessServer(t)
 	h := startNDJSONHost(t, cli, srv)
@@ -479,6 +484,7 @@ func TestStdioFrontStateless(t *testing.T) {
 // share ends once it has been idle for IdleTimeout (with what it offloaded),
 // and the next 2026-07-28 request opens a new one.
 func TestHTTPFrontStatelessIdle(t *testing.T) {
+	t.Parallel()
 	srv, _, sessions := statelessServer(t)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	front := bridge.NewHTTPFront(bridge.HTTPConfig{IdleTimeout: 200 * time.Millisecond, Stdio: bridge.StdioConfig{URL: srv.URL(),

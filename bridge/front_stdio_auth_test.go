@@ -66,6 +66,7 @@ const whoamiParams = `{"name":"whoami","arguments":{}}`
 // ReconnectMax (not the short backoff of a server coming back); once the
 // file holds bob's token the front reconnects as bob.
 func TestStdioFrontTokenFile(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	srv, sessions := authServer(t, verifier(t, p, serverAudience, "mcp"))
 	file := filepath.Join(t.TempDir(), "token")
@@ -101,6 +102,7 @@ func TestStdioFrontTokenFile(t *testing.T) {
 // that carries the server's challenge (never the token), and the refusal
 // is logged.
 func TestStdioFrontRefusedAtInitialize(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	srv, _ := authServer(t, verifier(t, p, serverAudience, "mcp"))
 	file := filepath.Join(t.TempDir(), "token")

@@ -22,6 +22,7 @@ import (
 // session ends (EOF), the bridge exits 0 and no file is left behind
 // (spec §10), the -stream-dir directory itself staying.
 func TestStdioFrontStreamFilesRemoved(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	for _, explicit := range []bool{true, false} {

@@ -24,6 +24,7 @@ import (
 // error naming the server, and the host's next request succeeds without
 // restarting the bridge; the bridge logs what state was lost.
 func TestStdioFrontReconnects(t *testing.T) {
+	t.Parallel()
 	cli, srvBin := buildCLI(t), buildServer(t)
 	srv := startServer(t, srvBin)
 	b := startBridge(t, cli, "-url", srv.url, "-cert-hash", srv.hash, "-peer-idle-timeout", liveness.String(), "-keep-alive", keepAlive.String(), "-reconnect-wait", "30s", "bridge", "stdio")
@@ -73,6 +74,7 @@ func TestStdioFrontReconnects(t *testing.T) {
 // answers the request in flight and exits with status 3 when its server is
 // killed, instead of reconnecting.
 func TestStdioFrontExitOnDisconnect(t *testing.T) {
+	t.Parallel()
 	cli, srvBin := buildCLI(t), buildServer(t)
 	srv := startServer(t, srvBin)
 	b := startBridge(t, cli, "-url", srv.url, "-cert-hash", srv.hash, "-peer-idle-timeout", liveness.String(), "-keep-alive", keepAlive.String(), "bridge", "stdio", "-exit-on-disconnect")
@@ -154,6 +156,7 @@ func TestStdioFrontReconnectLeaksNothing(t *testing.T) {
 // error naming the server; once the server is back, the host's requests
 // succeed.
 func TestStdioFrontReconnectWait(t *testing.T) {
+	t.Parallel()
 	srv := startServer(t, buildServer(t))
 	hash, _ := certs.ParseHash(srv.hash)
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{hash}})

@@ -230,6 +230,7 @@ func (r *stallRig) initialize() *flow.Session {
 // cancellation each take a few ms, not the 2 s of the stall. Afterwards the
 // host gets everything, in order.
 func TestStdioFrontHostStallBlocksNothing(t *testing.T) {
+	t.Parallel()
 	r := newStallRig(t, bridge.StdioConfig{})
 	srvSess := r.initialize()
 
@@ -319,6 +320,7 @@ func TestStdioFrontHostStallBlocksNothing(t *testing.T) {
 // room; once the host reads again it gets every response, and the drops
 // are logged with their number.
 func TestStdioFrontHostQueueLimit(t *testing.T) {
+	t.Parallel()
 	const limit = 64 << 10
 	r := newStallRig(t, bridge.StdioConfig{HostQueue: limit})
 	r.initialize()
@@ -382,6 +384,7 @@ func orderedResult(req *flow.Request) (any, error) {
 // front splices, it does not decode the result into maps and marshal it
 // again.
 func TestStdioFrontKeepsResultBytes(t *testing.T) {
+	t.Parallel()
 	r := newStallRig(t, bridge.StdioConfig{})
 	r.initialize()
 	r.send(`{"jsonrpc":"2.0","id":"o","method":"tools/call","params":{"name":"ordered","arguments":{}}}`)

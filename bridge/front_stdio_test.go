@@ -53,6 +53,7 @@ func bridgeCmd(cli string, srv *flow.Server, extra ...string) *exec.Cmd {
 // TestGoSDKClientThroughStdioFront: the official Go SDK's client spawns the
 // bridge as a stdio server and uses a remote MCP-Flow server through it.
 func TestGoSDKClientThroughStdioFront(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	progress := newProgressCount(4)
@@ -125,6 +126,7 @@ func TestGoSDKClientThroughStdioFront(t *testing.T) {
 // answers in the same framing, lengths in UTF-8 bytes; EOF ends the bridge
 // with exit 0.
 func TestContentLengthFraming(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	cmd := bridgeCmd(cli, srv)
@@ -259,6 +261,7 @@ func (h *ndjsonHost) exit() {
 // error, and the session goes on. Messages arrive split across reads, with
 // Japanese text; EOF ends the bridge with exit 0.
 func TestStdioFrontBatchesByVersion(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	batch := `[{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"echo","arguments":{"text":"一つ目"}}},` +
@@ -315,6 +318,7 @@ func TestStdioFrontBatchesByVersion(t *testing.T) {
 // messages only. Without debug, stderr carries one line: the transport the
 // front chose and why (spec §10.2).
 func TestStdioFrontDebugLogs(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	input := `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}` + "\n" +
@@ -362,6 +366,7 @@ func TestStdioFrontDebugLogs(t *testing.T) {
 // the server URL last, as in `mcp-flow bridge stdio URL` and
 // `mcp-flow bridge http -listen 127.0.0.1:PORT URL`.
 func TestBridgeCommandLine(t *testing.T) {
+	t.Parallel()
 	cli := buildCLI(t)
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	cmd := exec.Command(cli, "bridge", "stdio", "-cert-hash", flowtest.Cert.HashHex(), srv.URL())

@@ -401,6 +401,12 @@ func costUpstream(result string) func(context.Context) (io.WriteCloser, io.Reade
 //	HTTP 2025-11-25, SSE (CBOR)            7.94 (8.4)    6.38 (6.8)
 //	HTTP 2026-07-28, JSON body (CBOR)      8.66 (9.1)    7.41 (7.8)
 func TestParseCost(t *testing.T) {
+	if raceEnabled {
+		// Under the race detector the allocations are only logged (check),
+		// so the test may run beside others; without it (make test's
+		// allocation run) it runs alone, its counts its own.
+		t.Parallel()
+	}
 	stdio := func(t *testing.T, r *countRig, cases ...costCase) {
 		for _, c := range cases {
 			line := append(c.request, '\n')

@@ -22,6 +22,7 @@ import (
 // MCP-Flow by swapping their transports (bridge.ServeSDK and
 // bridge.ClientTransport), in one process, over real QUIC.
 func TestGoSDKOverMCPFlow(t *testing.T) {
+	t.Parallel()
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	bridge.ServeSDK(&cfg, sdkfixture.NewServer(), flowtest.Quiet)
 	srv := flowtest.Serve(t, cfg)
@@ -85,6 +86,7 @@ func cancelFixture(started, cancelled chan<- string) *mcp.Server {
 // notifications/cancelled crosses the front as $/cancel and the upstream
 // back to notifications/cancelled, and progress reaches it as notifications.
 func TestCancelAndProgressThroughTheBridges(t *testing.T) {
+	t.Parallel()
 	started, cancelled := make(chan string, 2), make(chan string, 2)
 	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
 	bridge.ServeSDK(&cfg, cancelFixture(started, cancelled), flowtest.Quiet)

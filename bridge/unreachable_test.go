@@ -25,6 +25,7 @@ import (
 // a 2026-07-28 client's request, -32006 after -reconnect-wait), and a URL
 // path where the server has no endpoint (HTTP 404).
 func TestHTTPFrontUnreachable(t *testing.T) {
+	t.Parallel()
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet})
 	pinned, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	wrongPath, _ := neturl.Parse(srv.URL())
@@ -90,6 +91,7 @@ var initializeWait = regexp.MustCompile(`no answer to initialize within ([0-9.]+
 // that cause and goes on, and the host's next initialize succeeds once the
 // server answers.
 func TestStdioFrontSlowInitializeIsNotUnreachable(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	var once sync.Once
 	srv := flowtest.Serve(t, flow.ServerConfig{Logger: flowtest.Quiet,

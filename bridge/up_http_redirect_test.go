@@ -90,6 +90,7 @@ func callThrough(t *testing.T, endpoint string, client *http.Client) {
 // there; net/http's own policy looks at the host name alone and would keep
 // them.
 func TestHTTPUpstreamRedirectOtherPort(t *testing.T) {
+	t.Parallel()
 	target := newCredentialLog()
 	other := httptest.NewServer(target)
 	t.Cleanup(other.Close)
@@ -102,6 +103,7 @@ func TestHTTPUpstreamRedirectOtherPort(t *testing.T) {
 // TestHTTPUpstreamRedirectSameOrigin: a redirect within the endpoint's
 // origin keeps the credentials.
 func TestHTTPUpstreamRedirectSameOrigin(t *testing.T) {
+	t.Parallel()
 	target := newCredentialLog()
 	mux := http.NewServeMux()
 	mux.Handle("/real", target)
@@ -118,6 +120,7 @@ func TestHTTPUpstreamRedirectSameOrigin(t *testing.T) {
 // they would travel in clear. Only the scheme changes, so this fails
 // without the bridge's own policy.
 func TestHTTPUpstreamRedirectToPlainHTTP(t *testing.T) {
+	t.Parallel()
 	certSrv := httptest.NewTLSServer(http.NotFoundHandler()) // lends its certificate and a client that trusts it
 	t.Cleanup(certSrv.Close)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")

@@ -19,6 +19,7 @@ import (
 // reaches the upstream (docs/spec.md §10: the upstream gets the bridge's
 // own credential, here none, then a configured one, never a client's).
 func TestHTTPUpstreamNeverGetsClientToken(t *testing.T) {
+	t.Parallel()
 	p := oidctest.Start(t)
 	auth := verifier(t, p, serverAudience, "mcp")
 	tok := p.Token(t, oidctest.TokenOptions{Audience: serverAudience, Scope: "mcp", Subject: "alice"})
