@@ -288,7 +288,17 @@ func TestHTTPFrontLimits(t *testing.T) {
 	// The front logs "HTTP session ended" with why=idle when its idle timer
 	// ends a session: the test waits for that record, not for a time.
 	ends := make(chan map[string]string, 8)
-	const idle = time.Second
+	// The steps between two requests of session a (two sessions opened,
+	// one refused, one deleted, a call held) must take less than idle, or a
+	// idles out before the test has used it: touchA logs each gap. The
+	// longest, 180 ms under -race at load 12 (2026-12-06), once passed 1 s
+	// (a's big POST got 404) in the parallel race build beside other work.
+	const idle = 5 * time.Second
+	lastA := time.Now()
+	touchA := func(step string) {
+		t.Logf("session a: %s, %v after its previous request", step, time.Since(lastA).Round(time.Millisecond))
+		lastA = time.Now()
+	}
 	h := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
 		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: slog.New(recordHandler{ch: ends, only: "HTTP session ended"})},
 		MaxSessions: 2, MaxBody: 4096, IdleTimeout: idle})
@@ -311,7 +321,9 @@ func TestHTTPFrontLimits(t *testing.T) {
 		}
 		return r.Header.Get("MCP-Session-Id")
 	}
-	a, b := open(), open()
+	a := open()
+	touchA("opened")
+	b := open()
 	if r, _ := do("POST", "", initialize); r.StatusCode != http.StatusServiceUnavailable || r.Header.Get("Retry-After") == "" {
 		t.Fatalf("third session: %d, Retry-After %q; want 503", r.StatusCode, r.Header.Get("Retry-After"))
 	}
@@ -321,6 +333,7 @@ func TestHTTPFrontLimits(t *testing.T) {
 	c := open()
 
 	big := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + strings.Repeat("x", 4096) + `"}}}`
+	touchA("a body over MaxBody")
 	if r, _ := do("POST", a, big); r.StatusCode != http.StatusRequestEntityTooLarge {
 		t.Fatalf("a body over MaxBody: %d, want 413", r.StatusCode)
 	}
@@ -340,6 +353,7 @@ func TestHTTPFrontLimits(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("c's call did not reach the server in 10 s")
 	}
+	touchA("its last request")
 	if r, body := do("POST", a, `{"jsonrpc":"2.0","id":4,"method":"ping"}`); r.StatusCode != http.StatusOK {
 		t.Fatalf("a's last request: %d %s", r.StatusCode, body)
 	}
