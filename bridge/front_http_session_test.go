@@ -260,7 +260,10 @@ func TestHTTPFrontManyPingBatches(t *testing.T) {
 func TestHTTPFrontDuplicateRequestID(t *testing.T) {
 	t.Parallel()
 	srv, hold := holdServer(t)
-	const idle = 300 * time.Millisecond
+	// sid must not idle out between its call's answer and its next POST
+	// (milliseconds apart); 2 s, not the 300 ms the other idle tests use,
+	// since these tests run in parallel under -race beside other work.
+	const idle = 2 * time.Second
 	ts, ends := frontOn(t, srv, bridge.HTTPConfig{IdleTimeout: idle})
 	sid := openSession(t, ts.URL, "2025-11-25")
 	call := heldCall(t, ts.URL, sid, hold, 7)
