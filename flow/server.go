@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -316,7 +317,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ServeSession(w http.ResponseWriter, r *http.Request, upgrade func() (WTSession, error)) {
 	if !s.originAllowed(r) {
 		s.observe(Event{Kind: EventRefused, Outcome: "origin", Reason: fmt.Sprintf("a CONNECT from origin %q, which is not allowed (from %s)", r.Header.Get("Origin"), r.RemoteAddr)})
-		http.Error(w, "origin not allowed", http.StatusForbidden)
+		http.Error(w, "origin not allowed: "+strconv.Quote(r.Header.Get("Origin"))+" is not a page of this machine, and not among the allowed origins: -allow-origin (ServerConfig.AllowedOrigins)", http.StatusForbidden)
 		return
 	}
 	token, ok := s.authorize(w, r) // spec §9.1: before any slot

@@ -64,6 +64,7 @@ func run(args []string) int {
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
+		public    = fs.String("public-url", "", "comma-separated URLs clients reach this server at, when not -addr (behind a forwarder, a load balancer, a DNS name): their hosts are allowed in Host headers and their origins as Origins, on both listeners; the first names the endpoint in download links (spec §9)")
 		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers) besides loopback pages, which a loopback listener allows anyway; '*' allows any (spec §9)")
 		encodings = fs.String("encodings", joinNames(codec.Names), "encodings the server accepts, in its order of preference (every encoding of package codec by default)")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
@@ -152,10 +153,16 @@ func run(args []string) int {
 	}
 	mux := flow.Mux{}
 	reg.Register(mux)
+	publics, err := parsePublicURLs(*public)
+	if err != nil {
+		log.Error("flags", "err", err)
+		return 2
+	}
 	var allowed []string
 	if *origins != "" {
 		allowed = strings.Split(*origins, ",")
 	}
+	allowed = append(allowed, publics.origins()...)
 	cfg := flow.ServerConfig{
 		Addr:             *addr,
 		Path:             *path,
@@ -244,7 +251,7 @@ func run(args []string) int {
 	}
 	var web *httpSide
 	if tcpLn != nil {
-		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, observe, auth, log); err != nil {
+		if web, err = serveHTTP(tcpLn, srv, cert, *path, publics, allowed, *sessions, observe, auth, log); err != nil {
 			tcpLn.Close()
 			srv.Close()
 			log.Error("Streamable HTTP listener", "err", err)
