@@ -82,6 +82,8 @@ func run(args []string) int {
 		upQueue   = fs.Int("upstream-queue", bridge.DefaultUpstreamQueue, "with -upstream, the messages per session waiting for the upstream to take them")
 		upProto   = fs.String("upstream-protocol", bridge.UpstreamAuto, "with -upstream, the MCP era spoken to it: auto (follow each client's era, falling back to the other: initialize, or a server/discover probe), 2026-07-28, or 2025 (spec §10, \"Eras\")")
 		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
+		fleetFile = fs.String("fleet-key-file", "", "file holding the fleet key every server behind one name shares (default $"+fleetKeyEnv+"): stateless resets a client of another, killed server accepts, and shared address tokens (docs/deploy.md, \"Fleet\")")
+		genFleet  = fs.String("gen-fleet-key", "", "write a new fleet key to this file (mode 600, not overwritten) and exit")
 		metricsAt = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, e.g. 127.0.0.1:9464; never the public -addr); off by default")
 	)
 	var authF authFlags
@@ -95,6 +97,13 @@ func run(args []string) int {
 			return 0
 		}
 		return 2
+	}
+	if *genFleet != "" {
+		if err := genFleetKey(*genFleet); err != nil {
+			fmt.Fprintf(os.Stderr, "mcp-flow-server: -gen-fleet-key: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	level := slog.LevelInfo
 	if *debug || os.Getenv("MCP_FLOW_DEBUG") == "1" {
@@ -140,6 +149,12 @@ func run(args []string) int {
 		return 1
 	}
 
+	fleetKey, err := loadFleetKey(*fleetFile, log)
+	if err != nil {
+		log.Error("fleet key", "err", err)
+		return 2
+	}
+
 	var encs []codec.Name
 	for _, e := range strings.Split(*encodings, ",") {
 		if e = strings.TrimSpace(e); e != "" {
@@ -173,6 +188,7 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
+		FleetKey:         fleetKey,
 		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
 	}
