@@ -377,6 +377,13 @@ type ServerConfig struct {
 	// accepts another's tokens. Nil: no stateless resets, and a token key
 	// of this process only.
 	FleetKey *FleetKey
+	// ConnectionIDs, if set, makes the connection IDs the server issues
+	// (quic.Transport.ConnectionIDGenerator): mcp-flow-server's -server-id
+	// gives one of package internal/quiclb, whose IDs name the server, so
+	// that a load balancer routes by them (docs/deploy.md, "Connection IDs
+	// that name their server"). All servers of a fleet must issue IDs of
+	// one length. Nil: quic-go's random 4-octet IDs.
+	ConnectionIDs quic.ConnectionIDGenerator
 	// faults break rules on purpose, for testing conformance runners only;
 	// set by internal/faults.Set, never by a command.
 	faults faults.Faults

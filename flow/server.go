@@ -205,9 +205,10 @@ func (s *Server) Serve() error {
 }
 
 // transport is the QUIC transport of the server's socket, with the keys
-// of ServerConfig.FleetKey when it is set.
+// of ServerConfig.FleetKey and the connection IDs of
+// ServerConfig.ConnectionIDs when they are set.
 func (s *Server) transport(pc net.PacketConn) *quic.Transport {
-	tr := &quic.Transport{Conn: pc}
+	tr := &quic.Transport{Conn: pc, ConnectionIDGenerator: s.cfg.ConnectionIDs}
 	if k := s.cfg.FleetKey; k != nil {
 		tr.StatelessResetKey, tr.TokenGeneratorKey = k.statelessResetKey(), k.tokenGeneratorKey()
 	}

@@ -1,12 +1,14 @@
 package main
 
 import (
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/quiclb"
 )
 
 // fleetKeyEnv holds a fleet key's text when -fleet-key-file is not given.
@@ -69,4 +71,26 @@ func genFleetKey(file string) error {
 	}
 	fmt.Fprintf(os.Stderr, "mcp-flow-server: wrote a new fleet key to %s (id %s); give every server of the fleet this file (-fleet-key-file) or its contents ($%s)\n", file, k.ID(), fleetKeyEnv)
 	return nil
+}
+
+// connectionIDs is -server-id's generator: QUIC-LB plaintext connection
+// IDs (package quiclb) that carry the server ID hexID (1 to 11 octets in
+// hex), under config rotation rotation; nil for an empty hexID (quic-go's
+// random IDs).
+func connectionIDs(hexID string, rotation uint) (*quiclb.Generator, error) {
+	if hexID == "" {
+		return nil, nil
+	}
+	sid, err := hex.DecodeString(hexID)
+	if err != nil {
+		return nil, fmt.Errorf("-server-id %q: want hexadecimal octets", hexID)
+	}
+	if rotation > quiclb.MaxConfigRotation {
+		return nil, fmt.Errorf("-server-id-rotation %d: want 0 to %d", rotation, quiclb.MaxConfigRotation)
+	}
+	g, err := quiclb.NewGenerator(quiclb.Config{ConfigRotation: uint8(rotation), ServerID: sid})
+	if err != nil {
+		return nil, fmt.Errorf("-server-id %q: %w", hexID, err)
+	}
+	return g, nil
 }

@@ -83,6 +83,8 @@ func run(args []string) int {
 		upProto   = fs.String("upstream-protocol", bridge.UpstreamAuto, "with -upstream, the MCP era spoken to it: auto (follow each client's era, falling back to the other: initialize, or a server/discover probe), 2026-07-28, or 2025 (spec §10, \"Eras\")")
 		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
 		fleetFile = fs.String("fleet-key-file", "", "file holding the fleet key every server behind one name shares (default $"+fleetKeyEnv+"): stateless resets a client of another, killed server accepts, and shared address tokens (docs/deploy.md, \"Fleet\")")
+		serverID  = fs.String("server-id", "", "this server's ID in a fleet, 1 to 11 octets in hex (e.g. 01): its QUIC connection IDs carry it (QUIC-LB plaintext form), so that a balancer routes every packet of a connection to it whatever the client's address (docs/deploy.md)")
+		sidRot    = fs.Uint("server-id-rotation", 0, "with -server-id, the QUIC-LB config rotation codepoint, 0 to 6, the same on every server of one configuration")
 		genFleet  = fs.String("gen-fleet-key", "", "write a new fleet key to this file (mode 600, not overwritten) and exit")
 		metricsAt = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, e.g. 127.0.0.1:9464; never the public -addr); off by default")
 	)
@@ -154,6 +156,11 @@ func run(args []string) int {
 		log.Error("fleet key", "err", err)
 		return 2
 	}
+	cids, err := connectionIDs(*serverID, *sidRot)
+	if err != nil {
+		log.Error("flags", "err", err)
+		return 2
+	}
 
 	var encs []codec.Name
 	for _, e := range strings.Split(*encodings, ",") {
@@ -191,6 +198,9 @@ func run(args []string) int {
 		FleetKey:         fleetKey,
 		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
+	}
+	if cids != nil {
+		cfg.ConnectionIDs = cids // a nil *Generator is no nil interface
 	}
 	var upstreamOf *bridge.Upstream
 	if err := bridge.CheckUpstreamProtocol(*upProto); err != nil {
