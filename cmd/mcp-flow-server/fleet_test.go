@@ -10,7 +10,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -175,13 +174,6 @@ func TestTimeToNotice(t *testing.T) {
 			}
 		}
 	})
-	stat := func(ds []time.Duration) string {
-		slices.Sort(ds)
-		if len(ds) == 0 {
-			return "none"
-		}
-		return fmt.Sprintf("median %v, worst %v (%d rounds)", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond), len(ds))
-	}
 	t.Logf("time-to-notice after SIGKILL and takeover of the address (client and server idle timeouts %v): shared fleet key: %s; no key: %s",
-		flow.DefaultPeerIdleTimeout, stat(times["shared key"]), stat(times["no key"]))
+		flow.DefaultPeerIdleTimeout, flowtest.Spread(times["shared key"]), flowtest.Spread(times["no key"]))
 }
