@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"log/slog"
 	"net/url"
 	"os"
 	"os/exec"
@@ -176,4 +177,54 @@ func TestTimeToNotice(t *testing.T) {
 	})
 	t.Logf("time-to-notice after SIGKILL and takeover of the address (client and server idle timeouts %v): shared fleet key: %s; no key: %s",
 		flow.DefaultPeerIdleTimeout, flowtest.Spread(times["shared key"]), flowtest.Spread(times["no key"]))
+}
+
+// TestLoadFleetKey: -fleet-key-file wins over $MCP_FLOW_FLEET_KEY, which
+// serves when the flag is not given; neither: no key; a bad key is an
+// error that does not quote it; a key file others may read is used, with a
+// warning. The log says where the key came from and its ID, never the key.
+func TestLoadFleetKey(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name string, mode os.FileMode) (string, *flow.FleetKey) {
+		k, err := flow.NewFleetKey()
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := k.MarshalText()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, text, mode); err != nil {
+			t.Fatal(err)
+		}
+		return p, k
+	}
+	fileKey, kf := write("file.key", 0o600)
+	_, ke := write("env.key", 0o600)
+	envText, _ := ke.MarshalText()
+	var logged bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&logged, nil))
+
+	if k, err := loadFleetKey("", log); err != nil || k != nil {
+		t.Fatalf("no flag, no environment: %v, %v; want no key", k, err)
+	}
+	t.Setenv(fleetKeyEnv, string(envText))
+	if k, err := loadFleetKey("", log); err != nil || k == nil || k.ID() != ke.ID() {
+		t.Fatalf("$%s: %v, %v; want the key %s", fleetKeyEnv, k, err, ke.ID())
+	}
+	if k, err := loadFleetKey(fileKey, log); err != nil || k == nil || k.ID() != kf.ID() {
+		t.Fatalf("-fleet-key-file beside $%s: %v, %v; want the file's key %s", fleetKeyEnv, k, err, kf.ID())
+	}
+	t.Setenv(fleetKeyEnv, "zz"+string(envText[2:]))
+	if _, err := loadFleetKey("", log); err == nil || strings.Contains(err.Error(), string(envText[2:10])) {
+		t.Fatalf("a bad $%s: %v; want an error that does not quote it", fleetKeyEnv, err)
+	}
+	open, _ := write("open.key", 0o644)
+	if k, err := loadFleetKey(open, log); err != nil || k == nil || !strings.Contains(logged.String(), "may be read by others") {
+		t.Fatalf("a key file of mode 644: %v, %v; want the key and a warning; log:\n%s", k, err, logged.String())
+	}
+	if !strings.Contains(logged.String(), "id="+kf.ID()) {
+		t.Errorf("the log does not name the key's ID %s:\n%s", kf.ID(), logged.String())
+	}
+	leaks(t, logged.String(), envText)
+	fileText, _ := kf.MarshalText()
+	leaks(t, logged.String(), fileText)
 }
