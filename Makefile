@@ -143,11 +143,19 @@ oidc:
 
 # lb: three mcp-flow-servers behind nginx (UDP and TCP) through a rolling
 # restart with SIGTERM, LB_CALLERS callers of each client kind calling
-# throughout; no call lost or run twice (internal/lbtest, docs/deploy.md).
-# Installs nginx and libnginx-mod-stream with apt-get when missing.
+# throughout; no call lost or run twice (internal/lbtest, docs/deploy.md);
+# then nginx with njs routing QUIC by the server ID in connection IDs,
+# across clients' address changes; then the time a client of a killed
+# server takes to notice, and the stdio front's to answer again, with a
+# shared fleet key and without (docs/deploy.md, "Fleet").
+# Installs nginx, libnginx-mod-stream and libnginx-mod-stream-js with
+# apt-get when missing.
 LB_CALLERS ?= 50
 lb:
 	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^TestRollingRestart$$' ./internal/lbtest/
+	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestRouteByConnectionID$$' ./internal/lbtest/
+	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestTimeToNotice$$' ./cmd/mcp-flow-server/
+	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestStdioFrontTimeToReconnect$$' ./cmd/mcp-flow/
 
 # interop: the conformance runner against every peer at hand, and the
 # browser peer (TestBrowserPeer) and the npm transport under the TypeScript

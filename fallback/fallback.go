@@ -220,8 +220,8 @@ func dialErr(flowErr, httpErr error) error {
 }
 
 // httpClient is cfg.HTTPClient or one that trusts what Flow.TLSConfig
-// trusts, over HTTP/2 (or 1.1); with Flow.Token, sending its token
-// (WithToken).
+// trusts, over HTTP/2 (or 1.1); with Flow.Token, sending its token, and
+// refusals turned into errors that say why (WithToken).
 func httpClient(cfg Config) *http.Client {
 	if cfg.HTTPClient != nil {
 		return WithToken(cfg.HTTPClient, cfg)

@@ -101,7 +101,11 @@ type RefusedError struct {
 	Status     int
 	Challenge  string
 	RetryAfter string
-	Err        error // the WebTransport dialer's own error
+	// Reason is the server's own words, when it gave some (the first line
+	// of a text/plain body, read by package fallback): "host not allowed:
+	// …" says which host and which setting allows it (spec §9).
+	Reason string
+	Err    error // the WebTransport dialer's own error
 }
 
 func (e *RefusedError) Error() string {
@@ -119,6 +123,9 @@ func (e *RefusedError) Error() string {
 		msg += " (the access token was refused)"
 	case e.Status == http.StatusForbidden && strings.Contains(e.Challenge, "insufficient_scope"):
 		msg += " (the access token lacks a scope)"
+	}
+	if e.Reason != "" {
+		msg += ": " + e.Reason
 	}
 	return msg
 }

@@ -369,6 +369,21 @@ type ServerConfig struct {
 	// the session is shut down gracefully when the token expires. Nil: no
 	// authentication.
 	Auth Authenticator
+	// FleetKey, if set, is the secret the servers of a fleet share
+	// (docs/deploy.md, "Fleet"): the QUIC stateless-reset key and the
+	// address-validation token key are derived from it, so that any server
+	// of the fleet resets a connection another one held (a client of a
+	// killed server learns it in a round trip, not its idle timeout) and
+	// accepts another's tokens. Nil: no stateless resets, and a token key
+	// of this process only.
+	FleetKey *FleetKey
+	// ConnectionIDs, if set, makes the connection IDs the server issues
+	// (quic.Transport.ConnectionIDGenerator): mcp-flow-server's -server-id
+	// gives one of package internal/quiclb, whose IDs name the server, so
+	// that a load balancer routes by them (docs/deploy.md, "Connection IDs
+	// that name their server"). All servers of a fleet must issue IDs of
+	// one length. Nil: quic-go's random 4-octet IDs.
+	ConnectionIDs quic.ConnectionIDGenerator
 	// faults break rules on purpose, for testing conformance runners only;
 	// set by internal/faults.Set, never by a command.
 	faults faults.Faults

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -43,6 +44,7 @@ type Server struct {
 	mu       sync.Mutex
 	pc       net.PacketConn
 	ln       *quic.EarlyListener
+	tr       *quic.Transport // ln's, on pc
 	sessions map[*Session]struct{}
 	closing  bool
 	conns    sync.WaitGroup // one per accepted QUIC connection
@@ -88,6 +90,10 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.Info.Name == "" {
 		cfg.Info = Implementation{Name: "mcp-flow", Version: protocol.Version}
+	}
+	if cfg.FleetKey != nil {
+		k := *cfg.FleetKey // the caller's may change
+		cfg.FleetKey = &k
 	}
 	lim := cfg.Limits.withDefaults()
 	codecs, err := newCodecSet(lim.Codec)
@@ -168,8 +174,10 @@ func (s *Server) Serve() error {
 			return plain, nil
 		}
 	}
-	ln, err := quic.ListenEarly(pc, s.h3.TLSConfig, qconf)
+	tr := s.transport(pc)
+	ln, err := tr.ListenEarly(s.h3.TLSConfig, qconf)
 	if err != nil {
+		tr.Close()
 		return fmt.Errorf("flow: QUIC listener: %w", err)
 	}
 	s.warnSmallBuffers(pc)
@@ -177,9 +185,10 @@ func (s *Server) Serve() error {
 	if s.closing {
 		s.mu.Unlock()
 		ln.Close()
+		tr.Close()
 		return http.ErrServerClosed
 	}
-	s.ln = ln
+	s.ln, s.tr = ln, tr
 	s.mu.Unlock()
 	errs := make(chan error, acceptors)
 	var accepting sync.WaitGroup
@@ -193,6 +202,17 @@ func (s *Server) Serve() error {
 		return http.ErrServerClosed
 	}
 	return <-errs
+}
+
+// transport is the QUIC transport of the server's socket, with the keys
+// of ServerConfig.FleetKey and the connection IDs of
+// ServerConfig.ConnectionIDs when they are set.
+func (s *Server) transport(pc net.PacketConn) *quic.Transport {
+	tr := &quic.Transport{Conn: pc, ConnectionIDGenerator: s.cfg.ConnectionIDs}
+	if k := s.cfg.FleetKey; k != nil {
+		tr.StatelessResetKey, tr.TokenGeneratorKey = k.statelessResetKey(), k.tokenGeneratorKey()
+	}
+	return tr
 }
 
 // accept hands each QUIC connection it takes to the WebTransport server on
@@ -316,7 +336,7 @@ func (s *Server) serveHTTP(w http.ResponseWriter, r *http.Request) {
 func (s *Server) ServeSession(w http.ResponseWriter, r *http.Request, upgrade func() (WTSession, error)) {
 	if !s.originAllowed(r) {
 		s.observe(Event{Kind: EventRefused, Outcome: "origin", Reason: fmt.Sprintf("a CONNECT from origin %q, which is not allowed (from %s)", r.Header.Get("Origin"), r.RemoteAddr)})
-		http.Error(w, "origin not allowed", http.StatusForbidden)
+		http.Error(w, "origin not allowed: "+strconv.Quote(r.Header.Get("Origin"))+" is not a page of this machine, and not among the allowed origins: -allow-origin (ServerConfig.AllowedOrigins)", http.StatusForbidden)
 		return
 	}
 	token, ok := s.authorize(w, r) // spec §9.1: before any slot
@@ -526,6 +546,9 @@ func (s *Server) Close() error {
 	s.mu.Lock()
 	if s.ln != nil {
 		_ = s.ln.Close()
+	}
+	if s.tr != nil {
+		_ = s.tr.Close() // the connections that are left
 	}
 	if s.pc != nil {
 		_ = s.pc.Close()

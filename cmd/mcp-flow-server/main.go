@@ -64,6 +64,7 @@ func run(args []string) int {
 		certFile  = fs.String("cert", "", "TLS certificate (PEM); default: a generated development certificate")
 		keyFile   = fs.String("key", "", "TLS key (PEM), with -cert")
 		certDir   = fs.String("cert-dir", "", "where the development certificate is kept (default $MCP_FLOW_CERT_DIR or the user cache dir)")
+		public    = fs.String("public-url", "", "comma-separated URLs clients reach this server at, when not -addr (behind a forwarder, a load balancer, a DNS name): their hosts are allowed in Host headers and their origins as Origins, on both listeners; the first names the endpoint in download links (spec §9)")
 		origins   = fs.String("allow-origin", "", "comma-separated Origins allowed to connect (browsers) besides loopback pages, which a loopback listener allows anyway; '*' allows any (spec §9)")
 		encodings = fs.String("encodings", joinNames(codec.Names), "encodings the server accepts, in its order of preference (every encoding of package codec by default)")
 		noDgram   = fs.Bool("no-datagrams", false, "answer datagramsSupported: false")
@@ -81,6 +82,10 @@ func run(args []string) int {
 		upQueue   = fs.Int("upstream-queue", bridge.DefaultUpstreamQueue, "with -upstream, the messages per session waiting for the upstream to take them")
 		upProto   = fs.String("upstream-protocol", bridge.UpstreamAuto, "with -upstream, the MCP era spoken to it: auto (follow each client's era, falling back to the other: initialize, or a server/discover probe), 2026-07-28, or 2025 (spec §10, \"Eras\")")
 		upProbe   = fs.Duration("upstream-probe-timeout", bridge.DefaultProbeTimeout, "with -upstream, how long a server/discover probe waits before the upstream counts as a 2025 server")
+		fleetFile = fs.String("fleet-key-file", "", "file holding the fleet key every server behind one name shares (default $"+fleetKeyEnv+"): stateless resets a client of another, killed server accepts, and shared address tokens (docs/deploy.md, \"Fleet\")")
+		serverID  = fs.String("server-id", "", "this server's ID in a fleet, 1 to 11 octets in hex (e.g. 01): its QUIC connection IDs carry it (QUIC-LB plaintext form), so that a balancer routes every packet of a connection to it whatever the client's address (docs/deploy.md)")
+		sidRot    = fs.Uint("server-id-rotation", 0, "with -server-id, the QUIC-LB config rotation codepoint, 0 to 6, the same on every server of one configuration")
+		genFleet  = fs.String("gen-fleet-key", "", "write a new fleet key to this file (mode 600, not overwritten) and exit")
 		metricsAt = fs.String("metrics", "", "serve Prometheus metrics at http://ADDR/metrics on a plain-HTTP listener of their own (an admin port, e.g. 127.0.0.1:9464; never the public -addr); off by default")
 	)
 	var authF authFlags
@@ -94,6 +99,13 @@ func run(args []string) int {
 			return 0
 		}
 		return 2
+	}
+	if *genFleet != "" {
+		if err := genFleetKey(*genFleet); err != nil {
+			fmt.Fprintf(os.Stderr, "mcp-flow-server: -gen-fleet-key: %v\n", err)
+			return 1
+		}
+		return 0
 	}
 	level := slog.LevelInfo
 	if *debug || os.Getenv("MCP_FLOW_DEBUG") == "1" {
@@ -139,6 +151,17 @@ func run(args []string) int {
 		return 1
 	}
 
+	fleetKey, err := loadFleetKey(*fleetFile, log)
+	if err != nil {
+		log.Error("fleet key", "err", err)
+		return 2
+	}
+	cids, err := connectionIDs(*serverID, *sidRot)
+	if err != nil {
+		log.Error("flags", "err", err)
+		return 2
+	}
+
 	var encs []codec.Name
 	for _, e := range strings.Split(*encodings, ",") {
 		if e = strings.TrimSpace(e); e != "" {
@@ -152,10 +175,16 @@ func run(args []string) int {
 	}
 	mux := flow.Mux{}
 	reg.Register(mux)
+	publics, err := parsePublicURLs(*public)
+	if err != nil {
+		log.Error("flags", "err", err)
+		return 2
+	}
 	var allowed []string
 	if *origins != "" {
 		allowed = strings.Split(*origins, ",")
 	}
+	allowed = append(allowed, publics.origins()...)
 	cfg := flow.ServerConfig{
 		Addr:             *addr,
 		Path:             *path,
@@ -166,8 +195,12 @@ func run(args []string) int {
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
+		FleetKey:         fleetKey,
 		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
+	}
+	if cids != nil {
+		cfg.ConnectionIDs = cids // a nil *Generator is no nil interface
 	}
 	var upstreamOf *bridge.Upstream
 	if err := bridge.CheckUpstreamProtocol(*upProto); err != nil {
@@ -244,7 +277,7 @@ func run(args []string) int {
 	}
 	var web *httpSide
 	if tcpLn != nil {
-		if web, err = serveHTTP(tcpLn, srv, cert, *path, allowed, *sessions, observe, auth, log); err != nil {
+		if web, err = serveHTTP(tcpLn, srv, cert, *path, publics, allowed, *sessions, observe, auth, log); err != nil {
 			tcpLn.Close()
 			srv.Close()
 			log.Error("Streamable HTTP listener", "err", err)

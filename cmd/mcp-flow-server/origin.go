@@ -26,6 +26,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -94,7 +95,8 @@ type httpSide struct {
 }
 
 // serveHTTP serves Streamable HTTP on ln at path, as a client of flowSrv
-// over loopback (see the file's comment). origins and maxSessions are the
+// over loopback (see the file's comment). public is -public-url (the
+// front's public URL and further host names). origins and maxSessions are the
 // UDP side's -allow-origin and -max-sessions: one Origin policy (spec §9),
 // and no more HTTP sessions than the server would take anyway. observe
 // (-metrics; nil without) gets the front's HTTP requests and the Events of
@@ -108,7 +110,7 @@ type httpSide struct {
 // one audience, so the token is presented to the resource it was issued
 // for, and tools see the client's own identity (docs/spec.md §10,
 // "Authentication on the fronts").
-func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, origins []string, maxSessions int, observe func(flow.Event), auth *serverAuth, log *slog.Logger) (*httpSide, error) {
+func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path string, public publicURLs, origins []string, maxSessions int, observe func(flow.Event), auth *serverAuth, log *slog.Logger) (*httpSide, error) {
 	target, err := loopbackURL(flowSrv.Addr(), path)
 	if err != nil {
 		return nil, err
@@ -125,10 +127,11 @@ func serveHTTP(ln net.Listener, flowSrv *flow.Server, cert *certs.Cert, path str
 		Stdio: bridge.StdioConfig{URL: target, Client: flow.ClientConfig{TLSConfig: pinned, Logger: log, Hooks: flow.Hooks{Observe: observe}}, Logger: log,
 			ExitOnDisconnect: true},
 		AllowedOrigins: origins, MaxSessions: maxSessions, Observe: observe,
-		// The names of the certificate are the server's own; the
-		// listener's address (and, on loopback, the loopback names) are
-		// allowed anyway (spec §9, internal/hostcheck).
-		HostNames: cert.Leaf.DNSNames,
+		// The names of the certificate and of -public-url are the
+		// server's own; the listener's address (and, on loopback, the
+		// loopback names) are allowed anyway (spec §9,
+		// internal/hostcheck).
+		HostNames: append(slices.Clone(cert.Leaf.DNSNames), public.hosts()...), PublicURL: public.endpoint(path),
 	}
 	if auth != nil {
 		hc.Auth, hc.Resource, hc.AuthorizationServers, hc.PassToken = auth.Bearer, auth.Resource, auth.Issuers, true

@@ -73,7 +73,7 @@ func TestOneOriginStreamableHTTP(t *testing.T) {
 }
 
 // poster returns a function that POSTs a JSON-RPC body with the MCP
-// headers and hdr to url, and checks that the answer came over HTTP/proto
+// headers and hdr (a "Host" entry sets the Host header) to url, and checks that the answer came over HTTP/proto
 // with Alt-Svc altSvc.
 func poster(t *testing.T, client *http.Client, url string, proto int, altSvc string, stderr fmt.Stringer) func(body string, hdr map[string]string) (*http.Response, string) {
 	return func(body string, hdr map[string]string) (*http.Response, string) {
@@ -85,7 +85,11 @@ func poster(t *testing.T, client *http.Client, url string, proto int, altSvc str
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
 		for k, v := range hdr {
-			req.Header.Set(k, v)
+			if k == "Host" {
+				req.Host = v
+			} else {
+				req.Header.Set(k, v)
+			}
 		}
 		r, err := client.Do(req)
 		if err != nil {

@@ -54,6 +54,7 @@ package main
 // every subcommand the package comment above lists.
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -411,7 +412,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	if err != nil {
 		fmt.Fprintf(stderr, "mcp-flow: cannot connect to %s: %v\n", shownURL(o.url), err)
-		if errors.Is(err, context.DeadlineExceeded) {
+		var refused *flow.RefusedError
+		if errors.As(err, &refused) && refused.Reason != "" && refused.Challenge == "" {
+			// The server's own words (spec §9): which host or origin, and
+			// which flag of the server allows it. (A token's refusal is
+			// said by its challenge, in the line above.)
+			fmt.Fprintf(stderr, "mcp-flow: the server refused %s with HTTP %d: %s\n", cmp.Or(refused.Transport, "the session"), refused.Status, refused.Reason)
+		} else if errors.Is(err, context.DeadlineExceeded) {
 			fmt.Fprintf(stderr, "mcp-flow: no initialize answer within -handshake-timeout %v (a server with a stdio -upstream may still be starting it: try a longer one)\n", o.handshake)
 		}
 		if strings.Contains(err.Error(), "certificate") {

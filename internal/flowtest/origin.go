@@ -20,15 +20,33 @@ func Behind(t testing.TB, url string, up, down lossrelay.Path) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	o, err := OriginAt(t, url, net.JoinHostPort("127.0.0.2", u.Port()), up, down)
+	if err != nil {
+		t.Fatal(err)
+	}
+	u.Host = o.Addr()
+	return u.String()
+}
+
+// OriginAt puts a lossrelay.Origin listening at addr in front of the
+// server at url, as Behind does, and returns it; an error if addr cannot
+// be bound. It closes at the end of the test. A server reached at another
+// port than its own refuses Streamable HTTP unless told that URL
+// (-public-url, spec §9).
+func OriginAt(t testing.TB, url, addr string, up, down lossrelay.Path) (*lossrelay.Origin, error) {
+	t.Helper()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
 	ua, err := net.ResolveUDPAddr("udp", u.Host)
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, err := lossrelay.NewOrigin(net.JoinHostPort("127.0.0.2", u.Port()), ua, u.Host, up, down)
+	o, err := lossrelay.NewOrigin(addr, ua, u.Host, up, down)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	t.Cleanup(func() { o.Close() })
-	u.Host = o.Addr()
-	return u.String()
+	return o, nil
 }

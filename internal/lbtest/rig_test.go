@@ -171,10 +171,11 @@ type serverArgs struct {
 }
 
 // startServer starts mcp-flow-server on addr (127.0.0.1:0 for a free port,
-// or the port of the server it replaces) and waits for its announcement.
-func startServer(t *testing.T, a serverArgs, addr string) *server {
+// or the port of the server it replaces) with extra flags and waits for
+// its announcement.
+func startServer(t *testing.T, a serverArgs, addr string, extra ...string) *server {
 	t.Helper()
-	cmd := exec.Command(a.bin, append([]string{"-addr", addr, "-cert", a.cert, "-key", a.key, "-root", a.root, "-drain", "10s"}, debugFlag()...)...)
+	cmd := exec.Command(a.bin, append(append([]string{"-addr", addr, "-cert", a.cert, "-key", a.key, "-root", a.root, "-drain", "10s"}, debugFlag()...), extra...)...)
 	cmd.Env = append(os.Environ(), "MCP_FLOW_TEST_TALLY="+a.tally)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

@@ -158,11 +158,11 @@ const corsMaxAge = 10 * time.Minute
 // carries what it says), the protocol version.
 func (h *HTTPFront) checkHeaders(w http.ResponseWriter, r *http.Request) (*http.Request, bool) {
 	if !h.originAllowed(r) {
-		http.Error(w, "origin not allowed", http.StatusForbidden)
+		http.Error(w, originRefusal(r.Header.Get("Origin")), http.StatusForbidden)
 		return r, false
 	}
 	if why := h.hostRefused(r); why != "" {
-		http.Error(w, "host not allowed: "+why, http.StatusForbidden)
+		http.Error(w, hostRefusal(why), http.StatusForbidden)
 		return r, false
 	}
 	r, ok := h.authenticate(w, r)

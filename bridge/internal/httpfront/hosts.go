@@ -3,6 +3,7 @@ package httpfront
 import (
 	"net"
 	"net/http"
+	"strconv"
 
 	"github.com/mcp-flow/mcp-flow/internal/hostcheck"
 )
@@ -27,6 +28,18 @@ func (h *HTTPFront) hostRefused(r *http.Request) string {
 		names = append([]string{h.public.Hostname()}, names...)
 	}
 	return hostcheck.Refused(r, names...)
+}
+
+// hostRefusal is the body of the 403 a refused Host gets: which host, why,
+// and the setting that allows it, for the person who reads the client's
+// error (the CLI prints it).
+func hostRefusal(why string) string {
+	return "host not allowed: " + why + "; a server reached at another host or port (through a proxy, a forwarder or a load balancer) must be told the URL its clients use: -public-url (HTTPConfig.PublicURL)"
+}
+
+// originRefusal is the body of the 403 a refused Origin gets (spec §9).
+func originRefusal(origin string) string {
+	return "origin not allowed: " + strconv.Quote(origin) + " is not a page of this machine, and not among the allowed origins: -allow-origin (HTTPConfig.AllowedOrigins)"
 }
 
 // endpointURL is the URL download links are made from: PublicURL, else the
