@@ -46,6 +46,11 @@ TESTOUT  ?= .test-results
 # took 211 s one at a time, 40 s with 4; bridge under -race 171 s, 117 s
 # with its tests parallel at 2.
 TESTPARALLEL ?= 4
+# LONGEST: the packages of the run without the race detector that take
+# longest, named first so that they start first (the order go test starts
+# packages in), and not last, alone on the machine, after the short ones:
+# js's browser tests run one at a time (their close bounds want it).
+LONGEST := ./js ./interop ./cmd/mcp-flow ./internal/closetest ./conformance ./cmd/mcp-flow-server ./internal/hostile
 SLOWEST  ?= 15
 GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
 ALLOCTESTS := ^TestParseCost$$
@@ -57,7 +62,7 @@ test:
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -parallel=$(TESTPARALLEL) -timeout=25m $(CORE) || status=1; \
 	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -parallel=$(TESTPARALLEL) -timeout=25m \
-	  $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE))") || status=1; \
+	  $$($(GO) list $(LONGEST)) $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE) $(LONGEST))") || status=1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/alloc.json -- -count=1 -timeout=10m -run '$(ALLOCTESTS)' $(ALLOCPKGS) || status=1; \
 	echo "== the $(SLOWEST) slowest tests"; \
 	{ $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/race.json --threshold 1ns | sed 's/^/race /'; \

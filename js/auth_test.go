@@ -104,7 +104,6 @@ type probeStep struct {
 // carried the token in its URL does not name the token, nor does the
 // console.
 func TestTokenPlacementProbe(t *testing.T) {
-	t.Parallel()
 	eachEngine(t, func(t *testing.T, drive driveFunc) {
 		rec := startRecorder(t)
 		const tok = "probe-token"
@@ -227,7 +226,6 @@ func (f *failure) String() string {
 // connect fails in the page and the server refuses the CONNECT (an "auth"
 // refusal) and holds no session.
 func TestSDKClientWithToken(t *testing.T) {
-	t.Parallel()
 	eachEngine(t, func(t *testing.T, drive driveFunc) {
 		p := oidctest.Start(t)
 		var (

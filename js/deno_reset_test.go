@@ -40,7 +40,6 @@ const denoResetSymptom = "ConnectionReset: stream reset by peer: error 911419585
 // test asserts the exact symptom, so it fails when Deno changes: a fixed
 // Deno delivers the second stream.
 func TestDenoResetBeforePrefix(t *testing.T) {
-	t.Parallel()
 	deno := browsertest.Deno(t)
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {

@@ -242,7 +242,6 @@ func readEnd(r io.Reader) (text, end string) {
 // fails is asserted by its exact symptom, so the test fails when Deno (or
 // a client) changes.
 func TestDenoWebTransportServer(t *testing.T) {
-	t.Parallel()
 	deno := browsertest.Deno(t)
 	srv := startDenoServer(t, deno)
 	hash := flowtest.Cert.HashHex()

@@ -114,7 +114,6 @@ type blockedRun struct {
 // slow origin falls back); MCP_FLOW_JS_FALLBACK_ONLY runs one part (blocked,
 // modern, late, refused or slow).
 func TestFallbackToStreamableHTTP(t *testing.T) {
-	t.Parallel()
 	chromium := browsertest.Chromium(t)
 	browsertest.NPM(t, ".", "node_modules/@modelcontextprotocol/client")
 

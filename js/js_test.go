@@ -159,7 +159,6 @@ func phantomStream(next flow.Handler) flow.Handler {
 // long before the server's 30 s stall timeout; a ref/stream with no stream
 // fails with -32001 after streamWait.
 func TestSDKClientsOverMCPFlow(t *testing.T) {
-	t.Parallel()
 	browsertest.NPM(t, ".", "node_modules/@modelcontextprotocol/client")
 	runs := map[string]engineRun{}
 	if path := os.Getenv("MCP_FLOW_INTEROP_OUT"); path != "" {

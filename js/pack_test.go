@@ -35,7 +35,6 @@ import (
 // the tarball holds dist/index.js only if prepack builds it, and the shared
 // checkout is left as it was.
 func TestPackedPackageInFreshApp(t *testing.T) {
-	t.Parallel()
 	chromium := browsertest.Chromium(t)
 	for _, tool := range []string{"npm", "node"} {
 		if _, err := exec.LookPath(tool); err != nil {
