@@ -5,9 +5,8 @@
 //
 // This package is the public API (api.go: the constructors and configs of
 // the fronts and the upstream, as aliases of the packages that implement
-// them) and the go-sdk adapters above both sides (sdk.go: ClientTransport,
-// a go-sdk client over a stdio front; ServeSDK, a go-sdk server as an
-// upstream). Its tests are the fronts' end-to-end suite and the tests that
+// them) and the go-sdk adapters by their old names (sdk.go:
+// ClientTransport and ServeSDK, thin wrappers over package sdkflow). Its tests are the fronts' end-to-end suite and the tests that
 // cross both sides (a go-sdk chain, TestParseCost), through this API
 // against in-process servers and the real binaries; the upstream's own are
 // in its package, each package's internal tests beside its code.
@@ -25,6 +24,8 @@
 //     2026-07-28), its SSE event log, downloads and client tokens.
 //   - internal/upstream: the upstream (Upstream): stdio processes, pipes,
 //     our own Streamable HTTP client, the translation between eras.
+//   - sdkflow: the go-sdk transport: a go-sdk client's connection on a
+//     core, a go-sdk server's on an upstream, message by message.
 //   - plainio: what both sides and fallback's relay read and write: the
 //     stdio framings, the one line reader, the SSE parser, the waiters.
 //     Not internal, so that fallback can use it.
