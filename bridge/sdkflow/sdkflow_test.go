@@ -2,6 +2,7 @@ package sdkflow_test
 
 import (
 	"context"
+	"errors"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcp-flow/mcp-flow/bench/sdkfixture"
 	"github.com/mcp-flow/mcp-flow/bridge/sdkflow"
 	"github.com/mcp-flow/mcp-flow/demotools"
@@ -315,5 +317,57 @@ func TestFlowClientToGoSDKServer(t *testing.T) {
 			t.Fatal("a cancelled call answered")
 		}
 		tagOn(t, f.cancelled, tag, "cancelled")
+	}
+}
+
+// TestServerCancelsItsRequest: the go-sdk server gives up on its own
+// request to the client (an elicitation whose context it cancels once the
+// client's handler runs): its notifications/cancelled crosses MCP-Flow as
+// $/cancel and reaches the go-sdk client's handler as the end of its
+// context (MCP 2025-11-25: a 2026-07-28 client takes no server requests).
+func TestServerCancelsItsRequest(t *testing.T) {
+	asking, handlerCancelled := make(chan struct{}, 1), make(chan struct{}, 1)
+	s := mcp.NewServer(&mcp.Implementation{Name: "asker", Version: "1"}, nil)
+	mcp.AddTool(s, &mcp.Tool{Name: "ask", Description: "asks the client, then gives up"},
+		func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ectx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-asking:
+					cancel()
+				case <-ectx.Done():
+				}
+			}()
+			_, err := req.Session.Elicit(ectx, &mcp.ElicitParams{Message: "name?", RequestedSchema: &jsonschema.Schema{Type: "object"}})
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: fmt.Sprint(err)}}}, nil, nil
+		})
+	srv := serve(t, s)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	quit := make(chan struct{}) // a failed test lets the handler go
+	_, cs := connect(t, ctx, srv.flow, protocol.MCP20251125, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asking <- struct{}{}
+			select {
+			case <-ctx.Done():
+				handlerCancelled <- struct{}{}
+				return nil, ctx.Err()
+			case <-quit:
+				return nil, errors.New("the test is over")
+			}
+		},
+	})
+	defer cs.Close()
+	defer close(quit)
+	r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask", Arguments: map[string]any{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the server's elicitation ended with: %s", r.Content[0].(*mcp.TextContent).Text)
+	select {
+	case <-handlerCancelled:
+	case <-time.After(10 * time.Second): // the whole test takes about 0.1 s
+		t.Fatal("the client's elicitation handler was not cancelled in 10 s")
 	}
 }
