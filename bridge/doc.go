@@ -6,10 +6,11 @@
 // This package is the public API (api.go: the constructors and configs of
 // the fronts and the upstream, as aliases of the packages that implement
 // them) and the go-sdk adapters by their old names (sdk.go:
-// ClientTransport and ServeSDK, thin wrappers over package sdkflow). Its tests are the fronts' end-to-end suite and the tests that
-// cross both sides (a go-sdk chain, TestParseCost), through this API
-// against in-process servers and the real binaries; the upstream's own are
-// in its package, each package's internal tests beside its code.
+// ClientTransport and ServeSDK, thin wrappers over package sdkflow). Its
+// tests are the fronts' end-to-end suite and the tests that cross both
+// sides (a go-sdk chain, TestParseCost), through this API against
+// in-process servers and the real binaries; the upstream's own are in its
+// package, each package's internal tests beside its code.
 //
 // # Which package for which job
 //
@@ -24,8 +25,10 @@
 //     2026-07-28), its SSE event log, downloads and client tokens.
 //   - internal/upstream: the upstream (Upstream): stdio processes, pipes,
 //     our own Streamable HTTP client, the translation between eras.
+//   - internal/running: Count, what a side started and has not finished.
 //   - sdkflow: the go-sdk transport: a go-sdk client's connection on a
-//     core, a go-sdk server's on an upstream, message by message.
+//     core, a go-sdk server's on an upstream, message by message; public,
+//     so that a go-sdk program imports it alone.
 //   - plainio: what both sides and fallback's relay read and write: the
 //     stdio framings, the one line reader, the SSE parser, the waiters.
 //     Not internal, so that fallback can use it.
@@ -40,7 +43,8 @@
 // up_*.go); the compiler now holds the sides apart. A front imports the
 // core and plainio, never the upstream or the other front; the upstream
 // imports plainio alone; the core no side, and reaches its client only
-// through Front; plainio no bridge package. TestLayoutImportsOneWay checks
+// through Front; plainio no bridge package; sdkflow the core and the
+// upstream, and only bridge imports it. TestLayoutImportsOneWay checks
 // that import graph with go list (and that fallback depends on no bridge
 // package but plainio), and TestLayoutCallsOneWay that inside each package
 // no two files call each other; each package's doc lists its files so that

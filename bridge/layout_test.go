@@ -23,11 +23,13 @@ import (
 // plainio; the core only plainio; plainio none of them; bridge, the public
 // API and the go-sdk adapters, any.
 var bridgeImports = map[string][]string{
-	"bridge":                     {"bridge/internal/core", "bridge/internal/stdiofront", "bridge/internal/httpfront", "bridge/internal/upstream", "bridge/plainio"},
+	"bridge":                     {"bridge/internal/core", "bridge/internal/stdiofront", "bridge/internal/httpfront", "bridge/internal/upstream", "bridge/plainio", "bridge/sdkflow"},
 	"bridge/internal/core":       {"bridge/plainio"},
+	"bridge/internal/running":    {},
 	"bridge/internal/stdiofront": {"bridge/internal/core", "bridge/plainio"},
-	"bridge/internal/httpfront":  {"bridge/internal/core", "bridge/plainio"},
-	"bridge/internal/upstream":   {"bridge/plainio"},
+	"bridge/internal/httpfront":  {"bridge/internal/core", "bridge/internal/running", "bridge/plainio"},
+	"bridge/internal/upstream":   {"bridge/internal/running", "bridge/plainio"},
+	"bridge/sdkflow":             {"bridge/internal/core", "bridge/internal/upstream"},
 	"bridge/plainio":             {},
 	"fallback":                   {"bridge/plainio"},
 }
