@@ -143,6 +143,8 @@ const sdkTransportLarge = 16 << 20
 // BenchmarkEcho/flow-interleaved does: samples taken seconds apart on a
 // shared machine compare its load), each sample after a collection; each
 // ratio is the median over the rounds of two rates of the same round.
+// Beside the rates, each one's CPU time per operation (this process: all
+// four run both ends here), which a loaded machine does not inflate.
 func BenchmarkGoSDKTransport(b *testing.B) {
 	ctx := context.Background()
 	targets := []struct {
@@ -155,17 +157,22 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 		}
 	}()
 	ratios := [][2]string{{"sdkflow", "pipe"}, {"sdkflow", "sdk-http"}, {"sdk-direct", "sdk-http"}, {"sdkflow", "sdk-direct"}}
-	// interleave runs sample on each target in every round and reports
-	// each one's median rate in unit and the median ratios.
-	interleave := func(b *testing.B, unit string, sample func(t *sdkTarget) float64) {
-		rate := map[string][]float64{}
+	// interleave runs sample (ops operations) on each target in every
+	// round and reports each one's median rate in unit, its median CPU
+	// time per operation (this process's: both ends, and the server of
+	// none runs elsewhere; waiting for a core does not inflate it as it
+	// does a rate on a loaded machine), and the median ratios.
+	interleave := func(b *testing.B, unit string, ops int, sample func(t *sdkTarget) float64) {
+		rate, cpu := map[string][]float64{}, map[string][]float64{}
 		ratio := map[[2]string][]float64{}
 		for _, order := range sdkTransportOrders {
 			got := map[string]float64{}
 			for _, i := range order {
 				runtime.GC()
+				c0 := cpuTime(0)
 				got[targets[i].name] = sample(targets[i].t)
 				rate[targets[i].name] = append(rate[targets[i].name], got[targets[i].name])
+				cpu[targets[i].name] = append(cpu[targets[i].name], float64((cpuTime(0)-c0).Microseconds())/float64(ops))
 			}
 			for _, r := range ratios {
 				ratio[r] = append(ratio[r], got[r[0]]/got[r[1]])
@@ -173,6 +180,7 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 		}
 		for _, tg := range targets {
 			b.ReportMetric(median(rate[tg.name]), tg.name+"-"+unit)
+			b.ReportMetric(median(cpu[tg.name]), tg.name+"-cpu-µs/op")
 		}
 		for _, r := range ratios {
 			b.ReportMetric(median(ratio[r]), r[0]+"/"+r[1])
@@ -181,7 +189,7 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 	}
 	b.Run("echo/c=16", func(b *testing.B) {
 		per := max(b.N/len(sdkTransportOrders), 1000)
-		interleave(b, "calls/s", func(t *sdkTarget) float64 {
+		interleave(b, "calls/s", per, func(t *sdkTarget) float64 {
 			t0 := time.Now()
 			if _, err := workload.EchoCalls(ctx, t, 16, per); err != nil {
 				b.Fatal(err)
@@ -191,7 +199,7 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 	})
 	const n = sdkTransportLarge
 	b.Run("large/"+sizeName(n), func(b *testing.B) {
-		interleave(b, "MB/s", func(t *sdkTarget) float64 {
+		interleave(b, "MB/s", 1, func(t *sdkTarget) float64 {
 			t0 := time.Now()
 			if got, err := t.Fetch(ctx, n); err != nil || got != n {
 				b.Fatalf("fetched %d of %d bytes: %v", got, n, err)

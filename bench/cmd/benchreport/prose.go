@@ -42,8 +42,10 @@ func sdkTransportText(m map[string]float64) string {
 	if m["sdkflow-calls/s"] > 0 {
 		unit = "calls/s"
 	}
-	return fmt.Sprintf(" Medians of the interleaved rounds (%s): sdkflow %s, the pipe adapter %s, the go-sdk's Streamable HTTP %s, the go-sdk with no transport at all %s; sdkflow reached %s of the last, which is the go-sdk's own work at both ends (its JSON, its goroutines) and the most any transport of it can reach.",
-		unit, fmtNum(m["sdkflow-"+unit]), fmtNum(m["pipe-"+unit]), fmtNum(m["sdk-http-"+unit]), fmtNum(m["sdk-direct-"+unit]), fmtNum(m["sdkflow/sdk-direct"]))
+	c := "cpu-µs/op"
+	return fmt.Sprintf(" Medians of the interleaved rounds (%s): sdkflow %s, the pipe adapter %s, the go-sdk's Streamable HTTP %s, the go-sdk with no transport at all %s; sdkflow reached %s of the last, which is the go-sdk's own work at both ends (its JSON, its goroutines) and the most any transport of it can reach. CPU per operation, both ends (µs): sdkflow %s, the pipe adapter %s, Streamable HTTP %s, no transport %s.",
+		unit, fmtNum(m["sdkflow-"+unit]), fmtNum(m["pipe-"+unit]), fmtNum(m["sdk-http-"+unit]), fmtNum(m["sdk-direct-"+unit]), fmtNum(m["sdkflow/sdk-direct"]),
+		fmtNum(m["sdkflow-"+c]), fmtNum(m["pipe-"+c]), fmtNum(m["sdk-http-"+c]), fmtNum(m["sdk-direct-"+c]))
 }
 
 // units returns the units of a result, sorted.
