@@ -35,9 +35,10 @@ const DefaultInlineLimit = 1 << 30
 // execution stream comes back inline in its result (its original block,
 // or text, or a base64 blob), progress as notifications/progress, a
 // notifications/cancelled becomes $/cancel, and the server's requests
-// (sampling, roots, elicitation) reach the client's handlers. When the
-// MCP-Flow session ends, Read fails and the go-sdk ends its session: the
-// transport does not reconnect.
+// (sampling, roots, elicitation) reach the client's handlers. When a 2025
+// client's MCP-Flow session ends, Read fails and the go-sdk ends its
+// session: the transport does not reconnect. A 2026-07-28 client's session
+// holds no state (spec §11.6): its next request dials a new one.
 //
 // A ClientTransport is used for one Connect, as every mcp.Transport.
 type ClientTransport struct {
