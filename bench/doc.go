@@ -40,7 +40,11 @@
 // TypeScript SDK over the npm package's transport (js/test/throughput.js),
 // against the browser's own limit. BenchmarkSessions takes a burst of 1,000 dials and
 // holds thousands of idle sessions in a server process, measuring its heap
-// alone. `make bench` turns one run into docs/BENCHMARKS.md
+// alone. BenchmarkGoSDKTransport puts a go-sdk client and a
+// go-sdk server at both ends of MCP-Flow as the go-sdk's transport
+// (bridge/sdkflow), of the pipe adapter it replaced, of the go-sdk's
+// Streamable HTTP and of no transport at all (the go-sdk's own cost), in
+// interleaved rounds. `make bench` turns one run into docs/BENCHMARKS.md
 // (cmd/benchreport).
 //
 // Two figures are reported beside their bare webtransport-go equivalents,

@@ -5,12 +5,12 @@
 //
 // This package is the public API (api.go: the constructors and configs of
 // the fronts and the upstream, as aliases of the packages that implement
-// them) and the go-sdk adapters above both sides (sdk.go: ClientTransport,
-// a go-sdk client over a stdio front; ServeSDK, a go-sdk server as an
-// upstream). Its tests are the fronts' end-to-end suite and the tests that
-// cross both sides (a go-sdk chain, TestParseCost), through this API
-// against in-process servers and the real binaries; the upstream's own are
-// in its package, each package's internal tests beside its code.
+// them) and the go-sdk adapters by their old names (sdk.go:
+// ClientTransport and ServeSDK, thin wrappers over package sdkflow). Its
+// tests are the fronts' end-to-end suite and the tests that cross both
+// sides (a go-sdk chain, TestParseCost), through this API against
+// in-process servers and the real binaries; the upstream's own are in its
+// package, each package's internal tests beside its code.
 //
 // # Which package for which job
 //
@@ -27,6 +27,9 @@
 //     our own Streamable HTTP client, the translation between eras.
 //   - internal/running: Count, what a side started and has not finished
 //     (a WaitGroup whose Add may come while Wait waits); it imports none.
+//   - sdkflow: the go-sdk transport: a go-sdk client's connection on a
+//     core, a go-sdk server's on an upstream, message by message; public,
+//     so that a go-sdk program imports it alone.
 //   - plainio: what both sides and fallback's relay read and write: the
 //     stdio framings, the one line reader, the SSE parser, the waiters.
 //     Not internal, so that fallback can use it.
@@ -40,8 +43,10 @@
 // The packages were the file prefixes of one package (core*.go, front_*.go,
 // up_*.go); the compiler now holds the sides apart. A front imports the
 // core and plainio, never the upstream or the other front; the upstream
-// imports plainio alone (and running, as the HTTP front does); the core no side, and reaches its client only
-// through Front; plainio no bridge package. TestLayoutImportsOneWay checks
+// imports plainio alone (and running, as the HTTP front does); the core no
+// side, and reaches its client only through Front; plainio no bridge
+// package; sdkflow the core and the upstream, and only bridge imports it.
+// TestLayoutImportsOneWay checks
 // that import graph with go list (and that fallback depends on no bridge
 // package but plainio), and TestLayoutCallsOneWay that inside each package
 // no two files call each other; each package's doc lists its files so that

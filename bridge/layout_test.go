@@ -24,12 +24,13 @@ import (
 // count what it runs with running, which imports none; bridge, the public
 // API and the go-sdk adapters, any.
 var bridgeImports = map[string][]string{
-	"bridge":                     {"bridge/internal/core", "bridge/internal/stdiofront", "bridge/internal/httpfront", "bridge/internal/upstream", "bridge/plainio"},
+	"bridge":                     {"bridge/internal/core", "bridge/internal/stdiofront", "bridge/internal/httpfront", "bridge/internal/upstream", "bridge/plainio", "bridge/sdkflow"},
 	"bridge/internal/core":       {"bridge/plainio"},
+	"bridge/internal/running":    {},
 	"bridge/internal/stdiofront": {"bridge/internal/core", "bridge/plainio"},
 	"bridge/internal/httpfront":  {"bridge/internal/core", "bridge/internal/running", "bridge/plainio"},
 	"bridge/internal/upstream":   {"bridge/internal/running", "bridge/plainio"},
-	"bridge/internal/running":    {},
+	"bridge/sdkflow":             {"bridge/internal/core", "bridge/internal/upstream"},
 	"bridge/plainio":             {},
 	"fallback":                   {"bridge/plainio"},
 }

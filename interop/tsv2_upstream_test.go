@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/bridge"
+	"github.com/mcp-flow/mcp-flow/bridge/sdkflow"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -306,8 +307,9 @@ func eraErrors(t *testing.T, s *flow.Session, transport, version, era string) in
 // TestOfficialConformanceTSv2UpstreamGoSDK: a 2026-07-28 MCP-Flow client to
 // the go-sdk fixture held to 2025 (-upstream-protocol 2025: initialize in
 // the bridge's own name, server/discover answered from its result);
-// and the go-sdk v1.8 client, which probes server/discover first, through
-// the stdio front and the upstream to the 2026-only TypeScript server.
+// and the go-sdk v1.8 client, which probes server/discover first, over its
+// MCP-Flow transport (package sdkflow) and the upstream to the 2026-only
+// TypeScript server.
 func TestOfficialConformanceTSv2UpstreamGoSDK(t *testing.T) {
 	t.Parallel()
 	t.Run("client-2026-07-28/go-sdk-fixture-2025", func(t *testing.T) {
@@ -335,7 +337,7 @@ func TestOfficialConformanceTSv2UpstreamGoSDK(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		c := mcp.NewClient(&mcp.Implementation{Name: "go-sdk-client", Version: "1"}, nil)
-		cs, err := c.Connect(ctx, &bridge.ClientTransport{Config: bridge.StdioConfig{URL: srv.URL(), Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}}, nil)
+		cs, err := c.Connect(ctx, &sdkflow.ClientTransport{URL: srv.URL(), Client: flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet}, Logger: flowtest.Quiet}, nil)
 		if err != nil {
 			t.Fatalf("go-sdk client: %v", err)
 		}
@@ -348,6 +350,6 @@ func TestOfficialConformanceTSv2UpstreamGoSDK(t *testing.T) {
 		if ir == nil || ir.ServerInfo == nil || ir.ServerInfo.Name != "tsv2-server" {
 			t.Fatalf("go-sdk client's view of the server: %+v", ir)
 		}
-		t.Logf("TSv2 upstream row: go-sdk v1.8 client (server/discover probe, then %s) → stdio front → 2026-only TS server: 2 checks passed", ir.ProtocolVersion)
+		t.Logf("TSv2 upstream row: go-sdk v1.8 client (server/discover probe, then %s) → sdkflow transport → 2026-only TS server: 2 checks passed", ir.ProtocolVersion)
 	})
 }

@@ -44,6 +44,10 @@ const (
 	// firstResult pairs each fallback dial on a blocked network with one
 	// of Streamable HTTP alone (issue 26).
 	firstResult = "BenchmarkFirstResult/fallback-blocked"
+	// sdkEcho and sdkLarge compare the go-sdk's transports in turns, a
+	// go-sdk client and server at both ends (issue 38).
+	sdkEcho  = "BenchmarkGoSDKTransport/echo/c=16"
+	sdkLarge = "BenchmarkGoSDKTransport/large/16MiB"
 )
 
 var goals = []goal{
@@ -77,6 +81,9 @@ var goals = []goal{
 	{what: "burst of 1,000 concurrent dials + initialize: dials refused or failed", num: [2]string{sessions, "burst-refused"}, cmp: "<=", threshold: 0},
 	{what: "time to the first result (dial, initialize, one echo) on a network that drops UDP, through the fallback minus Streamable HTTP alone (ms, median of interleaved pairs)", num: [2]string{firstResult, "over-http-p50-ms"}, cmp: "<=", threshold: 1000},
 	{what: "the same, the largest difference of a pair (ms)", num: [2]string{firstResult, "over-http-max-ms"}, cmp: "<=", threshold: 1000},
+	{what: "a go-sdk client to a go-sdk server, echo calls/s at concurrency 16: MCP-Flow as the go-sdk's transport (bridge/sdkflow) vs the pipe adapter it replaced (medians of interleaved rounds)", num: [2]string{sdkEcho, "sdkflow/pipe"}, cmp: ">=", threshold: 1.5},
+	{what: "a go-sdk client to a go-sdk server, large result (16 MiB, base64 at both ends as the go-sdk's API has it): bridge/sdkflow vs go-sdk Streamable HTTP (medians of interleaved rounds)", num: [2]string{sdkLarge, "sdkflow/sdk-http"}, cmp: ">=", threshold: 10},
+	{what: "the same with no transport at all, the go-sdk's own JSON at both ends that every transport of it pays, vs go-sdk Streamable HTTP: the most any go-sdk transport can reach on the goal above (reported)", num: [2]string{sdkLarge, "sdk-direct/sdk-http"}, cmp: ">=", threshold: 10, reported: true},
 	{what: "echo calls/s at concurrency 16 vs go-sdk stdio", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-stdio/c=16", "calls/s"}, cmp: ">=", threshold: 2},
 	{what: "echo calls/s at concurrency 16 vs go-sdk Streamable HTTP", num: [2]string{"BenchmarkEcho/flow-cbor/c=16", "calls/s"}, den: [2]string{"BenchmarkEcho/sdk-http/c=16", "calls/s"}, cmp: ">=", threshold: 2},
 	{what: "large result vs TypeScript SDK stdio, base64 (256 MiB, MB/s)", num: [2]string{"BenchmarkLarge/flow-cbor/256MiB", "MB/s"}, den: [2]string{"BenchmarkLarge/ts-sdk-stdio/256MiB", "MB/s"}, cmp: ">=", threshold: 10},

@@ -242,6 +242,8 @@ func (rep *report) missed(md *strings.Builder, rs []ratio, seriesDir string) {
 		switch {
 		case name == streamVsBare && r.num[1] == "flow/bare":
 			fmt.Fprintf(md, " %s", streamText(m, rep.bareWrites(m)))
+		case name == sdkEcho || name == sdkLarge:
+			md.WriteString(sdkTransportText(m))
 		case m["busy-p99-µs"] > 0 && m["link-%"] > 0:
 			fmt.Fprintf(md, " Idle p99 %s, busy p99 %s, busy max %s, longest stall %s ms; the result came at %s %% of the link rate; the bottleneck queue dropped %s datagrams and held data %s ms at most (%s ms on average): see the shaped-link account below.",
 				ms(m["idle-p99-µs"]), ms(m["busy-p99-µs"]), ms(m["busy-max-µs"]), fmtNum(m["stall-ms"]), fmtNum(m["link-%"]), fmtNum(m["queue-drops"]), fmtNum(m["queue-max-ms"]), fmtNum(m["queue-mean-ms"]))

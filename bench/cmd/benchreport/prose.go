@@ -33,6 +33,21 @@ func streamText(m map[string]float64, writes string) string {
 		writes, strconv.Itoa(int(m["rounds"])), strconv.Itoa(int(m["bare-best-write-KiB"])), fmtNum(m["flow-MB/s"]), fmtNum(m["bare-best-MB/s"]), fmtNum(m["flow/bare"]), fmtNum(m["flow-cpu-s/GiB"]), fmtNum(m["bare-cpu-s/GiB"]))
 }
 
+// sdkTransportText states a BenchmarkGoSDKTransport figure's rates (a
+// go-sdk client and server at both ends, issue 38) and how near sdkflow
+// came to the go-sdk with no transport, which bounds every transport of
+// it.
+func sdkTransportText(m map[string]float64) string {
+	unit := "MB/s"
+	if m["sdkflow-calls/s"] > 0 {
+		unit = "calls/s"
+	}
+	c := "cpu-µs/op"
+	return fmt.Sprintf(" Medians of the interleaved rounds (%s): sdkflow %s, the pipe adapter %s, the go-sdk's Streamable HTTP %s, the go-sdk with no transport at all %s; sdkflow reached %s of the last, which is the go-sdk's own work at both ends (its JSON, its goroutines) and the most any transport of it can reach. CPU per operation, both ends (µs): sdkflow %s, the pipe adapter %s, Streamable HTTP %s, no transport %s.",
+		unit, fmtNum(m["sdkflow-"+unit]), fmtNum(m["pipe-"+unit]), fmtNum(m["sdk-http-"+unit]), fmtNum(m["sdk-direct-"+unit]), fmtNum(m["sdkflow/sdk-direct"]),
+		fmtNum(m["sdkflow-"+c]), fmtNum(m["pipe-"+c]), fmtNum(m["sdk-http-"+c]), fmtNum(m["sdk-direct-"+c]))
+}
+
 // units returns the units of a result, sorted.
 func (rep *report) units(name string) []string {
 	res, ok := rep.results[name]

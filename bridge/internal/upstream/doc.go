@@ -1,12 +1,15 @@
 // Package upstream is the bridge's other side (spec §10): one MCP-Flow
 // server session ↔ one plain MCP server, a process on stdio, a go-sdk
-// server in process, or a Streamable HTTP server. Upstream configures a
-// flow.ServerConfig; it imports no front, only plainio.
+// server in process (over pipes, or message by message), or a Streamable
+// HTTP server. Upstream configures a flow.ServerConfig; it imports no
+// front, only plainio.
 //
 // Files, each calling only files listed after it where it calls one at all:
 //   - process.go: stdio processes (StdioUpstreamConfig): start, cap, stop,
 //     reap; process_unix.go, process_other.go: process groups.
 //   - pipe.go: NDJSON over a pair of pipes (NewPipeUpstream).
+//   - link.go: an in-process server's messages as they are, no framing
+//     (NewLinkUpstream: package bridge/sdkflow's go-sdk server).
 //   - http_send.go, http_read.go, http.go: our own Streamable HTTP client:
 //     sending, per era; answers, SSE streams and the HTTP+SSE fallback;
 //     its config (HTTPUpstreamConfig), state and requests.
