@@ -142,6 +142,10 @@ func (s *Session) listen(ctx context.Context, req *Request) (any, error) {
 	}
 }
 
+// Server returns the server that accepted the session, or nil on a
+// client: a handler reports changes through it (ListChanged, spec §11.7).
+func (s *Session) Server() *Server { return s.srv.server }
+
 // ErrNotChange is ListChanged's error for a method that is not one of
 // MCP's three list_changed notifications.
 var ErrNotChange = errors.New("flow: not a list_changed notification (tools, prompts or resources)")
