@@ -25,7 +25,8 @@ func subscribed(msg, method string) bool {
 // the stdio front is acknowledged (tools granted, prompts not: the test
 // tools have no prompts) and then hears the server's tools/list_changed,
 // each naming the host's own id; notifications/cancelled ends it without
-// an answer and the session goes on (spec §11.7).
+// an answer and the session goes on; a host that leaves with one open
+// still sees the bridge exit 0 (spec §11.7).
 func TestStdioFrontListen(t *testing.T) {
 	t.Parallel()
 	cli := buildCLI(t)
@@ -45,6 +46,11 @@ func TestStdioFrontListen(t *testing.T) {
 	h.send(modernBody(8, "tools/call", `{"name":"echo","arguments":{"text":"after"}}`))
 	if r := h.read(); !strings.Contains(r, `"id":8`) || !strings.Contains(r, "after") {
 		t.Fatalf("after the cancel (no answer to the listen expected): %s", r)
+	}
+	// A host that leaves with a subscription open: the bridge still exits.
+	h.send(listenBody)
+	if r := h.read(); !subscribed(r, protocol.MethodSubscriptionsAcknowledged) {
+		t.Fatalf("second acknowledgement: %s", r)
 	}
 	h.exit()
 }

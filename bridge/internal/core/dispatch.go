@@ -144,11 +144,12 @@ func (b *Core) Dispatch(ctx context.Context, m jsonrpc.Message) {
 			return
 		}
 		var opts []flow.CallOption
-		if m.Method == protocol.MethodListen {
-			opts = append(opts, SubscriptionTo(m.ID, func(n *jsonrpc.Request) { b.write(n) }))
-		}
 		b.wg.Add(1)
 		cctx, release := b.track(ctx, m.ID)
+		if m.Method == protocol.MethodListen {
+			opts = append(opts, SubscriptionTo(m.ID, func(n *jsonrpc.Request) { b.write(n) }))
+			release = b.listening(m.ID, release)
+		}
 		go func() {
 			defer b.wg.Done()
 			defer release()

@@ -22,3 +22,28 @@ func SubscriptionTo(id jsonrpc.ID, emit func(*jsonrpc.Request)) flow.CallOption 
 		emit(&jsonrpc.Request{Method: n.Method, Params: params})
 	})
 }
+
+// listening marks the host's request id as a subscriptions/listen until
+// release, which it wraps, is called.
+func (b *Core) listening(id jsonrpc.ID, release func()) func() {
+	b.mu.Lock()
+	b.listens[id.Raw()] = true
+	b.mu.Unlock()
+	return func() {
+		b.mu.Lock()
+		delete(b.listens, id.Raw())
+		b.mu.Unlock()
+		release()
+	}
+}
+
+// endListens cancels the host's subscriptions/listen requests in flight.
+func (b *Core) endListens() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for id := range b.listens {
+		if cancel := b.pending[id]; cancel != nil {
+			cancel()
+		}
+	}
+}
