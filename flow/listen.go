@@ -104,14 +104,26 @@ func (s *Session) servesListen(req *Request) bool {
 // {_meta: {subscriptionId}}. A filter of which nothing is honoured ends
 // at once with that result, as go-sdk v1.8's server does.
 func (s *Session) listen(ctx context.Context, req *Request) (any, error) {
+	return req.ServeListen(ctx, s.srv.cfg.Capabilities)
+}
+
+// ServeListen serves req, a 2026-07-28 subscriptions/listen, as a flow
+// server does (spec §11.7), honouring what caps announce: for a Handler
+// whose server cannot (a bridge's 2025 upstream). Session.Changed sends
+// its changes; so do Server.ListChanged and Server.ResourceUpdated.
+func (req *Request) ServeListen(ctx context.Context, caps json.RawMessage) (any, error) {
+	s := req.Session
 	var p listenParams
 	if json.Unmarshal(req.Params, &p) != nil || p.Notifications == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, "subscriptions/listen needs params.notifications, a SubscriptionFilter (MCP 2026-07-28)")
 	}
-	l := &listener{s: s, id: req.ID, want: honoured(s.srv.cfg.Capabilities, *p.Notifications)}
+	l := &listener{s: s, id: req.ID, want: honoured(caps, *p.Notifications)}
 	done := map[string]any{"_meta": subscriptionMeta(req.ID)}
-	l.mu.Lock()
 	srv := s.srv.server
+	if srv == nil {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, "subscriptions/listen is served by servers only")
+	}
+	l.mu.Lock()
 	srv.mu.Lock()
 	if srv.listeners == nil {
 		srv.listeners = map[*listener]struct{}{}
@@ -178,16 +190,30 @@ func (s *Server) ResourceUpdated(uri string) {
 	s.publish(protocol.MethodResourceUpdated, uri, false)
 }
 
+// Changed sends a change notification (one of the three list_changed
+// methods, or resources/updated about uri) to this session's own
+// subscriptions that want it (spec §11.7), and to nothing else: a bridge
+// passes on its upstream's changes this way. It returns once they are
+// written.
+func (s *Session) Changed(method, uri string) {
+	if s.srv.server != nil {
+		s.srv.server.publishTo(s, method, uri, false)
+	}
+}
+
 // publish sends method to the subscriptions that want it and, when legacy
 // is set, to every READY 2025 session.
-func (s *Server) publish(method, uri string, legacy bool) {
+func (s *Server) publish(method, uri string, legacy bool) { s.publishTo(nil, method, uri, legacy) }
+
+// publishTo is publish to the subscriptions of only, when not nil.
+func (s *Server) publishTo(only *Session, method, uri string, legacy bool) {
 	var (
 		targets []*listener
 		olds    []*Session
 	)
 	s.mu.Lock()
 	for l := range s.listeners {
-		if l.want.wants(method, uri) {
+		if (only == nil || l.s == only) && l.want.wants(method, uri) {
 			targets = append(targets, l)
 		}
 	}

@@ -135,6 +135,18 @@ const (
 	CodeHeaderMismatch = -32020
 )
 
+// IsChange reports whether method is one of the change notifications a
+// subscriptions/listen carries (MethodToolsListChanged,
+// MethodPromptsListChanged, MethodResourcesListChanged,
+// MethodResourceUpdated).
+func IsChange(method string) bool {
+	switch method {
+	case MethodToolsListChanged, MethodPromptsListChanged, MethodResourcesListChanged, MethodResourceUpdated:
+		return true
+	}
+	return false
+}
+
 // MCPStatelessVersions returns the stateless MCP revisions a flow server
 // accepts per request (spec §11.5), newest first.
 func MCPStatelessVersions() []string { return []string{MCP20260728} }

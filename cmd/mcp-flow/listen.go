@@ -12,14 +12,6 @@ import (
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-// changes are the notifications listen prints on a 2025 session, where
-// they come unasked.
-var changes = map[string]bool{
-	protocol.MethodToolsListChanged:     true,
-	protocol.MethodPromptsListChanged:   true,
-	protocol.MethodResourcesListChanged: true,
-	protocol.MethodResourceUpdated:      true,
-}
 
 // eventPrinter writes each notification as one JSON line, whole lines only.
 type eventPrinter struct {
@@ -39,7 +31,7 @@ func (p *eventPrinter) print(n *jsonrpc.Request) {
 func withChanges(h flow.Hooks, p *eventPrinter) flow.Hooks {
 	next := h.Notification
 	h.Notification = func(s *flow.Session, n *jsonrpc.Request) {
-		if changes[n.Method] {
+		if protocol.IsChange(n.Method) {
 			p.print(n)
 			return
 		}
