@@ -12,7 +12,6 @@ import (
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-
 // eventPrinter writes each notification as one JSON line, whole lines only.
 type eventPrinter struct {
 	mu sync.Mutex
