@@ -95,6 +95,7 @@ func New(cfg Config) []tools.Tool {
 		},
 	}
 	ts = append(ts, whoamiTool())
+	ts = append(ts, toggleTools()...)
 	if cfg.Root != "" {
 		root, limit := cfg.Root, cfg.MaxFileSize
 		if limit <= 0 {

@@ -19,6 +19,7 @@ type call struct {
 	method     string
 	resp       chan *jsonrpc.Response
 	onProgress func(Progress)
+	onNotify   func(*jsonrpc.Request) // WithNotifications
 	// progressMu serialises onProgress; lastProgress is the newest value it
 	// was given (deliverProgress).
 	progressMu   sync.Mutex

@@ -270,6 +270,9 @@ func (s *Session) handleNotification(n *jsonrpc.Request) {
 			s.log.Debug("an unknown MCP-Flow notification, ignored", "method", n.Method)
 			return
 		}
+		if !s.server && s.routeToCall(n) {
+			return
+		}
 		s.notify(n)
 	}
 }

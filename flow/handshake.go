@@ -41,7 +41,8 @@ func (s *Session) handshake() *handshake {
 
 // serverSide holds what a server session needs for initialize.
 type serverSide struct {
-	cfg *ServerConfig
+	cfg    *ServerConfig
+	server *Server // its listeners (listen.go)
 }
 
 // chooseTransport is the server's half of every negotiation: initialize's

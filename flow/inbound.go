@@ -123,6 +123,10 @@ func (s *Session) run(ctx context.Context, req *Request) {
 				err = jsonrpc.NewError(jsonrpc.CodeInternalError, "internal error")
 			}
 		}()
+		if s.servesListen(req) {
+			result, err = s.listen(ctx, req)
+			return
+		}
 		result, err = s.handler.HandleRequest(ctx, req)
 	}()
 	var resp *jsonrpc.Response

@@ -46,8 +46,10 @@ type Server struct {
 	ln       *quic.EarlyListener
 	tr       *quic.Transport // ln's, on pc
 	sessions map[*Session]struct{}
-	closing  bool
-	conns    sync.WaitGroup // one per accepted QUIC connection
+	// listeners are the subscriptions/listen requests being served (listen.go).
+	listeners map[*listener]struct{}
+	closing   bool
+	conns     sync.WaitGroup // one per accepted QUIC connection
 	// refuse, if set before Serve (only by the tests, export_test.go),
 	// makes the QUIC stack refuse a new connection from the address with
 	// CONNECTION_REFUSED when it returns true, as a full accept queue does.
@@ -372,7 +374,7 @@ func (s *Server) ServeSession(w http.ResponseWriter, r *http.Request, upgrade fu
 		return
 	}
 	real := newSession(wts, true, s.lim, s.cfg.Hooks, s.cfg.Handler, slog.New(newLazyAttr(s.log.Handler(), slog.String("remote", r.RemoteAddr))), s.codecs)
-	real.srv = serverSide{cfg: &s.cfg}
+	real.srv = serverSide{cfg: &s.cfg, server: s}
 	if conn, ok := r.Context().Value(quicConnKey{}).(*quic.Conn); ok {
 		if hs, ok := w.(http3.HTTPStreamer); ok {
 			real.end = &connectEnd{str: hs.HTTPStream(), conn: conn}

@@ -54,6 +54,24 @@ type stream struct {
 	SHA256, Reported string
 }
 
+// listenStep is a subscriptions/listen of the SDK v2 client (spec §11.7):
+// what its acknowledgement granted, the change it heard, toggle's answer.
+type listenStep struct {
+	step
+	Honored struct{ ToolsListChanged bool }
+	Method  string
+	Toggled string
+}
+
+// check requires l to have heard toggle's tools/list_changed on a
+// subscription that granted it.
+func (l *listenStep) check(t *testing.T, name string) {
+	t.Helper()
+	if l == nil || !l.Honored.ToolsListChanged || l.Method != "notifications/tools/list_changed" || !strings.HasPrefix(l.Toggled, "toggled ") {
+		t.Errorf("%s: subscriptions/listen: %+v; want the acknowledgement granting toolsListChanged, then toggle's notifications/tools/list_changed (spec §11.7)", name, l)
+	}
+}
+
 type blockedRun struct {
 	fallbackRun
 	SessionID bool
@@ -95,7 +113,8 @@ type blockedRun struct {
 //     server's inline limit, through transport.stream() of its
 //     resource_link download, and stream() of an mcp-flow://stream/ uri is
 //     refused, saying why. SDK v2 in the 2026-07-28 era (versionNegotiation
-//     auto) calls echo, gets progress and cancels through it too.
+//     auto) calls echo, gets progress and cancels through it too, and its
+//     subscriptions/listen hears toggle's tools/list_changed (spec §11.7).
 //   - refused: a TCP forwarder only, nothing on its UDP port: WebTransport
 //     fails at once, and the fallback is taken for 'failed' before the
 //     budget.
@@ -196,7 +215,14 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 				step
 				Text string
 			}
+			Listen *listenStep
 			Errors []string
+		}
+		Direct *struct {
+			fallbackRun
+			ProtocolVersion string
+			Listen          *listenStep
+			Errors          []string
 		}
 		Late *struct {
 			Choice    choice
@@ -315,6 +341,18 @@ func TestFallbackToStreamableHTTP(t *testing.T) {
 		if a := r.AfterCancel; a == nil || a.Text != "after" {
 			t.Errorf("%s: echo after the cancel: %+v", name, a)
 		}
+		r.Listen.check(t, name)
+		if len(r.Errors) != 0 {
+			t.Errorf("%s: the SDK reported errors: %q", name, r.Errors)
+		}
+	}
+	if r := res.Direct; r != nil && chose("SDK v2 in the 2026-07-28 era over MCP-Flow", r.fallbackRun, "mcp-flow", "forced") {
+		name := "SDK v2 in the 2026-07-28 era over MCP-Flow"
+		if r.ProtocolVersion != "2026-07-28" {
+			t.Errorf("%s: protocol version %q", name, r.ProtocolVersion)
+		}
+		r.Listen.check(t, name)
+		echoed(name, r.fallbackRun, "hi")
 		if len(r.Errors) != 0 {
 			t.Errorf("%s: the SDK reported errors: %q", name, r.Errors)
 		}

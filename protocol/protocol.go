@@ -110,6 +110,22 @@ const (
 	MetaClientCapabilities = "io.modelcontextprotocol/clientCapabilities"
 	MetaServerInfo         = "io.modelcontextprotocol/serverInfo"
 
+	// MethodListen opens a subscription: a long-lived request whose first
+	// message is MethodSubscriptionsAcknowledged, then the change
+	// notifications it asked for, each naming the request in _meta
+	// MetaSubscriptionID (SEP-2575; go-sdk v1.8 mcp/protocol.go, the
+	// TypeScript SDK v2 client's SubscriptionsListenRequestSchema).
+	MethodListen                    = "subscriptions/listen"
+	MethodSubscriptionsAcknowledged = "notifications/subscriptions/acknowledged"
+	MetaSubscriptionID              = "io.modelcontextprotocol/subscriptionId"
+
+	// The change notifications a subscription carries (and a 2025 session
+	// gets unasked, resources/updated after resources/subscribe).
+	MethodToolsListChanged     = "notifications/tools/list_changed"
+	MethodPromptsListChanged   = "notifications/prompts/list_changed"
+	MethodResourcesListChanged = "notifications/resources/list_changed"
+	MethodResourceUpdated      = "notifications/resources/updated"
+
 	// CodeUnsupportedProtocolVersion is UnsupportedProtocolVersionError's
 	// code; its data is {supported, requested}.
 	CodeUnsupportedProtocolVersion = -32022
@@ -118,6 +134,18 @@ const (
 	// Mcp-Name) are missing or disagree with its body (spec §11.6).
 	CodeHeaderMismatch = -32020
 )
+
+// IsChange reports whether method is one of the change notifications a
+// subscriptions/listen carries (MethodToolsListChanged,
+// MethodPromptsListChanged, MethodResourcesListChanged,
+// MethodResourceUpdated).
+func IsChange(method string) bool {
+	switch method {
+	case MethodToolsListChanged, MethodPromptsListChanged, MethodResourcesListChanged, MethodResourceUpdated:
+		return true
+	}
+	return false
+}
 
 // MCPStatelessVersions returns the stateless MCP revisions a flow server
 // accepts per request (spec §11.5), newest first.

@@ -24,3 +24,18 @@ func TestMCPVersionsNewestFirst(t *testing.T) {
 		t.Error("MCPVersions returns a shared slice: a caller changed it for everyone")
 	}
 }
+
+// TestIsChange: the four change notifications of a subscriptions/listen,
+// and not the other notifications.
+func TestIsChange(t *testing.T) {
+	for _, m := range []string{MethodToolsListChanged, MethodPromptsListChanged, MethodResourcesListChanged, MethodResourceUpdated} {
+		if !IsChange(m) {
+			t.Errorf("IsChange(%q) = false", m)
+		}
+	}
+	for _, m := range []string{MethodProgress, MethodLogMessage, MethodSubscriptionsAcknowledged, "notifications/roots/list_changed"} {
+		if IsChange(m) {
+			t.Errorf("IsChange(%q) = true", m)
+		}
+	}
+}

@@ -7,6 +7,7 @@
 //	mcp-flow [flags] tools [flags]
 //	mcp-flow [flags] call [flags] TOOL [JSON-ARGS | key=value ...]
 //	mcp-flow [flags] ping [flags]
+//	mcp-flow [flags] listen [flags] [RESOURCE-URI ...]
 //	mcp-flow [flags] bridge stdio [flags] [URL]
 //	mcp-flow [flags] bridge http [-listen ADDR] [URL]
 //	mcp-flow ui [-listen ADDR] [-cert-hash H] [URL]
@@ -39,6 +40,12 @@
 // "log LEVEL LOGGER: DATA") and the CLI's own logs go to stderr; status
 // lines are drawn only when stderr is a terminal. -audio-out FILE writes the
 // PCM of the call's audio datagrams to FILE.
+//
+// listen prints the server's change notifications as they come, one JSON
+// line each on stdout: with -mcp-version 2026-07-28 those of a
+// subscriptions/listen for every list change and the URIs' updates (its
+// acknowledgement first), on a 2025 session the list changes that come
+// unasked (docs/spec.md §11.7). It runs until Ctrl-C, which ends it with 0.
 //
 // Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends
 // the session and exits 130; a second Ctrl-C exits at once.
@@ -101,6 +108,7 @@ commands:
   tools                                  list the server's tools and their arguments
   call TOOL [JSON-ARGS | key=value ...]  call a tool
   ping                                   ping the server
+  listen [RESOURCE-URI ...]              print the server's change notifications as JSON lines until Ctrl-C
   bridge stdio|http [URL]                serve a stdio or Streamable HTTP MCP endpoint in front of the server
   ui [URL]                               serve the inspector page (on 127.0.0.1:7433; -listen)
   bench -url URL | -http URL | -stdio CMD  measure a server: large result, echo, open-loop ping (-json, -svg)
@@ -251,7 +259,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		rest = []string{"bridge", mode}
 	}
-	if c := rest[0]; c == "call" || c == "tools" || c == "ping" {
+	if c := rest[0]; c == "call" || c == "tools" || c == "ping" || c == "listen" {
 		// Flags may follow the command: mcp-flow call -json echo text=hi.
 		args, err := parseInterleaved(fs, rest[1:])
 		if err != nil {
@@ -326,7 +334,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	ctx, stop := interruptible(ctx, t)
 	defer stop()
 	var call func(*fallback.Client) int
+	events := &eventPrinter{w: stdout}
 	switch cmd := rest[0]; cmd {
+	case "listen":
+		call = func(c *fallback.Client) int { return listen(ctx, c, o, t, rest[1:], events) }
 	case "ping":
 		if len(rest) != 1 {
 			return usage(stderr, "ping takes no arguments")
@@ -378,6 +389,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Limits:    o.limits(),
 		Hooks:     mediaHooks(t, o.audio),
 		Token:     o.tokenSource(),
+	}
+	if rest[0] == "listen" {
+		cfg.Hooks = withChanges(cfg.Hooks, events)
 	}
 	switch v := o.mcpVersion; {
 	case v == protocol.MCP20260728:

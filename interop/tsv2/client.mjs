@@ -212,6 +212,32 @@ if (connected) {
     assert((err && err.code === -32602) || r?.isError, `got ${err ? `error ${err.code} ${err.message}` : JSON.stringify(r)}`);
     return err ? `rejected: code ${err.code}` : 'isError result';
   });
+  // mcp-flow-server's toggle shows or hides a tool and tells every client
+  // (spec §11.7): 2026-07-28 on a subscriptions/listen, acknowledged
+  // first; 2025 unasked.
+  await check(era === '2026' ? 'subscriptions/listen hears tools/list_changed' : 'tools/list_changed, unasked', async () => {
+    let heard, timer;
+    const changed = new Promise((resolve, reject) => {
+      heard = resolve;
+      // A hang guard: the change comes within 50 ms here.
+      timer = setTimeout(() => reject(new Error('no notifications/tools/list_changed within 10 s')), 10000);
+    });
+    client.setNotificationHandler('notifications/tools/list_changed', (n) => heard(n));
+    let sub;
+    if (era === '2026') {
+      sub = await client.listen({ toolsListChanged: true, promptsListChanged: true }, { timeout: 10000 });
+      assert(sub.honoredFilter?.toolsListChanged && !sub.honoredFilter?.promptsListChanged, `acknowledged ${JSON.stringify(sub.honoredFilter)}`);
+    }
+    try {
+      const r = await client.callTool({ name: 'toggle', arguments: {} });
+      assert(/^toggled (shown|hidden)$/.test(text(r)), `toggle: ${JSON.stringify(r)}`);
+      const n = await changed;
+      return `${sub ? `acknowledged ${JSON.stringify(sub.honoredFilter)}, then ` : ''}${n.method} after "${text(r)}"`;
+    } finally {
+      clearTimeout(timer);
+      await sub?.close();
+    }
+  });
   }
   await check('close', async () => {
     await client.close();

@@ -43,6 +43,13 @@ export const STREAM_ERROR_WAIT_MS = 100;
 export const SHUTDOWN_WAIT_MS = 3000;
 /** The prefix of the URI of the resource_link that stands for an execution stream. */
 export const STREAM_URI_PREFIX = 'mcp-flow://stream/';
+// MAPPED_ID_TOP is the first of the ids the transport gives a request the
+// SDK sent with a string id (the v2 SDK's subscriptions/listen), counting
+// down: MCP-Flow ids are 32-bit integers (spec §3.2), and the SDK's own
+// count up from 0.
+const MAPPED_ID_TOP = 0xffffffff;
+// SUBSCRIPTION_ID is the _meta key naming a subscription's request (spec §11.7).
+const SUBSCRIPTION_ID = 'io.modelcontextprotocol/subscriptionId';
 /**
  * How long start() waits for the WebTransport session before it takes the
  * fallback (ms; option fallbackAfter), as Happy Eyeballs (RFC 8305) waits
@@ -473,6 +480,9 @@ export class WebTransportClientTransport {
     this._gone = new Map(); // key -> why a stream is no longer to be had (bounded)
     this._closed = false;
     this._http = undefined; // the fallback's Transport, when it was chosen
+    this._stringIds = new Map(); // our integer id -> the SDK's string id (subscriptions/listen's "listen:N")
+    this._ourIds = new Map(); // the SDK's string id -> our integer id
+    this._nextOurId = MAPPED_ID_TOP;
     this._protocolVersion = undefined; // the SDK's setProtocolVersion, for the fallback
     this._supportedVersions = undefined; // the SDK's setSupportedProtocolVersions, for the fallback
   }
@@ -717,7 +727,8 @@ export class WebTransportClientTransport {
       this._initId = msg.id;
       msg = { ...msg, params: { ...(msg.params || {}), transport: { type: 'mcp-flow', version: '0.1', encodings: this.encodings } } };
     } else if (msg.method === 'notifications/cancelled' || msg.method === '$/cancel') {
-      const p = msg.params || {};
+      let p = msg.params || {};
+      if (this._ourIds.has(p.requestId)) p = { ...p, requestId: this._ourIds.get(p.requestId) };
       const key = String(p.requestId);
       const local = this._localReads.get(key);
       if (local) { this._localReads.delete(key); this._release(local, `${local.describe()}: its resources/read was cancelled`, CODE.CANCELLED); return; }
@@ -731,6 +742,13 @@ export class WebTransportClientTransport {
       if (req) req.progressToken = undefined;
       this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: '2.0', method: '$/cancel', params: { requestId: p.requestId, reason: p.reason || 'cancelled by the client' } };
+    }
+    if (msg.method !== undefined && typeof msg.id === 'string') {
+      // A string id goes as one of ours and comes back as it was.
+      const n = this._nextOurId--;
+      this._stringIds.set(n, msg.id);
+      this._ourIds.set(msg.id, n);
+      msg = { ...msg, id: n };
     }
     if (msg.method !== undefined && msg.id !== undefined) {
       const id = msg.id;
@@ -772,6 +790,8 @@ export class WebTransportClientTransport {
 
   _dispatch(m) {
     if (m.method === '$/shutdown') { this._shutdownReceived = true; return; }
+    m = this._stringIdsBack(m);
+    if (m === null) return;
     if (m.method === '$/streamError') { this._streamError(m.params || {}); return; }
     if (m.method === 'notifications/progress') { this._progress(m.params); return; }
     if (m.method === 'notifications/message') this._log(m.params, undefined, false);
@@ -1153,6 +1173,29 @@ export class WebTransportClientTransport {
   _tokenLive(key) {
     for (const r of this._requests.values()) if (r.progressToken !== undefined && String(r.progressToken) === key) return true;
     return false;
+  }
+
+  // _stringIdsBack puts the SDK's string id back where the server names
+  // one of ours: a response (then forgotten) and a subscription's
+  // notifications (_meta subscriptionId, spec §11.7); null for the answer
+  // to a request the SDK cancelled, which goes no further.
+  _stringIdsBack(m) {
+    if (this._stringIds.size === 0) return m;
+    if (m.method === undefined && this._stringIds.has(m.id)) {
+      const id = this._stringIds.get(m.id);
+      this._stringIds.delete(m.id);
+      this._ourIds.delete(id);
+      // _requests and _cancelled know it by our id.
+      const key = String(m.id);
+      if (this._cancelled.delete(key)) { this._requests.delete(key); return null; } // the SDK gave it up: our $/cancel's -32800
+      this._requests.delete(key);
+      return { ...m, id };
+    }
+    const meta = m.params && m.params._meta;
+    if (m.method !== undefined && meta && this._stringIds.has(meta[SUBSCRIPTION_ID])) {
+      return { ...m, params: { ...m.params, _meta: { ...meta, [SUBSCRIPTION_ID]: this._stringIds.get(meta[SUBSCRIPTION_ID]) } } };
+    }
+    return m;
   }
 
   _deliver(m) {

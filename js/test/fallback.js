@@ -146,7 +146,8 @@ async function blocked(version, q) {
 // modern: SDK v2 in the 2026-07-28 era (stateless requests, each on its
 // own HTTP stream: the fallback's hasPerRequestStream) through the fallback:
 // echo, progress, and a cancel, which the SDK makes by aborting the
-// request's stream.
+// request's stream; and a subscriptions/listen that hears toggle's
+// tools/list_changed.
 async function modern(q) {
   const out = { version: 'v2' };
   const { transport, client, call, errors, choices, connectMs, connectError } = await connect('v2', q, q.get('blocked'), forced(q), true);
@@ -166,6 +167,44 @@ async function modern(q) {
     { signal: ac.signal, onprogress: () => { if (++seen === 2) ac.abort('the user pressed Stop'); } }));
   out.cancel = c.timeout ? { timeout: true, ms: c.ms } : { error: c.error ? String(c.error && c.error.message || c.error) : null, ms: c.ms, progressSeen: seen };
   await step(out, 'afterCancel', 5000, async () => ({ text: (await call({ name: 'echo', arguments: { text: 'after' } })).content[0].text }));
+  // subscriptions/listen held open over the fallback (its own POST's SSE
+  // stream).
+  await listenStep(out, client, call);
+  out.errors = errors;
+  await within(5000, client.close());
+  return out;
+}
+
+// listenStep opens a subscriptions/listen for tools/list_changed, calls
+// toggle and waits for the change (spec §11.7).
+async function listenStep(out, client, call) {
+  await step(out, 'listen', 10000, async () => {
+    let heard;
+    const changed = new Promise((res) => { heard = res; });
+    client.setNotificationHandler('notifications/tools/list_changed', (n) => heard(n));
+    const sub = await client.listen({ toolsListChanged: true }, { timeout: 10000 });
+    try {
+      const toggled = (await call({ name: 'toggle', arguments: {} })).content[0].text;
+      const n = await changed;
+      return { honored: sub.honoredFilter, method: n.method, toggled };
+    } finally {
+      await sub.close();
+    }
+  });
+}
+
+// direct: SDK v2 in the 2026-07-28 era over MCP-Flow itself (the slow
+// origin, whose UDP gets through): the transport sends the SDK's string id
+// of subscriptions/listen as an integer of its own and puts it back, and
+// the subscription hears toggle's tools/list_changed; then echo.
+async function direct(q) {
+  const out = { version: 'v2' };
+  const { transport, client, call, errors, choices, connectMs, connectError } = await connect('v2', q, q.get('slow'), { transport: 'mcp-flow' }, true);
+  out.choices = choices; out.choice = transport.choice; out.connectMs = connectMs; out.connectError = connectError;
+  if (connectError) return out;
+  out.protocolVersion = client.getNegotiatedProtocolVersion();
+  await listenStep(out, client, call);
+  await step(out, 'echo', 5000, async () => ({ text: (await call({ name: 'echo', arguments: { text: 'hi' } })).content[0].text }));
   out.errors = errors;
   await within(5000, client.close());
   return out;
@@ -230,6 +269,7 @@ async function run() {
   if (q.get('after')) opts.fallbackAfter = Number(q.get('after'));
   if (!only || only === 'blocked') { r.blockedV2 = await blocked('v2', q); r.blockedV1 = await blocked('v1', q); }
   if (!only || only === 'modern') { at('modern'); r.modern = await modern(q); }
+  if (!only || only === 'direct') { at('direct'); r.direct = await direct(q); }
   if (!only || only === 'late') { at('late'); r.late = await late(); }
   if (!only || only === 'refused') { at('refused'); r.refused = await quick('v2', q, q.get('refused'), opts); }
   if (!only || only === 'slow') { at('slow'); r.slow = await quick('v2', q, q.get('slow'), opts); }

@@ -65,6 +65,7 @@ type Core struct {
 	lostErr  error                         // why the last session ended, while there is none
 	closing  bool                          // the host's input ended: no more reconnection
 	pending  map[string]context.CancelFunc // the host's requests in flight, by id
+	listens  map[string]bool               // which of pending are subscriptions/listen (listen.go)
 	hostWait plainio.Waiters               // the host's answers to requests forwarded from the server
 	hostID   atomic.Uint64
 	wg       sync.WaitGroup // the host's requests in flight
@@ -103,7 +104,7 @@ type Core struct {
 // set) instead of reconnecting.
 func New(cfg StdioConfig, f Front, onLost func(error)) *Core {
 	cfg = WithDefaults(cfg)
-	b := &Core{cfg: cfg, log: cfg.Logger, front: f, onLost: onLost, pending: map[string]context.CancelFunc{},
+	b := &Core{cfg: cfg, log: cfg.Logger, front: f, onLost: onLost, pending: map[string]context.CancelFunc{}, listens: map[string]bool{},
 		changed: make(chan struct{}), lost: make(chan error, 1)}
 	b.stop, b.halt = context.WithCancel(context.Background())
 	return b

@@ -143,12 +143,17 @@ func (b *Core) Dispatch(ctx context.Context, m jsonrpc.Message) {
 			b.write(b.initialize(ctx, m))
 			return
 		}
+		var opts []flow.CallOption
 		b.wg.Add(1)
 		cctx, release := b.track(ctx, m.ID)
+		if m.Method == protocol.MethodListen {
+			opts = append(opts, SubscriptionTo(m.ID, func(n *jsonrpc.Request) { b.write(n) }))
+			release = b.listening(m.ID, release)
+		}
 		go func() {
 			defer b.wg.Done()
 			defer release()
-			if r := b.Answer(ctx, cctx, m); r != nil {
+			if r := b.Answer(ctx, cctx, m, opts...); r != nil {
 				b.send(r)
 			}
 		}()

@@ -16,6 +16,8 @@
 //   - session.go: the MCP-Flow session: dial, watch, reconnect or report
 //     the loss, finish (Finish).
 //   - forward.go: the server's requests to the client.
+//   - listen.go: a client's subscriptions/listen, its notifications
+//     named by the client's id (SubscriptionTo, spec §11.7).
 //   - lost.go: a lost session's error (ServerLostError) as the client
 //     gets it.
 //   - dial.go: one dial of the server: the token, the WebTransport dialect

@@ -246,8 +246,10 @@ func (b *Core) reconnect() {
 }
 
 // Finish waits for the host's requests in flight, then ends the session
-// and stops reconnecting.
+// and stops reconnecting. Its subscriptions/listen requests, which would
+// never end, are cancelled first: no one is left to hear them (§11.7).
 func (b *Core) Finish() error {
+	b.endListens()
 	b.wg.Wait()
 	b.mu.Lock()
 	s := b.sess

@@ -170,6 +170,10 @@ func statusOf(r *jsonrpc.Response) int {
 // read; headerMismatch then holds the body to it.
 var payloadMethods = map[string]bool{"tools/call": true}
 
+// maxQueuedEvents bounds the notifications of one subscriptions/listen
+// waiting for its client to read them.
+const maxQueuedEvents = 256
+
 // statelessPost serves one POST of a 2026-07-28 client (its
 // MCP-Protocol-Version names that era; an MCP-Session-Id is ignored). What
 // it holds is its client's (statelessHolder): the body, charged until the
@@ -238,12 +242,39 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		pending jsonrpc.Message
 	)
 	wake := make(chan struct{}, 1)
+	// A subscriptions/listen's notifications (spec §11.7) queue in order,
+	// up to maxQueuedEvents: list changes are rare, and a client that
+	// reads none of them for that long loses the newest.
+	var events []jsonrpc.Message
 	next := func() jsonrpc.Message {
 		pmu.Lock()
 		defer pmu.Unlock()
+		if len(events) > 0 {
+			n := events[0]
+			events = events[1:]
+			return n
+		}
 		n := pending
 		pending = nil
 		return n
+	}
+	if m.Method == protocol.MethodListen {
+		opts = append(opts, core.SubscriptionTo(m.ID, func(n *jsonrpc.Request) {
+			pmu.Lock()
+			full := len(events) >= maxQueuedEvents
+			if !full {
+				events = append(events, n)
+			}
+			pmu.Unlock()
+			if full {
+				h.log.Warn("a subscription's notification for a client that is not reading was dropped", "method", n.Method)
+				return
+			}
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}))
 	}
 	if tok := mcpjson.ProgressToken(m.Params); tok != nil {
 		opts = append(opts, flow.WithProgress(func(pr flow.Progress) {
@@ -289,10 +320,12 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	for {
 		select {
 		case <-wake:
-			if n := next(); n != nil && send(n, nil) != nil {
-				cancel() // the client stopped reading: the request ends
-				<-done
-				return
+			for n := next(); n != nil; n = next() {
+				if send(n, nil) != nil {
+					cancel() // the client stopped reading: the request ends
+					<-done
+					return
+				}
 			}
 		case rep := <-done:
 			if rep == nil { // cancelled: MCP sends no response
@@ -300,7 +333,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			}
 			// The result is written once, into the answer (core.Reply.Encode).
 			resp, e := rep.Encode()
-			if n := next(); n != nil { // what came before the response goes first
+			for n := next(); n != nil; n = next() { // what came before the response goes first
 				if send(n, nil) != nil {
 					return
 				}

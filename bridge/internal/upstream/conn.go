@@ -11,6 +11,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -47,6 +48,7 @@ type upConn struct {
 	mu      sync.Mutex
 	pending plainio.Waiters
 	byToken map[string]*flow.Request // progress tokens of requests in flight
+	subs    map[string]jsonrpc.ID    // a 2026 upstream's subscriptions: our id upstream -> the client's
 	ended   chan struct{}            // closed when the upstream's side ends
 	endOnce sync.Once
 	endErr  error
@@ -199,7 +201,11 @@ func (u *Upstream) forget(c *upConn) {
 // cancelled while it waits in the queue is never sent; one cancelled after
 // it left is followed by notifications/cancelled.
 func (c *upConn) call(ctx context.Context, method string, params json.RawMessage) (json.RawMessage, error) {
-	id := jsonrpc.Int64ID(c.nextID.Add(1))
+	return c.callAs(ctx, jsonrpc.Int64ID(c.nextID.Add(1)), method, params)
+}
+
+// callAs is call with the upstream request's id chosen by the caller.
+func (c *upConn) callAs(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
 	ch, forget := c.pending.Add(id)
 	defer forget()
 	om, err := c.send(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params})
@@ -304,5 +310,59 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 			}
 		}
 	}
+	if v := mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID); v != nil {
+		// A 2026 upstream's subscription: named by our id upstream, by the
+		// client's on MCP-Flow (spec §11.7).
+		c.mu.Lock()
+		id, ok := c.subs[string(v)]
+		c.mu.Unlock()
+		if ok {
+			if p, err := mcpjson.EditMeta(n.Params, mcpjson.Set(protocol.MetaSubscriptionID, []byte(id.Raw()))); err == nil {
+				_ = c.s.Notify(n.Method, json.RawMessage(p))
+			}
+			return
+		}
+	}
+	if c.clientModern && protocol.IsChange(n.Method) {
+		// A 2026-07-28 client hears changes on its subscriptions only
+		// (spec §11.7); a 2026 upstream's name their own (era.go).
+		var p struct{ URI string }
+		_ = json.Unmarshal(n.Params, &p)
+		c.s.Changed(n.Method, p.URI)
+		return
+	}
 	_ = c.s.Notify(n.Method, n.Params)
+}
+
+// initCapabilities is the capabilities member of a 2025 upstream's
+// initialize result.
+func initCapabilities(initRes json.RawMessage) json.RawMessage {
+	var r struct{ Capabilities json.RawMessage }
+	_ = json.Unmarshal(initRes, &r) // none: nothing honoured
+	return r.Capabilities
+}
+
+// listen forwards a client's subscriptions/listen to a 2026-07-28
+// upstream (spec §11.7): the upstream names the subscription by our id,
+// which notification and the graceful result put back to the client's.
+func (c *upConn) listen(ctx context.Context, req *flow.Request, params json.RawMessage) (json.RawMessage, error) {
+	id := jsonrpc.Int64ID(c.nextID.Add(1))
+	c.mu.Lock()
+	if c.subs == nil {
+		c.subs = map[string]jsonrpc.ID{}
+	}
+	c.subs[id.Raw()] = req.ID
+	c.mu.Unlock()
+	defer func() {
+		c.mu.Lock()
+		delete(c.subs, id.Raw())
+		c.mu.Unlock()
+	}()
+	res, err := c.callAs(ctx, id, protocol.MethodListen, params)
+	if err == nil && mcpjson.MetaValue(res, protocol.MetaSubscriptionID) != nil {
+		if r, e := mcpjson.EditMeta(res, mcpjson.Set(protocol.MetaSubscriptionID, []byte(req.ID.Raw()))); e == nil {
+			res = r
+		}
+	}
+	return res, err
 }

@@ -2,6 +2,7 @@ package upstream
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"sync"
 	"time"
@@ -116,6 +117,12 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 	if c == nil {
 		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "no upstream for this session")
 	}
+	if req.Method == protocol.MethodListen && !c.upModern.Load() {
+		// A 2025 upstream has no subscriptions/listen: the bridge serves
+		// it, honouring what the upstream's initialize announced, and
+		// passes on its list changes (conn.go, spec §11.7).
+		return req.ServeListen(ctx, initCapabilities(c.initRes))
+	}
 	params, answer, err := c.translate(req)
 	if err != nil || answer != nil {
 		return answer, err
@@ -130,7 +137,12 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 			c.mu.Unlock()
 		}()
 	}
-	res, err := c.call(ctx, req.Method, params)
+	var res json.RawMessage
+	if req.Method == protocol.MethodListen {
+		res, err = c.listen(ctx, req, params)
+	} else {
+		res, err = c.call(ctx, req.Method, params)
+	}
 	if err != nil {
 		return nil, err
 	}

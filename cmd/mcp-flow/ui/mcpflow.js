@@ -2376,6 +2376,8 @@ var DEFAULT_STREAM_WAIT_MS = 1e4;
 var STREAM_ERROR_WAIT_MS = 100;
 var SHUTDOWN_WAIT_MS = 3e3;
 var STREAM_URI_PREFIX = "mcp-flow://stream/";
+var MAPPED_ID_TOP = 4294967295;
+var SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
 var DEFAULT_FALLBACK_AFTER_MS = 800;
 var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
 var TOKEN_IN = Object.freeze({ AUTO: "auto", HEADER: "header", QUERY: "query" });
@@ -2780,6 +2782,9 @@ var WebTransportClientTransport = class {
     this._gone = /* @__PURE__ */ new Map();
     this._closed = false;
     this._http = void 0;
+    this._stringIds = /* @__PURE__ */ new Map();
+    this._ourIds = /* @__PURE__ */ new Map();
+    this._nextOurId = MAPPED_ID_TOP;
     this._protocolVersion = void 0;
     this._supportedVersions = void 0;
   }
@@ -3021,7 +3026,8 @@ var WebTransportClientTransport = class {
       this._initId = msg.id;
       msg = { ...msg, params: { ...msg.params || {}, transport: { type: "mcp-flow", version: "0.1", encodings: this.encodings } } };
     } else if (msg.method === "notifications/cancelled" || msg.method === "$/cancel") {
-      const p = msg.params || {};
+      let p = msg.params || {};
+      if (this._ourIds.has(p.requestId)) p = { ...p, requestId: this._ourIds.get(p.requestId) };
       const key = String(p.requestId);
       const local = this._localReads.get(key);
       if (local) {
@@ -3034,6 +3040,12 @@ var WebTransportClientTransport = class {
       if (req) req.progressToken = void 0;
       this._releaseRequest(p.requestId, `request ${p.requestId} was cancelled`);
       msg = { jsonrpc: "2.0", method: "$/cancel", params: { requestId: p.requestId, reason: p.reason || "cancelled by the client" } };
+    }
+    if (msg.method !== void 0 && typeof msg.id === "string") {
+      const n = this._nextOurId--;
+      this._stringIds.set(n, msg.id);
+      this._ourIds.set(msg.id, n);
+      msg = { ...msg, id: n };
     }
     if (msg.method !== void 0 && msg.id !== void 0) {
       const id = msg.id;
@@ -3075,6 +3087,8 @@ var WebTransportClientTransport = class {
       this._shutdownReceived = true;
       return;
     }
+    m = this._stringIdsBack(m);
+    if (m === null) return;
     if (m.method === "$/streamError") {
       this._streamError(m.params || {});
       return;
@@ -3492,6 +3506,30 @@ var WebTransportClientTransport = class {
   _tokenLive(key) {
     for (const r of this._requests.values()) if (r.progressToken !== void 0 && String(r.progressToken) === key) return true;
     return false;
+  }
+  // _stringIdsBack puts the SDK's string id back where the server names
+  // one of ours: a response (then forgotten) and a subscription's
+  // notifications (_meta subscriptionId, spec §11.7); null for the answer
+  // to a request the SDK cancelled, which goes no further.
+  _stringIdsBack(m) {
+    if (this._stringIds.size === 0) return m;
+    if (m.method === void 0 && this._stringIds.has(m.id)) {
+      const id = this._stringIds.get(m.id);
+      this._stringIds.delete(m.id);
+      this._ourIds.delete(id);
+      const key = String(m.id);
+      if (this._cancelled.delete(key)) {
+        this._requests.delete(key);
+        return null;
+      }
+      this._requests.delete(key);
+      return { ...m, id };
+    }
+    const meta = m.params && m.params._meta;
+    if (m.method !== void 0 && meta && this._stringIds.has(meta[SUBSCRIPTION_ID])) {
+      return { ...m, params: { ...m.params, _meta: { ...meta, [SUBSCRIPTION_ID]: this._stringIds.get(meta[SUBSCRIPTION_ID]) } } };
+    }
+    return m;
   }
   _deliver(m) {
     if (this.onmessage) {

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/fallback"
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// eventPrinter writes each notification as one JSON line, whole lines only.
+type eventPrinter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (p *eventPrinter) print(n *jsonrpc.Request) {
+	b := append(jsonrpc.AppendJSON(nil, n), '\n')
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	_, _ = p.w.Write(b)
+}
+
+// withChanges returns hooks that also print the change notifications of
+// a 2025 session.
+func withChanges(h flow.Hooks, p *eventPrinter) flow.Hooks {
+	next := h.Notification
+	h.Notification = func(s *flow.Session, n *jsonrpc.Request) {
+		if protocol.IsChange(n.Method) {
+			p.print(n)
+			return
+		}
+		if next != nil {
+			next(s, n)
+		}
+	}
+	return h
+}
+
+// listen is the listen command (spec §11.7): with -mcp-version 2026-07-28
+// it opens a subscriptions/listen for the three list changes and uris'
+// updates and prints each of its notifications, the acknowledgement
+// first; on a 2025 session it prints the change notifications that come
+// unasked. It runs until Ctrl-C (exit 0) or the server ends it.
+func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []string, p *eventPrinter) int {
+	s := c.Session()
+	if s == nil {
+		t.say("mcp-flow: listen needs MCP-Flow: the Streamable HTTP fallback client hears nothing outside a request's answer")
+		return exitUsage
+	}
+	interrupted := func() bool { return errors.Is(context.Cause(ctx), errInterrupted) }
+	if o.mcpVersion == protocol.MCP20260728 {
+		want := flow.Subscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: uris}
+		_, err := s.Listen(ctx, want, p.print)
+		switch {
+		case err == nil:
+			t.say("mcp-flow: the server ended the subscription")
+			return exitOK
+		case interrupted():
+			return exitOK
+		}
+		return failure(ctx, t, o, err, "listening")
+	}
+	if len(uris) > 0 {
+		t.say("mcp-flow: listen URI needs -mcp-version %s (resources/subscribe is not built)", protocol.MCP20260728)
+		return exitUsage
+	}
+	select {
+	case <-ctx.Done():
+		if interrupted() {
+			return exitOK
+		}
+		return failure(ctx, t, o, context.Cause(ctx), "listening")
+	case <-s.Done():
+		return failure(ctx, t, o, s.Err(), "listening")
+	}
+}
