@@ -19,6 +19,10 @@ import (
 // The client's messages through the core (spec §10): each message or batch
 // dispatched in the client's order, requests called on the MCP-Flow session
 // with their cancellation, notifications passed on.
+//
+// This file is long because it is the one path of a client's message, from
+// Receive to the call on the session (initialize, batches, cancellation,
+// subscriptions/listen), kept in the order a message takes it.
 
 // Receive takes one decoded message or batch of the client's: invalid
 // elements are answered, a batch goes to batch, the rest to dispatch.

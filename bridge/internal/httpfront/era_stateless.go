@@ -28,6 +28,10 @@ import (
 // MCP-Flow session of that revision (so its own requests-in-flight limit
 // on the server), its own offloaded streams and its own held-bytes and
 // bodies budgets, under the front-wide ones (spec §11.6).
+//
+// This file is long because statelessPost is one request's whole life on
+// its POST (body, holder, progress, a listen's events, the answer), kept in
+// one function so that what each step may still send reads in order.
 
 // statelessVersion reports whether v is an MCP revision of the stateless
 // era.
