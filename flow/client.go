@@ -125,6 +125,9 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	}
 	s.markOpen()
 	go s.readLoop()
+	if cfg.Mover != nil {
+		cfg.Mover.add(s)
+	}
 	return s, nil
 }
 

@@ -176,6 +176,12 @@ func (s *Session) Migrate(ctx context.Context) error {
 		_ = p.Close()
 		return fmt.Errorf("flow: migrate: probing the path from %v: %w", udp.LocalAddr(), err)
 	}
+	// quic-go v0.64's switch replaces the connection's socket without the
+	// lock its ConnectionState reads it under (http3 read it when the
+	// server's SETTINGS came): taking that lock here, before Switch, orders
+	// those reads before the switch's write, which the race detector
+	// otherwise reports as a race.
+	_ = k.conn.ConnectionState()
 	if err := p.Switch(); err != nil {
 		_ = p.Close()
 		return fmt.Errorf("flow: migrate: switching to %v: %w", udp.LocalAddr(), err)
@@ -198,4 +204,57 @@ func (s *Session) LocalAddr() net.Addr {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return k.sockets[k.active].Conn.LocalAddr()
+}
+
+// A Mover moves every open client session dialled with it
+// (ClientConfig.Mover) to a new local socket at once (Session.Migrate,
+// spec §2.1): a program calls Move when its network changed, and every
+// session it holds (a bridge's, for each of its clients) follows. The zero
+// Mover is ready to use; it is safe for concurrent use.
+type Mover struct {
+	mu       sync.Mutex
+	sessions map[*Session]struct{}
+}
+
+// add keeps s until it ends.
+func (m *Mover) add(s *Session) {
+	m.mu.Lock()
+	if m.sessions == nil {
+		m.sessions = map[*Session]struct{}{}
+	}
+	m.sessions[s] = struct{}{}
+	m.mu.Unlock()
+	context.AfterFunc(s.ctx, func() {
+		m.mu.Lock()
+		delete(m.sessions, s)
+		m.mu.Unlock()
+	})
+}
+
+// Move migrates every open session of m at once and returns how many
+// moved, with the errors of those that did not (joined). ctx bounds each
+// migration.
+func (m *Mover) Move(ctx context.Context) (moved int, err error) {
+	m.mu.Lock()
+	ss := make([]*Session, 0, len(m.sessions))
+	for s := range m.sessions {
+		select {
+		case <-s.done: // ended; its removal may still be on its way
+		default:
+			ss = append(ss, s)
+		}
+	}
+	m.mu.Unlock()
+	errs := make([]error, len(ss))
+	var wg sync.WaitGroup
+	for i, s := range ss {
+		wg.Go(func() { errs[i] = s.Migrate(ctx) })
+	}
+	wg.Wait()
+	for _, e := range errs {
+		if e == nil {
+			moved++
+		}
+	}
+	return moved, errors.Join(errs...)
 }

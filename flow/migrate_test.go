@@ -162,3 +162,28 @@ func TestMigrateWithoutSockets(t *testing.T) {
 		t.Errorf("a server session's LocalAddr is %v, want nil", a)
 	}
 }
+
+// TestMover: Move migrates every open session dialled with the Mover, and
+// forgets a session once it ended.
+func TestMover(t *testing.T) {
+	srv := startServer(t, nil)
+	var m flow.Mover
+	a := dial(t, srv, func(c *flow.ClientConfig) { c.Mover = &m })
+	b := dial(t, srv, func(c *flow.ClientConfig) { c.Mover = &m })
+	before := []string{a.LocalAddr().String(), b.LocalAddr().String()}
+	if n, err := m.Move(t.Context()); n != 2 || err != nil {
+		t.Fatalf("Move moved %d sessions (%v), want 2", n, err)
+	}
+	for i, s := range []*flow.Session{a, b} {
+		if s.LocalAddr().String() == before[i] {
+			t.Errorf("session %d still on %v", i, before[i])
+		}
+		if err := s.Ping(t.Context()); err != nil {
+			t.Errorf("session %d after Move: %v", i, err)
+		}
+	}
+	b.Close()
+	if n, err := m.Move(t.Context()); n != 1 || err != nil {
+		t.Fatalf("Move after a session closed moved %d (%v), want 1", n, err)
+	}
+}

@@ -40,6 +40,11 @@
 // lines are drawn only when stderr is a terminal. -audio-out FILE writes the
 // PCM of the call's audio datagrams to FILE.
 //
+// SIGUSR1, and once -migrate-after after the session connected (or the
+// bridge started), moves every MCP-Flow session of the CLI to a new local
+// UDP socket, as a change of network would (docs/spec.md §2.1); the CLI
+// says so on stderr.
+//
 // Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends
 // the session and exits 130; a second Ctrl-C exits at once.
 //
@@ -143,6 +148,7 @@ type options struct {
 	downloadLifetime, writeTimeout       time.Duration
 	metrics                              string // bridge http: -metrics ADDR
 	tokenFile                            string // -token-file (tokenSource)
+	migrateAfter                         time.Duration
 	streamDir                            string
 	bridgeAuth                           bridgeAuthFlags // bridge: -auth-*, -pass-token, -token-file (bridge_auth.go)
 	// audio receives the call's audio datagrams (-audio-out).
@@ -191,6 +197,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers); bridge http: end the client's session (404) instead")
 	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio and http: how long a request waits for a reconnection before it fails with -32006")
+	fs.DurationVar(&o.migrateAfter, "migrate-after", 0, "move every MCP-Flow session to a new local UDP socket once, this long after the session connected (call, tools, ping) or the bridge started, as on a change of network (docs/spec.md §2.1); SIGUSR1 moves them at any time")
 	o.bridgeAuth.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
@@ -295,6 +302,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		sc.Client.Token = sc.Token
+		// -migrate-after and SIGUSR1 move every session of the bridge.
+		var mover flow.Mover
+		sc.Client.Mover = &mover
+		stopMoves := watchMoves(&mover, o.migrateAfter, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
+		defer stopMoves()
 		if rest[1] == "http" {
 			// MCP-Flow only: -transport does not apply (its clients speak
 			// Streamable HTTP to it already).
@@ -377,6 +389,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Limits:    o.limits(),
 		Hooks:     mediaHooks(t, o.audio),
 		Token:     o.tokenSource(),
+		Mover:     new(flow.Mover),
 	}
 	switch v := o.mcpVersion; {
 	case v == protocol.MCP20260728:
@@ -421,7 +434,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Which transport, and why: once, on stderr (spec §10.2).
 	t.say("mcp-flow: %s (%s)", c.Transport(), c.Reason())
+	stopMoves := watchMoves(cfg.Mover, o.migrateAfter, t.say)
 	code := call(c)
+	stopMoves()
 	if s := c.Session(); s != nil {
 		closeSession(s, log)
 	} else {

@@ -121,6 +121,7 @@ type Relay struct {
 // datagrams leave from towards Target, which Rebind replaces.
 type mapping struct {
 	from *net.UDPAddr
+	seq  int // the clients before it
 	out  atomic.Pointer[binding]
 }
 
@@ -249,7 +250,7 @@ func (r *Relay) mapping(from *net.UDPAddr) *mapping {
 	if c, ok := r.clients[from.String()]; ok {
 		return c
 	}
-	c := &mapping{from: from}
+	c := &mapping{from: from, seq: len(r.clients)}
 	if err := r.bind(c); err != nil {
 		return nil
 	}
@@ -308,14 +309,15 @@ func (r *Relay) Rebind() (map[string]*net.UDPAddr, error) {
 	return seen, nil
 }
 
-// Mappings returns the relay's clients as the target sees them now.
+// Mappings returns the relay's clients as the target sees them now, in the
+// order they first sent.
 func (r *Relay) Mappings() []Mapping {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var ms []Mapping
+	ms := make([]Mapping, len(r.clients))
 	for _, c := range r.clients {
 		b := c.out.Load()
-		ms = append(ms, Mapping{Client: c.from, Outward: b.LocalAddr().(*net.UDPAddr), Received: b.received.Load()})
+		ms[c.seq] = Mapping{Client: c.from, Outward: b.LocalAddr().(*net.UDPAddr), Received: b.received.Load()}
 	}
 	return ms
 }
