@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean lb
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean lb migration
 
 all: build
 
@@ -142,6 +142,14 @@ oidc:
 LB_CALLERS ?= 50
 lb:
 	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^TestRollingRestart$$' ./internal/lbtest/
+
+# migration: ten 64 MiB generate streams byte-exact (SHA-256) across a NAT
+# rebinding of the client (a relay gives it a new port towards the server)
+# and ten across an active migration (Session.Migrate: a new local socket),
+# each move a quarter into the stream; make test runs one of 8 MiB of each
+# (docs/deploy.md, "Migration").
+migration:
+	MCP_FLOW_MIGRATION=1 $(GO) test -count=1 -v -timeout=10m -run '^(TestNATRebinding|TestActiveMigration)$$' ./flow/
 
 # interop: the conformance runner against every peer at hand, and the
 # browser peer (TestBrowserPeer) and the npm transport under the TypeScript
