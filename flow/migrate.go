@@ -27,10 +27,12 @@ var ErrNoMigration = errors.New("flow: this session cannot migrate: Dial did not
 type clientConn struct {
 	conn *quic.Conn
 
-	mu      sync.Mutex        // serialises Migrate; guards the fields below
+	moving sync.Mutex // serialises Migrate
+	path   *quic.Path // the path the last Migrate switched to (under moving); nil: the first socket's
+
+	mu      sync.Mutex        // guards the fields below; never held across a network wait
 	sockets []*quic.Transport // every socket the connection was given, first first
 	active  int               // of sockets, the one the connection sends from
-	path    *quic.Path        // the path the last Migrate switched to; nil: the first socket's
 	closed  bool              // the connection ended and the sockets are closed
 }
 
@@ -146,14 +148,11 @@ func (s *Session) Migrate(ctx context.Context) error {
 	}
 	select {
 	case <-s.done:
-		return s.Err()
+		return s.Err() // set before done is closed
 	default:
 	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.closed {
-		return s.Err()
-	}
+	k.moving.Lock()
+	defer k.moving.Unlock()
 	udp, err := listenUDP()
 	if err != nil {
 		return fmt.Errorf("flow: migrate: %w", err)
@@ -166,8 +165,16 @@ func (s *Session) Migrate(ctx context.Context) error {
 	}
 	// From the first probe on, the connection is on tr too: it is closed
 	// with the connection, not before.
+	k.mu.Lock()
+	if k.closed {
+		k.mu.Unlock()
+		closeSocket(tr)
+		return fmt.Errorf("flow: migrate: the session's connection has ended: %w", context.Cause(k.conn.Context()))
+	}
 	k.sockets = append(k.sockets, tr)
+	moved := len(k.sockets) - 1
 	from := k.sockets[k.active].Conn.LocalAddr()
+	k.mu.Unlock()
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := context.AfterFunc(s.ctx, func() { cancel(ErrClosed) })
@@ -189,7 +196,10 @@ func (s *Session) Migrate(ctx context.Context) error {
 	if k.path != nil {
 		_ = k.path.Close() // the path left: its connection ID retired
 	}
-	k.path, k.active = p, len(k.sockets)-1
+	k.path = p
+	k.mu.Lock()
+	k.active = moved
+	k.mu.Unlock()
 	s.log.Debug("moved to a new local socket", "from", from, "to", udp.LocalAddr())
 	return nil
 }

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bufio"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -12,13 +11,14 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/demotools"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // relayTo puts a lossrelay in front of the server at url and returns the
@@ -42,46 +42,20 @@ func relayTo(t *testing.T, url string) (string, *lossrelay.Relay) {
 	return u.String(), r
 }
 
-// lines collects a reader's lines and signals each one that contains a
-// word it was asked to wait for.
-type lines struct {
-	mu   sync.Mutex
-	all  []string
-	seen chan string
-}
-
-func readLines(r io.Reader) *lines {
-	l := &lines{seen: make(chan string, 100)}
-	go func() {
-		sc := bufio.NewScanner(r)
-		for sc.Scan() {
-			l.mu.Lock()
-			l.all = append(l.all, sc.Text())
-			l.mu.Unlock()
-			l.seen <- sc.Text()
-		}
-		close(l.seen)
-	}()
-	return l
-}
-
-// waitFor waits for a line containing word, within the hang guard.
-func (l *lines) waitFor(t *testing.T, word string, guard time.Duration) string {
+// moveLine waits, within guard, for stderr's line that says a move was
+// made (watchMoves) and returns it.
+func moveLine(t *testing.T, stderr *flowtest.SyncBuffer, guard time.Duration) string {
 	t.Helper()
-	timeout := time.After(guard)
-	for {
-		select {
-		case line, ok := <-l.seen:
-			if !ok {
-				t.Fatalf("stderr ended without %q", word)
-			}
-			if strings.Contains(line, word) {
-				return line
-			}
-		case <-timeout:
-			t.Fatalf("no %q on stderr within %v", word, guard)
+	text, ok := stderr.Wait(guard, func(s string) bool { return strings.Contains(s, "moved") })
+	if !ok {
+		t.Fatalf("no move on stderr within %v:\n%s", guard, text)
+	}
+	for l := range strings.Lines(text) {
+		if strings.Contains(l, "moved") {
+			return strings.TrimSpace(l)
 		}
 	}
+	return ""
 }
 
 // TestCLIMigrates: `mcp-flow call generate` moves its session to a new
@@ -106,13 +80,12 @@ func TestCLIMigrates(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			stderrR, stderrW := io.Pipe()
-			cmd.Stderr = stderrW
+			stderr := &flowtest.SyncBuffer{}
+			cmd.Stderr = stderr
 			if err := cmd.Start(); err != nil {
 				t.Fatal(err)
 			}
 			defer func() { cmd.Process.Kill(); cmd.Wait() }()
-			errs := readLines(stderrR)
 			// The stream's first 2 MiB, then (for SIGUSR1) the move; the
 			// CLI writes no more than its windows (6 MiB at most) while
 			// the test does not read, so most of the stream is still to come.
@@ -127,14 +100,13 @@ func TestCLIMigrates(t *testing.T) {
 			}
 			// Hang guard: the move takes a few ms here (one round trip on
 			// loopback) and the CLI says so at once.
-			line := errs.waitFor(t, "moved", 30*time.Second)
+			line := moveLine(t, stderr, 30*time.Second)
 			if !strings.Contains(line, how) || !strings.Contains(line, "moved 1 session") {
 				t.Fatalf("the CLI said %q", line)
 			}
 			got, err := io.Copy(h, stdout)
-			stderrW.Close()
 			if werr := cmd.Wait(); werr != nil || err != nil || got+2<<20 != size {
-				t.Fatalf("%d bytes, exit %v, read error %v; stderr:\n%s", got+2<<20, werr, err, strings.Join(errs.all, "\n"))
+				t.Fatalf("%d bytes, exit %v, read error %v; stderr:\n%s", got+2<<20, werr, err, stderr)
 			}
 			if hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(size) {
 				t.Fatal("SHA-256 of the stream differs from the generator's")
@@ -148,5 +120,39 @@ func TestCLIMigrates(t *testing.T) {
 				t.Fatalf("the server sent %d bytes to the CLI's new socket, less than a quarter of the stream: the move was not mid-transfer", ms[1].Received)
 			}
 		})
+	}
+}
+
+// TestBridgeStdioMigrates: `mcp-flow bridge stdio` moves its MCP-Flow
+// session to a new local socket on SIGUSR1 (docs/spec.md §2.1), and its
+// host's calls go on through the new one.
+func TestBridgeStdioMigrates(t *testing.T) {
+	t.Parallel()
+	url, hash, _, _ := startServer(t, server(t))
+	through, r := relayTo(t, url)
+	cs, err, _, stderr, cmd := stdioHost(t, through, hash, "", "-transport", "mcp-flow")
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := func(text string) {
+		t.Helper()
+		res, err := cs.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
+			t.Fatalf("echo %q: %v, %+v", text, err, res)
+		}
+	}
+	call("before")
+	if err := syscall.Kill(cmd.Process.Pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	// Hang guard: the move is one round trip on loopback (a few ms).
+	if line := moveLine(t, stderr, 30*time.Second); !strings.Contains(line, "SIGUSR1: moved 1 session") {
+		t.Fatalf("the bridge said %q", line)
+	}
+	before := r.Mappings()
+	call("after")
+	ms := r.Mappings()
+	if len(ms) != 2 || ms[1].Received <= before[1].Received {
+		t.Fatalf("the relay's clients %+v, then %+v: the answer after the move did not come to the new socket", before, ms)
 	}
 }
