@@ -137,7 +137,10 @@ func (k *clientConn) closeSockets() {
 //
 // The socket left keeps its port until the session ends: quic-go cannot
 // release a socket a connection was on without ending the connection, so
-// each Migrate holds one more idle socket. Migrate fails with ErrNoMigration
+// each Migrate holds one more idle socket. And quic-go v0.64 lets a
+// connection migrate twice: the third move finds none of the server's
+// connection IDs left (quic-go#5814), its probe never leaves, and Migrate
+// fails when ctx ends. Migrate fails with ErrNoMigration
 // on a session that has no sockets of its own, and with the server's
 // refusal when the server disabled active migration (its
 // disable_active_migration transport parameter).
