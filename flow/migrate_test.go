@@ -187,3 +187,32 @@ func TestMover(t *testing.T) {
 		t.Fatalf("Move after a session closed moved %d (%v), want 1", n, err)
 	}
 }
+
+// TestThirdMigration pins quic-go v0.64's limit (spec §2.1, quic-go#5814):
+// a connection migrates twice; the third move finds none of the server's
+// connection IDs left, fails when its context ends, and leaves the session
+// on its path, answering. When quic-go lifts the limit this test fails:
+// then the docs change with it.
+func TestThirdMigration(t *testing.T) {
+	srv := startServer(t, nil)
+	s := dial(t, srv, nil)
+	for i := range 2 {
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatalf("move %d: %v", i+1, err)
+		}
+	}
+	on := s.LocalAddr().String()
+	// A probe on loopback is answered in about a millisecond: 300 ms is
+	// long past the answer a move that could happen would get.
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	if err := s.Migrate(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("the third move: %v, want its context's deadline", err)
+	}
+	if s.LocalAddr().String() != on {
+		t.Errorf("the failed move left the session on %v, not %v", s.LocalAddr(), on)
+	}
+	if err := s.Ping(t.Context()); err != nil {
+		t.Fatalf("ping after the failed move: %v", err)
+	}
+}
