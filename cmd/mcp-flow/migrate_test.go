@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
@@ -154,5 +155,51 @@ func TestBridgeStdioMigrates(t *testing.T) {
 	ms := r.Mappings()
 	if len(ms) != 2 || ms[1].Received <= before[1].Received {
 		t.Fatalf("the relay's clients %+v, then %+v: the answer after the move did not come to the new socket", before, ms)
+	}
+}
+
+// TestBridgeHTTPMigrates: `mcp-flow bridge http` moves the MCP-Flow session
+// of each of its clients (one of 2025-11-25, one of 2026-07-28: each has a
+// session of its own) to a new local socket on SIGUSR1, and the clients'
+// calls go on through the new ones.
+func TestBridgeHTTPMigrates(t *testing.T) {
+	t.Parallel()
+	url, hash, _, _ := startServer(t, server(t))
+	through, r := relayTo(t, url)
+	endpoint, stderr, bridge, _ := startBridgeHTTP(t, cli(t), "-cert-hash", hash, "bridge", "http", through)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // hang guard: each call takes milliseconds
+	defer cancel()
+	var sessions []*mcp.ClientSession
+	for _, era := range []string{"2025-11-25", "2026-07-28"} {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "migrate-host", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint}, &mcp.ClientSessionOptions{ProtocolVersion: era})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer cs.Close()
+		sessions = append(sessions, cs)
+	}
+	call := func(cs *mcp.ClientSession, text string) {
+		t.Helper()
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": text}})
+		if err != nil || res.IsError || len(res.Content) != 1 || res.Content[0].(*mcp.TextContent).Text != text {
+			t.Fatalf("echo %q: %v, %+v", text, err, res)
+		}
+	}
+	for _, cs := range sessions {
+		call(cs, "before")
+	}
+	if err := syscall.Kill(bridge.Process.Pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	if line := moveLine(t, stderr, 30*time.Second); !strings.Contains(line, "SIGUSR1: moved 2 session") {
+		t.Fatalf("the bridge said %q; the relay's clients: %+v", line, r.Mappings())
+	}
+	before := r.Mappings()
+	for _, cs := range sessions {
+		call(cs, "after")
+	}
+	ms := r.Mappings()
+	if len(before) != 4 || len(ms) != 4 || ms[2].Received <= before[2].Received || ms[3].Received <= before[3].Received {
+		t.Fatalf("the relay's clients %+v, then %+v: the answers after the move did not come to the new sockets", before, ms)
 	}
 }
