@@ -305,8 +305,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 		// -migrate-after and SIGUSR1 move every session of the bridge.
 		var mover flow.Mover
 		sc.Client.Mover = &mover
-		stopMoves := watchMoves(&mover, o.migrateAfter, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
-		defer stopMoves()
+		moves := watchMoves(&mover, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
+		defer moves.stop()
+		moves.arm(o.migrateAfter)
 		if rest[1] == "http" {
 			// MCP-Flow only: -transport does not apply (its clients speak
 			// Streamable HTTP to it already).
@@ -405,6 +406,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	waiting := time.AfterFunc(dialPatience, func() {
 		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", shownURL(o.url), o.handshake)
 	})
+	// SIGUSR1 moves the session from here on, so that one during the dial
+	// does not end the CLI (it finds no session to move).
+	moves := watchMoves(cfg.Mover, t.say)
+	defer moves.stop()
 	fc := fallback.Config{Flow: cfg, Transport: fallback.Transport(o.transport), Budget: o.fallbackBudget}
 	if fc.Transport == "auto" {
 		fc.Transport = fallback.Auto
@@ -434,9 +439,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Which transport, and why: once, on stderr (spec §10.2).
 	t.say("mcp-flow: %s (%s)", c.Transport(), c.Reason())
-	stopMoves := watchMoves(cfg.Mover, o.migrateAfter, t.say)
+	moves.arm(o.migrateAfter)
 	code := call(c)
-	stopMoves()
+	moves.stop()
 	if s := c.Session(); s != nil {
 		closeSession(s, log)
 	} else {

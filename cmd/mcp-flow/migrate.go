@@ -15,27 +15,38 @@ import (
 // repeated with backoff while it is lost.
 const moveBound = 10 * time.Second
 
-// watchMoves is the CLI's answer to a change of network (docs/spec.md
-// §2.1): every MCP-Flow session dialled with m moves to a new local socket
-// on each SIGUSR1, and once after `after` when it is positive (-migrate-after).
-// say reports each move on stderr. stop ends the watch and waits for a move
-// under way.
-func watchMoves(m *flow.Mover, after time.Duration, say func(format string, a ...any)) (stop func()) {
+// moveWatch is the CLI's answer to a change of network (docs/spec.md §2.1):
+// every MCP-Flow session dialled with its Mover moves to a new local socket
+// on each SIGUSR1, and once -migrate-after after arm. Each move is said on
+// stderr.
+type moveWatch struct {
+	armed chan time.Duration
+	stop  func() // ends the watch, once a move under way is done; idempotent
+}
+
+// watchMoves starts the watch over m's sessions: from now on SIGUSR1 moves
+// them (it no longer ends the process). say reports each move.
+func watchMoves(m *flow.Mover, say func(format string, a ...any)) *moveWatch {
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGUSR1)
-	var timer <-chan time.Time
-	tm := time.NewTimer(after)
-	if after > 0 {
-		timer = tm.C
-	}
+	w := &moveWatch{armed: make(chan time.Duration, 1)}
 	quit := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
+		var timer <-chan time.Time
+		var after time.Duration
+		tm := time.NewTimer(time.Hour)
+		tm.Stop()
+		defer tm.Stop()
 		for {
 			why := "SIGUSR1"
 			select {
 			case <-quit:
 				return
+			case after = <-w.armed:
+				tm.Reset(after)
+				timer = tm.C
+				continue
 			case <-sig:
 			case <-timer:
 				why, timer = "-migrate-after "+after.String(), nil
@@ -50,10 +61,18 @@ func watchMoves(m *flow.Mover, after time.Duration, say func(format string, a ..
 			say("mcp-flow: %s: moved %d session(s) to a new local socket", why, n)
 		}
 	})
-	return func() {
-		tm.Stop()
+	w.stop = sync.OnceFunc(func() {
 		signal.Stop(sig)
 		close(quit)
 		wg.Wait()
+	})
+	return w
+}
+
+// arm moves the sessions once, after d (-migrate-after; 0: never). Call it
+// once.
+func (w *moveWatch) arm(d time.Duration) {
+	if d > 0 {
+		w.armed <- d
 	}
 }
