@@ -9,7 +9,7 @@ FUZZTIME ?= 60s
 SHELL := /bin/bash
 .SHELLFLAGS := -o pipefail -c
 
-.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean lb
+.PHONY: all build test vet race fuzz bench bench-codec generate interop interop-mcp run ui clean lb migration
 
 all: build
 
@@ -161,6 +161,14 @@ lb:
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestRouteByConnectionID$$' ./internal/lbtest/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestTimeToNotice$$' ./cmd/mcp-flow-server/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestStdioFrontTimeToReconnect$$' ./cmd/mcp-flow/
+
+# migration: ten 64 MiB generate streams byte-exact (SHA-256) across a NAT
+# rebinding of the client (a relay gives it a new port towards the server)
+# and ten across an active migration (Session.Migrate: a new local socket),
+# each move a quarter into the stream; make test runs one of 8 MiB of each
+# (docs/deploy.md, "Migration").
+migration:
+	MCP_FLOW_MIGRATION=1 $(GO) test -count=1 -v -timeout=10m -run '^(TestNATRebinding|TestActiveMigration)$$' ./flow/
 
 # interop: the conformance runner against every peer at hand, and the
 # browser peer (TestBrowserPeer) and the npm transport under the TypeScript

@@ -99,7 +99,9 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 		return nil, fmt.Errorf("flow: dial %s: %w", redactURL(url), err)
 	}
 	s := newSession(wts, false, lim, cfg.Hooks, cfg.Handler, cfg.Logger, codecs)
-	s.conn.Store(conn.c)
+	if conn.k != nil {
+		s.conn.Store(conn.k)
+	}
 	ctrl, err := wts.OpenStreamSync(hctx)
 	if err != nil {
 		s.Close()
@@ -123,6 +125,9 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	}
 	s.markOpen()
 	go s.readLoop()
+	if cfg.Mover != nil {
+		cfg.Mover.add(s)
+	}
 	return s, nil
 }
 

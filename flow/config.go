@@ -444,6 +444,12 @@ type ClientConfig struct {
 	// transport (Transport and DialSession nil): a caller racing another
 	// transport learns that UDP gets through (package fallback, spec §10.2).
 	Handshaked func()
+	// Mover, if set, holds the session while it is open, so that its Move
+	// migrates it to a new local socket with every other session dialled
+	// with it (spec §2.1): a program's answer to a change of network. Only
+	// a session whose connection Dial makes itself (Transport and
+	// DialSession nil) can migrate; Move counts the others' ErrNoMigration.
+	Mover *Mover
 }
 
 // A WebTransportDialer dials WebTransport sessions; *webtransport.Transport

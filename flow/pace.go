@@ -221,7 +221,10 @@ func (s *Session) newPacer() *pacer {
 	if s.lim.StreamQueueDelay < 0 {
 		return nil
 	}
-	c := s.conn.Load()
+	var c *quic.Conn
+	if k := s.conn.Load(); k != nil {
+		c = k.conn
+	}
 	var memo *atomic.Pointer[paceMemo]
 	if s.end != nil {
 		c, memo = s.end.conn, &s.end.paced

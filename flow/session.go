@@ -5,7 +5,6 @@ package flow
 
 import (
 	"context"
-	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -47,8 +46,8 @@ func (s State) String() string {
 // fails with the session's error (Err).
 type Session struct {
 	wt      WTSession
-	conn    atomic.Pointer[quic.Conn] // the QUIC connection when Dial made it
-	end     *connectEnd               // a server session's CONNECT stream and connection: its clean close (spec §7.2)
+	conn    atomic.Pointer[clientConn] // the QUIC connection and its sockets when Dial made them (migrate.go)
+	end     *connectEnd                // a server session's CONNECT stream and connection: its clean close (spec §7.2)
 	ctrl    WTStream
 	srv     serverSide // zero on a client
 	lim     Limits
@@ -336,28 +335,6 @@ func (s *Session) Close() error {
 	return nil
 }
 
-// connCatcher keeps the QUIC connection that webtransport.Transport dials,
-// so that the session can close it (webtransport.Transport.DialAddr).
-type connCatcher struct {
-	c          *quic.Conn
-	handshaked func() // ClientConfig.Handshaked
-}
-
-func (k *connCatcher) dial(ctx context.Context, addr string, tlsConf *tls.Config, conf *quic.Config) (*quic.Conn, error) {
-	c, err := quic.DialAddrEarly(ctx, addr, tlsConf, conf)
-	k.c = c
-	if f := k.handshaked; err == nil && f != nil {
-		go func() {
-			select {
-			case <-c.HandshakeComplete():
-				f()
-			case <-c.Context().Done():
-			}
-		}()
-	}
-	return c, err
-}
-
 // maxCloseMessage is the longest close message WebTransport carries.
 const maxCloseMessage = 1024
 
@@ -411,12 +388,13 @@ func (s *Session) closeWith(e *SessionError) {
 			_ = s.wt.CloseWithError(e.Code, msg)
 		}
 	}
-	if c := s.conn.Load(); c != nil {
+	if k := s.conn.Load(); k != nil {
 		// webtransport-go closes the connection it dialled after the
 		// session, but on a goroutine of its own: a process that exits
 		// next would leave the server holding the connection until its
-		// idle timeout. Close it before Close returns.
-		_ = c.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+		// idle timeout. Close it, and its sockets, before Close returns.
+		_ = k.conn.CloseWithError(quic.ApplicationErrorCode(http3.ErrCodeNoError), "")
+		k.closeSockets()
 	}
 	s.mu.Lock()
 	for _, in := range s.handling {

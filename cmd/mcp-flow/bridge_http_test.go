@@ -15,16 +15,12 @@ import (
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
-// TestBridgeHTTPDrainsOnSIGTERM: `mcp-flow bridge http` drains on SIGTERM
-// like mcp-flow-server: a call in flight when the signal comes is answered
-// on its SSE stream, the process exits 0, and nothing listens after.
-func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
-	t.Parallel()
-	dir := t.TempDir()
-	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
-	cli := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
-	url, hash, _, serverErr := startServer(t, server)
-
+// startBridgeHTTP runs `cli args... -listen ADDR` (args: a bridge http
+// command line) on a free port and returns its endpoint once it announced
+// it, its stderr, the process and a channel that gets its exit (put back
+// by whoever takes it; the test's cleanup kills it and takes it).
+func startBridgeHTTP(t *testing.T, cli string, args ...string) (endpoint string, stderr *flowtest.SyncBuffer, bridge *exec.Cmd, exited chan error) {
+	t.Helper()
 	// A free port (the bridge prints the address it listens on, too).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -32,8 +28,8 @@ func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
 	}
 	addr := ln.Addr().String()
 	ln.Close()
-	bridge := exec.Command(cli, "-cert-hash", hash, "bridge", "http", "-listen", addr, url)
-	stderr := &flowtest.SyncBuffer{}
+	bridge = exec.Command(cli, append(args, "-listen", addr)...)
+	stderr = &flowtest.SyncBuffer{}
 	pipe, err := bridge.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -41,7 +37,7 @@ func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
 	if err := bridge.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
+	exited = make(chan error, 1)
 	t.Cleanup(func() {
 		bridge.Process.Kill()
 		<-exited
@@ -58,7 +54,6 @@ func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
 		}
 		exited <- bridge.Wait()
 	}()
-	var endpoint string
 	select {
 	case endpoint = <-announced:
 	case err := <-exited:
@@ -67,6 +62,20 @@ func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("the bridge announced no endpoint in 20 s; stderr:\n%s", stderr)
 	}
+	return endpoint, stderr, bridge, exited
+}
+
+// TestBridgeHTTPDrainsOnSIGTERM: `mcp-flow bridge http` drains on SIGTERM
+// like mcp-flow-server: a call in flight when the signal comes is answered
+// on its SSE stream, the process exits 0, and nothing listens after.
+func TestBridgeHTTPDrainsOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	server := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
+	cli := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	url, hash, _, serverErr := startServer(t, server)
+
+	endpoint, stderr, bridge, exited := startBridgeHTTP(t, cli, "-cert-hash", hash, "bridge", "http", url)
 
 	post := func(sid, body string) *http.Response {
 		req, _ := http.NewRequest("POST", endpoint, strings.NewReader(body))

@@ -47,6 +47,11 @@
 // acknowledgement first), on a 2025 session the list changes that come
 // unasked (docs/spec.md §11.7). It runs until Ctrl-C, which ends it with 0.
 //
+// SIGUSR1, and once -migrate-after after the session connected (or the
+// bridge started), moves every MCP-Flow session of the CLI to a new local
+// UDP socket, as a change of network would (docs/spec.md §2.1); the CLI
+// says so on stderr.
+//
 // Ctrl-C (SIGINT) or SIGTERM cancels the call in flight with $/cancel, ends
 // the session and exits 130; a second Ctrl-C exits at once.
 //
@@ -152,6 +157,7 @@ type options struct {
 	downloadLifetime, writeTimeout       time.Duration
 	metrics                              string // bridge http: -metrics ADDR
 	tokenFile                            string // -token-file (tokenSource)
+	migrateAfter                         time.Duration
 	streamDir                            string
 	bridgeAuth                           bridgeAuthFlags // bridge: -auth-*, -pass-token, -token-file (bridge_auth.go)
 	// audio receives the call's audio datagrams (-audio-out).
@@ -200,6 +206,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&o.keepAlive, "keep-alive", flow.DefaultKeepAlivePeriod, "send a QUIC PING after this long without traffic (negative: never)")
 	fs.BoolVar(&o.exitOnDisconnect, "exit-on-disconnect", false, "bridge stdio: exit with status 3 when the server session is lost, instead of reconnecting (for hosts that restart their servers); bridge http: end the client's session (404) instead")
 	fs.DurationVar(&o.reconnectWait, "reconnect-wait", 10*time.Second, "bridge stdio and http: how long a request waits for a reconnection before it fails with -32006")
+	fs.DurationVar(&o.migrateAfter, "migrate-after", 0, "move every MCP-Flow session to a new local UDP socket once, this long after the session connected (call, tools, ping) or the bridge started, as on a change of network (docs/spec.md §2.1); SIGUSR1 moves them at any time")
 	o.bridgeAuth.register(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, usageSummary)
@@ -304,6 +311,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		sc.Client.Token = sc.Token
+		// -migrate-after and SIGUSR1 move every session of the bridge.
+		var mover flow.Mover
+		sc.Client.Mover = &mover
+		moves := watchMoves(&mover, func(format string, a ...any) { fmt.Fprintf(stderr, format+"\n", a...) })
+		defer moves.stop()
+		moves.arm(o.migrateAfter)
 		if rest[1] == "http" {
 			// MCP-Flow only: -transport does not apply (its clients speak
 			// Streamable HTTP to it already).
@@ -389,6 +402,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		Limits:    o.limits(),
 		Hooks:     mediaHooks(t, o.audio),
 		Token:     o.tokenSource(),
+		Mover:     new(flow.Mover),
 	}
 	if rest[0] == "listen" {
 		cfg.Hooks = withChanges(cfg.Hooks, events)
@@ -407,6 +421,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 	waiting := time.AfterFunc(dialPatience, func() {
 		t.say("mcp-flow: waiting for %s to connect and answer initialize (up to -handshake-timeout %v; a server with a stdio -upstream may be starting it)", shownURL(o.url), o.handshake)
 	})
+	// SIGUSR1 moves the session from here on, so that one during the dial
+	// does not end the CLI (it finds no session to move).
+	moves := watchMoves(cfg.Mover, t.say)
+	defer moves.stop()
 	fc := fallback.Config{Flow: cfg, Transport: fallback.Transport(o.transport), Budget: o.fallbackBudget}
 	if fc.Transport == "auto" {
 		fc.Transport = fallback.Auto
@@ -442,7 +460,9 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	// Which transport, and why: once, on stderr (spec §10.2).
 	t.say("mcp-flow: %s (%s)", c.Transport(), c.Reason())
+	moves.arm(o.migrateAfter)
 	code := call(c)
+	moves.stop()
 	if s := c.Session(); s != nil {
 		closeSession(s, log)
 	} else {

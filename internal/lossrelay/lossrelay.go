@@ -7,7 +7,8 @@
 //
 // A Relay listens on 127.0.0.1 and forwards what each client sends to one
 // target from a socket of the client's own (as a NAT does), and what the
-// target answers back to that client. Its random choices come from a seeded
+// target answers back to that client. Rebind gives each client a new
+// socket towards the target mid-flow, as a NAT that rebinds does. Its random choices come from a seeded
 // generator per direction, so a run's losses depend only on the seed and the
 // order the datagrams arrive in. Counters say what it did.
 package lossrelay
@@ -112,8 +113,33 @@ type Relay struct {
 	done     chan struct{}
 
 	mu      sync.Mutex
-	clients map[string]*net.UDPConn // client address → its socket towards Target
+	clients map[string]*mapping // by the client's address
 	closed  bool
+}
+
+// mapping is one client of the relay, as a NAT's mapping: the socket its
+// datagrams leave from towards Target, which Rebind replaces.
+type mapping struct {
+	from *net.UDPAddr
+	seq  int // the clients before it
+	out  atomic.Pointer[binding]
+}
+
+// binding is a mapping's socket towards Target, with the bytes Target sent
+// to it.
+type binding struct {
+	*net.UDPConn
+	received atomic.Uint64
+}
+
+// A Mapping is one client of a Relay as the target sees it (Mappings).
+type Mapping struct {
+	// Client is the client's address, Outward the relay's socket that
+	// carries its datagrams to the target (Rebind replaces it).
+	Client, Outward *net.UDPAddr
+	// Received counts the bytes the target sent to Outward (before Down's
+	// losses).
+	Received uint64
 }
 
 // bufferSize is asked of the kernel for each socket, so that the relay does
@@ -139,7 +165,7 @@ func New(cfg Config) (*Relay, error) {
 	_ = ln.SetReadBuffer(bufferSize)
 	_ = ln.SetWriteBuffer(bufferSize)
 	enableRxTime(ln)
-	r := &Relay{cfg: cfg, ln: ln, done: make(chan struct{}), clients: map[string]*net.UDPConn{}}
+	r := &Relay{cfg: cfg, ln: ln, done: make(chan struct{}), clients: map[string]*mapping{}}
 	r.up = r.newDirection(cfg.Up, cfg.Seed)
 	r.down = r.newDirection(cfg.Down, cfg.Seed^0x9e3779b97f4a7c15)
 	r.spawn(r.readClients)
@@ -164,7 +190,7 @@ func (r *Relay) Close() error {
 	close(r.done)
 	err := r.ln.Close()
 	for _, c := range r.clients {
-		c.Close()
+		c.out.Load().Close()
 	}
 	r.mu.Unlock()
 	r.wg.Wait()
@@ -189,11 +215,13 @@ func (r *Relay) readClients() {
 		if err != nil {
 			return // closed
 		}
-		c := r.clientConn(from)
+		c := r.mapping(from)
 		if c == nil {
 			return
 		}
-		r.up.carry(buf[:n], arrived, func(b []byte) { c.Write(b) })
+		// The socket is looked up when the datagram leaves: one delayed
+		// across a Rebind leaves from the new one.
+		r.up.carry(buf[:n], arrived, func(b []byte) { c.out.Load().Write(b) })
 	}
 }
 
@@ -211,9 +239,9 @@ func readStamped(c *net.UDPConn, buf, oob []byte) (int, *net.UDPAddr, time.Time,
 	return n, from, at, nil
 }
 
-// clientConn returns the socket towards Target for a client, made (with
-// its reading goroutine) on the client's first datagram; nil once closed.
-func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
+// mapping returns a client's mapping, made (with the socket towards Target
+// and its reading goroutine) on its first datagram; nil once closed.
+func (r *Relay) mapping(from *net.UDPAddr) *mapping {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
@@ -222,26 +250,76 @@ func (r *Relay) clientConn(from *net.UDPAddr) *net.UDPConn {
 	if c, ok := r.clients[from.String()]; ok {
 		return c
 	}
-	c, err := net.DialUDP("udp", nil, r.cfg.Target)
-	if err != nil {
+	c := &mapping{from: from, seq: len(r.clients)}
+	if err := r.bind(c); err != nil {
 		return nil
 	}
-	_ = c.SetReadBuffer(bufferSize)
-	_ = c.SetWriteBuffer(bufferSize)
-	enableRxTime(c)
 	r.clients[from.String()] = c
+	return c
+}
+
+// bind gives c a new socket towards Target (from a new port), with the
+// goroutine that carries what Target sends to it back to the client, and
+// closes the socket it replaces. Called with mu held.
+func (r *Relay) bind(c *mapping) error {
+	conn, err := net.DialUDP("udp", nil, r.cfg.Target)
+	if err != nil {
+		return err
+	}
+	_ = conn.SetReadBuffer(bufferSize)
+	_ = conn.SetWriteBuffer(bufferSize)
+	enableRxTime(conn)
+	out := &binding{UDPConn: conn}
 	r.spawn(func() {
 		buf := make([]byte, 64<<10)
 		oob := make([]byte, rxTimeOOB)
 		for {
-			n, _, arrived, err := readStamped(c, buf, oob)
+			n, _, arrived, err := readStamped(conn, buf, oob)
 			if err != nil {
 				return
 			}
-			r.down.carry(buf[:n], arrived, func(b []byte) { r.ln.WriteToUDP(b, from) })
+			out.received.Add(uint64(n))
+			r.down.carry(buf[:n], arrived, func(b []byte) { r.ln.WriteToUDP(b, c.from) })
 		}
 	})
-	return c
+	if old := c.out.Swap(out); old != nil {
+		old.Close()
+	}
+	return nil
+}
+
+// Rebind gives every client a new socket towards Target, from a new port,
+// and closes the old one, as a NAT that drops a mapping and makes a new
+// one does: the target sees each client's next datagram come from a new
+// address, and what it still sends to the old one is lost. It returns the
+// new addresses the target sees, by the client's address.
+func (r *Relay) Rebind() (map[string]*net.UDPAddr, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, net.ErrClosed
+	}
+	seen := map[string]*net.UDPAddr{}
+	for k, c := range r.clients {
+		if err := r.bind(c); err != nil {
+			return seen, err
+		}
+		seen[k] = c.out.Load().LocalAddr().(*net.UDPAddr)
+	}
+	return seen, nil
+}
+
+// Mappings returns the relay's clients as the target sees them now, in the
+// order they first sent.
+func (r *Relay) Mappings() []Mapping {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ms := make([]Mapping, len(r.clients))
+	for _, c := range r.clients {
+		b := c.out.Load()
+		ms[c.seq] = Mapping{Client: c.from, Outward: b.LocalAddr().(*net.UDPAddr), Received: b.received.Load()}
+	}
+	return ms
 }
 
 func checkPaths(ps ...Path) error {
