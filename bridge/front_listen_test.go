@@ -246,3 +246,37 @@ func readEvents(t *testing.T, body io.Reader) (events chan string, next func(wha
 	}
 	return events, next
 }
+
+// TestHTTPFrontShutdownEndsListen: the HTTP front's Shutdown with a
+// 2026-07-28 client's subscriptions/listen open does not wait for it (it
+// would never end by itself): the listen ends with its graceful result
+// and Shutdown returns at once (spec §11.7).
+func TestHTTPFrontShutdownEndsListen(t *testing.T) {
+	t.Parallel()
+	srv, _, _ := statelessServer(t)
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
+	front := bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: srv.URL(),
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}})
+	ts := httptest.NewServer(front)
+	t.Cleanup(func() { front.Close(); ts.Close() })
+	resp := listenPOST(t, context.Background(), http.DefaultClient, ts.URL, listenBody)
+	events, next := readEvents(t, resp.Body)
+	if e := next("acknowledgement"); !subscribed(e, protocol.MethodSubscriptionsAcknowledged) {
+		t.Fatalf("acknowledgement: %s", e)
+	}
+	// A hang guard: Shutdown takes milliseconds here.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := front.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown with a listen open: %v after %v", err, time.Since(start))
+	}
+	t.Logf("Shutdown took %v", time.Since(start))
+	var rest []string
+	for e := range events {
+		rest = append(rest, e)
+	}
+	if len(rest) != 1 || rest[0] != `{"jsonrpc":"2.0","id":"listen:0","result":{"_meta":{"io.modelcontextprotocol/subscriptionId":"listen:0"}}}` {
+		t.Fatalf("the listen's stream after Shutdown: %q, want its graceful result", rest)
+	}
+}

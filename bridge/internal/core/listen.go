@@ -1,6 +1,8 @@
 package core
 
 import (
+	"encoding/json"
+
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/mcpjson"
@@ -21,6 +23,13 @@ func SubscriptionTo(id jsonrpc.ID, emit func(*jsonrpc.Request)) flow.CallOption 
 		}
 		emit(&jsonrpc.Request{Method: n.Method, Params: params})
 	})
+}
+
+// ListenEnded is the graceful end of the client's subscriptions/listen id
+// (spec §11.7): the result {_meta: {subscriptionId: id}}, as a server that
+// shuts down answers it.
+func ListenEnded(id jsonrpc.ID) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Result: json.RawMessage(`{"_meta":{"` + protocol.MetaSubscriptionID + `":` + id.Raw() + `}}`)}
 }
 
 // listening marks the host's request id as a subscriptions/listen until

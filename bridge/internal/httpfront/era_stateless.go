@@ -249,7 +249,10 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	// A subscriptions/listen's notifications (spec §11.7) queue in order,
 	// up to maxQueuedEvents: list changes are rare, and a client that
 	// reads none of them for that long loses the newest.
-	var events []jsonrpc.Message
+	var (
+		events []jsonrpc.Message
+		ending <-chan struct{} // a listen's: the front's Shutdown or Close
+	)
 	next := func() jsonrpc.Message {
 		pmu.Lock()
 		defer pmu.Unlock()
@@ -263,6 +266,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 		return n
 	}
 	if m.Method == protocol.MethodListen {
+		ending = h.listensEnd
 		opts = append(opts, core.SubscriptionTo(m.ID, func(n *jsonrpc.Request) {
 			pmu.Lock()
 			full := len(events) >= maxQueuedEvents
@@ -331,6 +335,19 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 					return
 				}
 			}
+		case <-ending:
+			// The front shuts down: the listen ends as a server's does, with
+			// the graceful result {_meta: {subscriptionId}} (spec §11.7),
+			// after what came before it; the call upstream is cancelled.
+			cancel()
+			<-done
+			for n := next(); n != nil; n = next() {
+				if send(n, nil) != nil {
+					return
+				}
+			}
+			_ = send(core.ListenEnded(m.ID), nil)
+			return
 		case rep := <-done:
 			if rep == nil { // cancelled: MCP sends no response
 				return

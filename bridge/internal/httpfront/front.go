@@ -54,6 +54,8 @@ type HTTPFront struct {
 	uninitialized int                     // legacy sessions before their initialize
 	stateless     map[string]*httpSession // the 2026-07-28 clients' holders by ClientKey (statelessHolder)
 	closing       bool
+	listensEnd    chan struct{} // closed by Shutdown and Close: the open subscriptions/listen end
+	endListens    sync.Once
 	cors          *cors.Cors
 }
 
@@ -129,7 +131,7 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 	h := &HTTPFront{cfg: cfg, log: log, held: &heldBudget{max: int64(cfg.MaxHeld)}, wake: make(chan struct{}),
 		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
 		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
-		stateless: map[string]*httpSession{}}
+		stateless: map[string]*httpSession{}, listensEnd: make(chan struct{})}
 	h.cors = cors.New(cors.Options{
 		// The one Origin policy (spec §9): an Origin the front would serve
 		// is told so; any other gets no Access-Control-Allow-Origin (and
@@ -290,6 +292,9 @@ func (h *HTTPFront) Shutdown(ctx context.Context) error {
 	h.mu.Lock()
 	h.closing = true
 	h.mu.Unlock()
+	// A subscriptions/listen never ends by itself: it ends now, with its
+	// graceful result (statelessPost, spec §11.7), not with the wait.
+	h.endListens.Do(func() { close(h.listensEnd) })
 	for {
 		h.wakeMu.Lock()
 		wake := h.wake
@@ -320,6 +325,7 @@ func (h *HTTPFront) Shutdown(ctx context.Context) error {
 func (h *HTTPFront) Close() error {
 	h.mu.Lock()
 	h.closing = true
+	h.endListens.Do(func() { close(h.listensEnd) })
 	ending := make([]*httpSession, 0, len(h.finishing))
 	for s := range h.finishing {
 		ending = append(ending, s)
