@@ -23,7 +23,8 @@ import (
 // go-sdk's client transport (its Connection: one POST per message, answers
 // as JSON or SSE, the Mcp-Session-Id kept). It does not open the optional
 // standalone GET stream: server messages outside a request's answer are
-// not received. The server's requests inside an answer (sampling, roots,
+// not received (Client.Changes opens a session of its own for the list
+// changes). The server's requests inside an answer (sampling, roots,
 // elicitation) get -32601.
 type httpSession struct {
 	conn   mcp.Connection

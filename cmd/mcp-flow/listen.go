@@ -45,14 +45,27 @@ func withChanges(h flow.Hooks, p *eventPrinter) flow.Hooks {
 // it opens a subscriptions/listen for the three list changes and uris'
 // updates and prints each of its notifications, the acknowledgement
 // first; on a 2025 session it prints the change notifications that come
-// unasked. It runs until Ctrl-C (exit 0) or the server ends it.
+// unasked (over the Streamable HTTP fallback too: fallback.Client.Changes). It runs until Ctrl-C (exit 0) or the server ends it.
 func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []string, p *eventPrinter) int {
 	s := c.Session()
-	if s == nil {
-		t.say("mcp-flow: listen needs MCP-Flow: the Streamable HTTP fallback client hears nothing outside a request's answer")
-		return exitUsage
-	}
 	interrupted := func() bool { return errors.Is(context.Cause(ctx), errInterrupted) }
+	if s == nil {
+		// The Streamable HTTP fallback speaks 2025-11-25: the list changes
+		// come unasked on its GET stream (fallback.Client.Changes).
+		if o.mcpVersion == protocol.MCP20260728 || len(uris) > 0 {
+			t.say("mcp-flow: listen with -mcp-version %s or URIs needs MCP-Flow: the Streamable HTTP fallback speaks %s, whose list changes come unasked", protocol.MCP20260728, protocol.MCP20251125)
+			return exitUsage
+		}
+		err := c.Changes(ctx, func(method string) {
+			if n, err := jsonrpc.NewRequest(jsonrpc.ID{}, method, nil); err == nil {
+				p.print(n)
+			}
+		})
+		if interrupted() {
+			return exitOK
+		}
+		return failure(ctx, t, o, err, "listening")
+	}
 	if o.mcpVersion == protocol.MCP20260728 {
 		want := flow.Subscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: uris}
 		_, err := s.Listen(ctx, want, p.print)

@@ -108,3 +108,57 @@ func TestListenCommand(t *testing.T) {
 		}
 	}
 }
+
+// TestListenCommandFallback: over the Streamable HTTP fallback (a
+// 2025-11-25 session), mcp-flow listen prints the server's
+// tools/list_changed that come on the GET stream, one JSON line each, and
+// Ctrl-C ends it with 0; -mcp-version 2026-07-28 over it exits 2 (spec
+// §11.7).
+func TestListenCommandFallback(t *testing.T) {
+	t.Parallel()
+	bin := cli(t)
+	url, hash, _, srvErr := startServer(t, server(t))
+	base := []string{"-url", url, "-cert-hash", hash, "-transport", "streamable-http"}
+	if _, errs, code := runCLI(t, bin, append(base, "-mcp-version", protocol.MCP20260728, "listen")...); code != exitUsage || !strings.Contains(errs, "needs MCP-Flow") {
+		t.Fatalf("listen -mcp-version %s over the fallback: exit %d, stderr:\n%s", protocol.MCP20260728, code, errs)
+	}
+	cmd := exec.Command(bin, append(base, "listen")...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stderr = io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill() })
+	lines := lineReader(t, out)
+	// The GET stream opens after the CLI's session is up, which nothing
+	// outside says: each toggle changes the tool list until a change is
+	// printed (the first usually is; a toggle takes about 50 ms here).
+	guard := time.After(listenGuard)
+	for printed := false; !printed; {
+		if _, errs, code := runCLI(t, bin, "-url", url, "-cert-hash", hash, "call", "toggle"); code != 0 {
+			t.Fatalf("toggle: exit %d, stderr:\n%s", code, errs)
+		}
+		select {
+		case l, ok := <-lines:
+			var n struct{ Method string }
+			if !ok || json.Unmarshal([]byte(l), &n) != nil || n.Method != protocol.MethodToolsListChanged {
+				t.Fatalf("line %q (open %v), want %s; server:\n%s", l, ok, protocol.MethodToolsListChanged, srvErr)
+			}
+			printed = true
+		case <-time.After(100 * time.Millisecond): // not yet: toggle again
+		case <-guard:
+			t.Fatalf("no tools/list_changed in %v; server:\n%s", listenGuard, srvErr)
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	for range lines {
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("listen over the fallback after Ctrl-C: %v", err)
+	}
+}

@@ -45,7 +45,8 @@
 // line each on stdout: with -mcp-version 2026-07-28 those of a
 // subscriptions/listen for every list change and the URIs' updates (its
 // acknowledgement first), on a 2025 session the list changes that come
-// unasked (docs/spec.md §11.7). It runs until Ctrl-C, which ends it with 0.
+// unasked, also over the Streamable HTTP fallback (docs/spec.md §11.7). It
+// runs until Ctrl-C, which ends it with 0.
 //
 // SIGUSR1, and once -migrate-after after the session connected (or the
 // bridge started), moves every MCP-Flow session of the CLI to a new local
