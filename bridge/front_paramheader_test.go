@@ -7,9 +7,11 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // paramToolServer is an MCP-Flow server whose tools/list has two pages:
@@ -152,5 +154,33 @@ func TestHTTPFrontStatelessParamHeadersPageLimit(t *testing.T) {
 	r, body := send(t, url, "POST", modernBody(1, "tools/call", `{"name":"deploy","arguments":{"region":"us-west1"}}`), modern("tools/call", "deploy"))
 	if lists, calls := p.counts(); r.StatusCode != http.StatusOK || lists != 16 || calls != 1 {
 		t.Fatalf("%d %s; the server saw %d tools/list (want 16) and %d tools/call", r.StatusCode, body, lists, calls)
+	}
+}
+
+// TestHTTPFrontStatelessParamHeadersGoSDK: the go-sdk v1.8 client, which
+// sends Mcp-Param-* headers for the tools it has listed, through the HTTP
+// front: after listing (both pages, through the front, which then knows
+// the tools without asking), its call with a non-ASCII string and an
+// integer is served, so its encoding and the front's check agree.
+func TestHTTPFrontStatelessParamHeadersGoSDK(t *testing.T) {
+	t.Parallel()
+	p := newParamToolServer(t)
+	url := statelessFront(t, p.srv, p.sessions)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // hang guard; the test takes ~0.1 s
+	defer cancel()
+	cs := sdkSession(t, ctx, url, "", "")
+	var names []string
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		names = append(names, tool.Name)
+	}
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "deploy", Arguments: map[string]any{"region": "Zürich", "count": 42}})
+	if err != nil || res.IsError {
+		t.Fatalf("the go-sdk client's call of deploy: %v %+v", err, res)
+	}
+	if lists, calls := p.counts(); lists != 2 || calls != 1 || len(names) != 2 {
+		t.Fatalf("tools %v; the server saw %d tools/list and %d tools/call, want the client's 2 and 1", names, lists, calls)
 	}
 }
