@@ -294,6 +294,23 @@ func checkProgress(t *testing.T, body string, id, steps int, tok string) {
 	}
 }
 
+// wantHeaderMismatch requires that a 2026-07-28 POST got 400 with
+// HeaderMismatchError (-32020), the request's id and a message saying want.
+func wantHeaderMismatch(t *testing.T, name string, r *http.Response, body, id, want string) {
+	t.Helper()
+	var e struct {
+		ID    json.RawMessage
+		Error struct {
+			Code    int
+			Message string
+		}
+	}
+	_ = json.Unmarshal([]byte(body), &e)
+	if r.StatusCode != http.StatusBadRequest || e.Error.Code != -32020 || string(e.ID) != id || !strings.Contains(e.Error.Message, want) {
+		t.Errorf("%s: %d %s; want 400, -32020 with id %s saying %q", name, r.StatusCode, body, id, want)
+	}
+}
+
 // TestHTTPFrontStatelessHeaderMismatch: routing headers that are missing
 // or disagree with the body get 400 and HeaderMismatch (-32020) with the
 // request's id (2026-07-28 transports, Server Validation); a Base64
@@ -319,17 +336,7 @@ func TestHTTPFrontStatelessHeaderMismatch(t *testing.T) {
 		{"no version header", echo, map[string]string{"Mcp-Method": "tools/call", "Mcp-Name": "echo"}, "MCP-Protocol-Version header is missing"},
 	} {
 		r, body := send(t, url, "POST", c.body, c.hdr)
-		var e struct {
-			ID    json.RawMessage
-			Error struct {
-				Code    int
-				Message string
-			}
-		}
-		_ = json.Unmarshal([]byte(body), &e)
-		if r.StatusCode != http.StatusBadRequest || e.Error.Code != -32020 || string(e.ID) != "9" || !strings.Contains(e.Error.Message, c.want) {
-			t.Errorf("%s: %d %s; want 400, -32020 with id 9 saying %q", c.name, r.StatusCode, body, c.want)
-		}
+		wantHeaderMismatch(t, c.name, r, body, "9", c.want)
 	}
 	r, body := send(t, url, "POST", echo, modern("tools/call", "=?base64?ZWNobw==?="))
 	if r.StatusCode != http.StatusOK || !strings.Contains(body, `"text":"x"`) {

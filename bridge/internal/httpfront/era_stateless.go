@@ -2,7 +2,6 @@ package httpfront
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"slices"
@@ -130,7 +129,7 @@ func headerMismatch(r *http.Request, m *jsonrpc.Request) string {
 	if !ok {
 		return "the Mcp-Name header is missing (params." + field + " is " + fmt.Sprintf("%q", want) + ")"
 	}
-	got, err := decodeHeaderValue(names[0])
+	got, err := mcpjson.DecodeHeaderValue(names[0])
 	if len(names) != 1 || err != nil {
 		return fmt.Sprintf("the Mcp-Name header value %q is malformed", strings.Join(names, ","))
 	}
@@ -138,17 +137,6 @@ func headerMismatch(r *http.Request, m *jsonrpc.Request) string {
 		return fmt.Sprintf("Header mismatch: Mcp-Name header value %q does not match body value %q", got, want)
 	}
 	return ""
-}
-
-// decodeHeaderValue undoes the Base64 sentinel of 2026-07-28 header values
-// ("=?base64?…?=", Value Encoding); other values are taken as they are.
-func decodeHeaderValue(v string) (string, error) {
-	const prefix, suffix = "=?base64?", "?="
-	if !strings.HasPrefix(v, prefix) || !strings.HasSuffix(v, suffix) || len(v) < len(prefix)+len(suffix) {
-		return v, nil
-	}
-	b, err := base64.StdEncoding.DecodeString(v[len(prefix) : len(v)-len(suffix)])
-	return string(b), err
 }
 
 // statusOf is the HTTP status of a JSON answer to a 2026-07-28 request:
@@ -228,6 +216,10 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 	}
 	if resp := core.StatelessRefusal(m); resp != nil {
 		writeJSON(w, statusOf(resp), resp)
+		return
+	}
+	if why := s.paramMismatch(r.Context(), r, m); why != "" {
+		writeJSON(w, http.StatusBadRequest, jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(protocol.CodeHeaderMismatch, why)))
 		return
 	}
 	h.calls.Add(1)
@@ -354,6 +346,7 @@ func (h *HTTPFront) statelessPost(w http.ResponseWriter, r *http.Request) {
 			}
 			// The result is written once, into the answer (core.Reply.Encode).
 			resp, e := rep.Encode()
+			s.learnFromAnswer(m, resp, e)
 			for n := next(); n != nil; n = next() { // what came before the response goes first
 				if send(n, nil) != nil {
 					return

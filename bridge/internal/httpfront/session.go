@@ -44,6 +44,7 @@ type httpSession struct {
 	// answers go. byToken finds a call by its progress token.
 	calls   map[string]*httpCall
 	byToken map[string]*httpCall
+	tools   toolParams // a 2026-07-28 holder's tools' x-mcp-header arguments
 	// SSE streams, kept for resumption with Last-Event-ID: stream 0 is the
 	// standalone GET stream, the others one per POST. Event ids are
 	// "<stream>.<seq>", unique within the session.

@@ -16,6 +16,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/codec"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/modelcontextprotocol/go-sdk/auth"
 )
@@ -165,6 +166,11 @@ type httpConn struct {
 	// request carries the routing headers, there is no session and no GET
 	// stream, and a request is cancelled by closing its response stream.
 	modern bool
+	// toolLists are the 2026-07-28 tools/list requests in flight, by raw
+	// id, and paramHeaders the x-mcp-header annotations their answers
+	// named, by tool (requestHeaders).
+	toolLists    map[string]bool
+	paramHeaders map[string][]mcpjson.ParamHeader
 }
 
 // setModern switches the connection between the eras (modernLink).
@@ -187,7 +193,8 @@ func (c *httpConn) isModern() bool {
 func newHTTPConn(cfg HTTPUpstreamConfig, recv func(jsonrpc.Message), end func(error)) *httpConn {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &httpConn{cfg: cfg, log: cfg.Logger, ctx: ctx, cancel: cancel, recv: recv, end: end,
-		calls: map[string]context.CancelFunc{}, initDone: make(chan struct{})}
+		calls: map[string]context.CancelFunc{}, initDone: make(chan struct{}),
+		toolLists: map[string]bool{}, paramHeaders: map[string][]mcpjson.ParamHeader{}}
 }
 
 // do sends one HTTP request with the session's headers, authorizing and
@@ -280,6 +287,7 @@ func (c *httpConn) deliverRaw(b []byte, call jsonrpc.ID) bool {
 		if r, ok := m.(*jsonrpc.Response); ok {
 			got = got || (call.IsValid() && r.ID == call)
 			c.noteInitialize(r)
+			c.learnTools(r)
 		}
 		c.recv(m)
 	}

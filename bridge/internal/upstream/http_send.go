@@ -2,7 +2,6 @@ package upstream
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,45 +16,6 @@ import (
 // Sending to the HTTP upstream: one POST per message, in the bridge's order,
 // in either era (2026-07-28: routing headers, no session, a cancel closes
 // the request's stream).
-
-// routingHeaders are a 2026-07-28 request's Mcp-Method and Mcp-Name
-// (transports 2026-07-28, "Standard Request Headers"); a name that is not
-// plain visible ASCII goes in the Base64 sentinel form.
-func routingHeaders(r *jsonrpc.Request) http.Header {
-	h := http.Header{"Mcp-Method": {r.Method}}
-	var p struct {
-		Name *string `json:"name"`
-		URI  *string `json:"uri"`
-	}
-	switch r.Method {
-	case "tools/call", "prompts/get", "resources/read":
-		if json.Unmarshal(r.Params, &p) != nil {
-			return h
-		}
-		v := p.Name
-		if r.Method == "resources/read" {
-			v = p.URI
-		}
-		if v != nil {
-			h.Set("Mcp-Name", headerValue(*v))
-		}
-	}
-	return h
-}
-
-// headerValue is v as an HTTP header value: as it is when it is visible
-// ASCII (inner spaces allowed), else =?base64?…?= (transports 2026-07-28,
-// "Value Encoding").
-func headerValue(v string) string {
-	plain := v != "" && v[0] != ' ' && v[len(v)-1] != ' '
-	for i := 0; plain && i < len(v); i++ {
-		plain = v[i] == ' ' || (v[i] >= 0x21 && v[i] <= 0x7e)
-	}
-	if plain {
-		return v
-	}
-	return "=?base64?" + base64.StdEncoding.EncodeToString([]byte(v)) + "?="
-}
 
 // send POSTs one message. It returns once the POST has left, so that
 // messages reach the server in the bridge's order without one slow POST
@@ -197,6 +157,9 @@ func (c *httpConn) sendModern(m jsonrpc.Message) error {
 	ctx, cancel := context.WithCancel(c.ctx)
 	c.mu.Lock()
 	c.calls[r.ID.Raw()] = cancel
+	if r.Method == "tools/list" {
+		c.toolLists[r.ID.Raw()] = true
+	}
 	c.mu.Unlock()
 	left := make(chan struct{})
 	var once sync.Once
@@ -208,10 +171,11 @@ func (c *httpConn) sendModern(m jsonrpc.Message) error {
 		defer func() {
 			c.mu.Lock()
 			delete(c.calls, r.ID.Raw())
+			delete(c.toolLists, r.ID.Raw())
 			c.mu.Unlock()
 			cancel()
 		}()
-		resp, err := c.do(httptrace.WithClientTrace(ctx, trace), http.MethodPost, body, routingHeaders(r))
+		resp, err := c.do(httptrace.WithClientTrace(ctx, trace), http.MethodPost, body, c.requestHeaders(r))
 		markLeft()
 		if err != nil {
 			if ctx.Err() == nil {
