@@ -222,11 +222,19 @@ func TestOfficialConformanceTSv2Upstream(t *testing.T) {
 	for _, transport := range []string{"stdio", "http"} {
 		for _, era := range []string{"modern", "legacy", "both"} {
 			t.Run(transport+"/"+era, func(t *testing.T) {
+				// The probe's wait covers node's start and the SDK's load
+				// (the stdio server answers its first message once both are
+				// done): with two suites side by side one took past the
+				// 5 s default, and the upstream, taking the silence for a
+				// 2025 server, initialized in 2025 (the row's ask check then
+				// failed as against one). A 2025-only server refuses the
+				// probe at once, so the longer wait costs no row anything.
+				const probe = 60 * time.Second
 				var up *bridge.Upstream
 				if transport == "stdio" {
-					up = bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{node, script, "stdio", era}, Logger: flowtest.Quiet})
+					up = bridge.NewStdioUpstream(bridge.StdioUpstreamConfig{Command: []string{node, script, "stdio", era}, Logger: flowtest.Quiet, ProbeTimeout: probe})
 				} else {
-					up = bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: tsv2HTTP(t, node, era), Logger: flowtest.Quiet})
+					up = bridge.NewHTTPUpstream(bridge.HTTPUpstreamConfig{Endpoint: tsv2HTTP(t, node, era), Logger: flowtest.Quiet, ProbeTimeout: probe})
 				}
 				srv := upstreamFlow(t, up)
 				for _, version := range []string{protocol.MCP20260728, protocol.MCP20251125} {
