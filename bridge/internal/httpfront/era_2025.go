@@ -194,12 +194,30 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.getOpen {
+	for s.getOpen {
+		// A client opens a GET stream again when it lost the one it had
+		// (a reconnect after a network error), and the front may not have
+		// seen that one end yet. The newest GET takes stream 0 over: the
+		// old one is ended (its client gets nothing more on it) and this
+		// one goes on from where it stopped. A 409 here failed the
+		// TypeScript SDK v2 client's reconnection ("Failed to open SSE
+		// stream"). MCP 2025-11-25 lets a client hold several streams; the
+		// front sends each message on one of them (spec §10).
+		end, done := s.getEnd, s.getDone
 		s.mu.Unlock()
-		http.Error(w, "a stream is already open for this session", http.StatusConflict)
-		return
+		end()
+		select {
+		case <-done:
+		case <-r.Context().Done():
+			return
+		}
+		s.mu.Lock()
 	}
-	s.getOpen = true
+	ctx, end := context.WithCancel(r.Context())
+	defer end()
+	done := make(chan struct{})
+	defer close(done)
+	s.getOpen, s.getEnd, s.getDone = true, end, done
 	// From where the last GET stream stopped, or, if that has left the
 	// replay window (a client that fell behind was cut off), from the
 	// oldest event still held.
@@ -214,7 +232,7 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 	} else if fl, ok := w.(http.Flusher); ok {
 		fl.Flush()
 	}
-	reached, err := s.standalone.follow(r.Context(), w, from, h.cfg.WriteTimeout)
+	reached, err := s.standalone.follow(ctx, w, from, h.cfg.WriteTimeout)
 	switch {
 	case errors.Is(err, errEventsLost):
 		// The client fell behind the replay window: what it missed is
@@ -224,7 +242,7 @@ func (h *HTTPFront) getStream(w http.ResponseWriter, r *http.Request) {
 		h.log.Debug("SSE stream cut", "err", err)
 	}
 	s.mu.Lock()
-	s.getOpen = false
+	s.getOpen, s.getEnd, s.getDone = false, nil, nil
 	s.delivered = max(s.delivered, reached)
 	s.mu.Unlock()
 }

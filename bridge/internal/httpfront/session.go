@@ -1,6 +1,7 @@
 package httpfront
 
 import (
+	"context"
 	"crypto/rand"
 	"encoding/base64"
 	"fmt"
@@ -53,7 +54,9 @@ type httpSession struct {
 	nextStream int
 	finished   []*sseStream // finished POST streams kept for resumption, oldest first
 	getOpen    bool
-	delivered  int // events of stream 0 sent on some GET
+	getEnd     context.CancelFunc // ends the open GET stream (set with getOpen)
+	getDone    chan struct{}      // closed once that GET has let go of stream 0
+	delivered  int                // events of stream 0 sent on some GET
 	// Idleness: active counts requests and streams in progress; the timer
 	// ends the session once it has been idle for IdleTimeout.
 	active      int
