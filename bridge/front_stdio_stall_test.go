@@ -224,10 +224,10 @@ func (r *stallRig) initialize() *flow.Session {
 }
 
 // TestStdioFrontHostStallBlocksNothing: a host that stops reading the
-// bridge's stdout for 2 s, while a 1 MiB result is being written to it and
+// bridge's stdout for 4 s, while a 1 MiB result is being written to it and
 // progress keeps coming, holds up nothing on the MCP-Flow session (spec
 // §10): the server's pings to the bridge, the host's other requests and its
-// cancellation each take a few ms, not the 2 s of the stall. Afterwards the
+// cancellation each take a few ms, not the 4 s of the stall. Afterwards the
 // host gets everything, in order.
 func TestStdioFrontHostStallBlocksNothing(t *testing.T) {
 	t.Parallel()
@@ -244,16 +244,21 @@ func TestStdioFrontHostStallBlocksNothing(t *testing.T) {
 	r.send(`{"jsonrpc":"2.0","id":"slow","method":"tools/call","params":{"name":"slow","arguments":{"steps":20,"delayMs":20},"_meta":{"progressToken":"tok"}}}`)
 	r.send(`{"jsonrpc":"2.0","id":"victim","method":"tools/call","params":{"name":"slow","arguments":{"steps":400,"delayMs":10}}}`)
 
-	// The stall is 2 s; the worst ping measured 0.5-2.2 ms under -race with
-	// the 2-core machine at load 10 (2026-12-06).
-	const bound = 200 * time.Millisecond
+	// The stall is 4 s and the pings stop 1.5 s before its end, so a ping
+	// that the stall blocks waits at least 1.5 s; bound tells the two
+	// apart. Measured: 0.5-2.2 ms under -race at load 10, up to 212 ms with
+	// the parallel race run of two suites side by side (2026-12-06).
+	const (
+		stall = 4 * time.Second
+		bound = time.Second
+	)
 	var worst time.Duration
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	tick := time.NewTicker(100 * time.Millisecond)
 	defer tick.Stop()
 	cancelSent := false
-	for i := 0; time.Since(stallStart) < 1600*time.Millisecond; i++ {
+	for i := 0; time.Since(stallStart) < stall-1500*time.Millisecond; i++ {
 		<-tick.C
 		// The server pings the bridge: answered by the bridge's session
 		// reading loop, which a blocking hook would hold.
@@ -287,8 +292,8 @@ func TestStdioFrontHostStallBlocksNothing(t *testing.T) {
 		t.Errorf("the server's ping to the bridge took up to %v during the host's stall (bound %v)", worst, bound)
 	}
 	t.Logf("during the stall: worst server→bridge ping %v", worst)
-	// End of the stall (2 s): the host reads everything, in order.
-	time.Sleep(time.Until(stallStart.Add(2 * time.Second)))
+	// End of the stall: the host reads everything, in order.
+	time.Sleep(time.Until(stallStart.Add(stall)))
 	progress, gotSlow, gotBig := 0, false, false
 	for !gotSlow || !gotBig {
 		m := r.read()
