@@ -162,7 +162,8 @@ func TestCLIAgainstServer(t *testing.T) {
 // exits, so the server holds none of them afterwards (and not until QUIC's
 // 30 s idle timeout), and the goroutines they used are gone.
 func TestCLIClosesItsSession(t *testing.T) {
-	t.Parallel()
+	// Not parallel: it counts the goroutines of this process, where the
+	// server runs, and the parallel tests' would count with them.
 	cli := build(t, t.TempDir(), "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	ends := make(chan *flow.SessionError, 16)
 	srv := flowtest.Serve(t, flow.ServerConfig{Hooks: flow.Hooks{Closed: func(_ *flow.Session, e *flow.SessionError) { ends <- e }}})
