@@ -32,7 +32,8 @@ import (
 //     500 ms; then a clean shutdown;
 //   - one 2026-07-28 Streamable HTTP POST over TCP (tools/call echo), which
 //     the in-process front carries on an MCP-Flow session of its own (role
-//     client) to the server (role server).
+//     client) to the server (role server), after a tools/list of its own
+//     (to check the POST's Mcp-Param-* headers).
 //
 // Once the workload is over, no execution stream is open
 // (mcpflow_streams_open is 0 in every series) and no upstream process runs.
@@ -149,7 +150,14 @@ func TestMetricsFlag(t *testing.T) {
 		`mcpflow_requests_total{direction="out",method="tools/call",outcome="ok",role="client"}`:       1,
 		`mcpflow_request_duration_seconds_count{direction="in",method="tools/call",role="server"}`:     10,
 		`mcpflow_request_duration_seconds_count{direction="out",method="tools/call",role="client"}`:    1,
-		`mcpflow_cancels_total{direction="in",role="server"}`:                                          1,
+		// The front learns the tools' x-mcp-header arguments before it
+		// checks the POST's Mcp-Param-* headers: one tools/list of its own
+		// (docs/spec.md §11.6).
+		`mcpflow_requests_total{direction="in",method="tools/list",outcome="ok",role="server"}`:     1,
+		`mcpflow_requests_total{direction="out",method="tools/list",outcome="ok",role="client"}`:    1,
+		`mcpflow_request_duration_seconds_count{direction="in",method="tools/list",role="server"}`:  1,
+		`mcpflow_request_duration_seconds_count{direction="out",method="tools/list",role="client"}`: 1,
+		`mcpflow_cancels_total{direction="in",role="server"}`:                                       1,
 
 		// Every execution stream that opened has ended: the gauge is 0 in
 		// each of its series (exact below: no other series may be non-zero).
