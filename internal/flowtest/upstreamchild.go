@@ -22,8 +22,9 @@ const UpstreamChildEnv = "MCP_FLOW_TEST_UPSTREAM_CHILD"
 // mode): "polite" ends at end of input; "stubborn" ignores end of input and
 // SIGTERM, and starts a grandchild that does too. Its serverInfo.version is
 // "pid=P,grandchild=G". Tools: "echo" answers its text; "stall" stops
-// reading its input for 2 s (after telling the client with a log
-// notification), then answers.
+// reading its input (after telling the client with a log notification)
+// until the process gets SIGUSR1 (or 60 s passed, a hang's guard), then
+// answers.
 func UpstreamChild(mode string) {
 	grandchild := 0
 	if mode == "stubborn" {
@@ -62,9 +63,15 @@ func UpstreamChild(mode string) {
 		case m.Method == "initialize":
 			reply(m.ID, fmt.Sprintf(`{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"child-%s","version":"pid=%d,grandchild=%d"}}`, mode, os.Getpid(), grandchild))
 		case m.Method == "tools/call" && m.Params.Name == "stall":
+			resume := make(chan os.Signal, 1)
+			signal.Notify(resume, syscall.SIGUSR1)
 			fmt.Fprintln(out, `{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"stalling"}}`)
 			out.Flush()
-			time.Sleep(2 * time.Second) // the slow upstream under test: its input is not read meanwhile
+			select { // the slow upstream under test: its input is not read meanwhile
+			case <-resume:
+			case <-time.After(time.Minute):
+			}
+			signal.Stop(resume)
 			reply(m.ID, `{"content":[{"type":"text","text":"stalled"}]}`)
 		case m.Method == "tools/call":
 			b, _ := json.Marshal(m.Params.Arguments.Text)
