@@ -102,11 +102,14 @@ func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
 // TestHTTPFrontUnreadStreamCut: a 2025 client that reads nothing of its
 // POST's SSE stream is cut off after WriteTimeout (the front's goroutine
 // and connection are freed), and its answer stays held for resumption: a
-// GET with Last-Event-ID gets it whole.
+// GET with Last-Event-ID gets it whole. WriteTimeout holds for the GET's
+// stream too, which this test reads: 300 ms cut it once under -race with
+// another suite and three builds beside it (the test's own reader starved
+// of the CPU), so it is 3 s, ten times that.
 func TestHTTPFrontUnreadStreamCut(t *testing.T) {
 	t.Parallel()
 	srv, _ := holdServer(t)
-	ts, records := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 300 * time.Millisecond}, "SSE stream cut")
+	ts, records := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 3 * time.Second}, "SSE stream cut")
 	sid := openSession(t, ts.URL, "2025-11-25")
 	// More than loopback's socket buffers take from a reader that reads
 	// nothing (a 128 KiB receive buffer, a send buffer of up to 4 MiB),
@@ -123,7 +126,7 @@ func TestHTTPFrontUnreadStreamCut(t *testing.T) {
 		// The wait bounds a hang, not a speed: under -race on a loaded
 		// 2-core machine the 10 MiB echo alone takes 8 s to over 20 s
 		// (two CI runs side by side missed a 20 s bound).
-		t.Fatal("the unread stream was not cut within 90 s (WriteTimeout 300 ms)")
+		t.Fatal("the unread stream was not cut within 90 s (WriteTimeout 3 s)")
 	}
 	req, _ := http.NewRequest("GET", ts.URL, nil)
 	req.Header.Set("Accept", "text/event-stream")
