@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"io"
 	"os/exec"
 	"path/filepath"
@@ -71,6 +72,14 @@ func TestDenoSDKServer(t *testing.T) {
 		if !strings.Contains(stderr, "dialing again in that dialect") {
 			t.Errorf("the CLI did not say it fell back to draft-02; stderr:\n%s", stderr)
 		}
+		// A stream that fails after 50,000 bytes: Deno cannot reset it, so
+		// the server sends $/streamError and leaves it open; the CLI must
+		// exit 4 (a failed stream, spec §5.4) at once, not hang or exit 0.
+		out, stderr, err = run("call", "fail_midstream", "bytes=50000")
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(stderr, "failing on purpose") {
+			t.Errorf("call fail_midstream: %v (want exit status 4 naming the failure), %d bytes on stdout\nstderr:\n%s", err, len(out), stderr)
+		}
 		// The example's generate returns one 64 MiB blob, which the
 		// transport moves to an execution stream (past 256 KiB).
 		const n = 64 << 20
@@ -79,6 +88,30 @@ func TestDenoSDKServer(t *testing.T) {
 		io.Copy(want, demotools.Generate(n))
 		if got := sha256.Sum256(out); err != nil || len(out) != n || !bytes.Equal(got[:], want.Sum(nil)) {
 			t.Fatalf("call generate_blob bytes=%d: %v: %d bytes, sha256 %s, want %s\nstderr:\n%s", n, err, len(out), hex.EncodeToString(got[:]), hex.EncodeToString(want.Sum(nil)), stderr)
+		}
+	})
+
+	t.Run("vectors", func(t *testing.T) {
+		t.Parallel()
+		vectors, err := filepath.Abs("../testdata/vectors")
+		if err != nil {
+			t.Fatal(err)
+		}
+		here, _ := filepath.Abs(".")
+		var r struct {
+			Checked, NotApplicable map[string]int
+			Accepted, Failures     []string
+		}
+		// A hang guard: the script takes 0.2 s.
+		browsertest.DriveDeno(t, ".", deno, []string{"--allow-read=" + here + "," + vectors}, "test/vectors.mjs", 30*time.Second, &r)
+		t.Logf("checked %v; not applicable %v; malformed payloads the decoders take: %v", r.Checked, r.NotApplicable, r.Accepted)
+		for _, f := range r.Failures {
+			t.Error(f)
+		}
+		for _, k := range []string{"frames", "stream headers", "datagrams", "messages"} {
+			if r.Checked[k] == 0 {
+				t.Errorf("no %s vector checked", k)
+			}
 		}
 	})
 

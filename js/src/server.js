@@ -48,6 +48,11 @@ export const SERVER_DEFAULTS = Object.freeze({
   maxDatagram: 1000,
   drainTimeoutMs: 30000,
   handshakeTimeoutMs: 10000,
+  // QUIC's idle timeout and keep-alive (spec §8: 8 s, 2 s). Without the
+  // keep-alive, a session idle for 30 s died (quinn's default idle timeout,
+  // a draft-02 Go client sending no keep-alive): "peer gone" at 30.26 s.
+  idleTimeoutMs: 8000,
+  keepAliveMs: 2000,
 });
 /** The prefix of the resource_link URI openStream gives a tool (as the client transport names streams). */
 export const STREAM_URI_PREFIX = 'mcp-flow://stream/';
@@ -88,8 +93,9 @@ const isU32 = (id) => Number.isInteger(id) && id >= 0 && id <= 0xffffffff;
  * are PEM. It returns {port, close()}; close() stops taking sessions.
  */
 export async function serveMcpFlow({ cert, key, hostname = '127.0.0.1', port = 0, path, factory, log = () => {}, ...limits }) {
+  const lim = { ...SERVER_DEFAULTS, ...limits };
   const endpoint = new Deno.QuicEndpoint({ hostname, port });
-  const listener = endpoint.listen({ cert, key, alpnProtocols: ['h3'] });
+  const listener = endpoint.listen({ cert, key, alpnProtocols: ['h3'], keepAliveInterval: lim.keepAliveMs, maxIdleTimeout: lim.idleTimeoutMs });
   const sessions = new Set();
   let closed = false;
   (async () => {
