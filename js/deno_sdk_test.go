@@ -125,6 +125,11 @@ func TestDenoSDKServer(t *testing.T) {
 		for _, r := range rs {
 			switch {
 			case r.Status == conformance.Skip && denoSDKSkips[r.ID]:
+			case r.ID == "stream.error-reset" && r.Status == conformance.XFail && !strings.Contains(r.Seen, "ended with deadline exceeded"):
+				// Left unfinished, never finished: a FIN would make the
+				// truncated payload look complete (a FIN comes when the
+				// transport lets go of the stream's writer, ExecStream.fail).
+				t.Errorf("%s: the failed stream was not left open: %s", r.ID, r.Seen)
 			case r.Status == conformance.XFail:
 			case r.Status == conformance.Pass && !denoSDKKnown[r.ID]:
 			default:
