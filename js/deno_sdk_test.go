@@ -6,9 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"io"
+	"fmt"
+	neturl "net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -35,12 +37,16 @@ var denoSDKSkips = map[string]bool{"negotiate.protobuf": true, "datagram.unsuppo
 // (@modelcontextprotocol/server's McpServer) over MCP-Flow from Deno, with
 // the server transport of src/server.js (test/deno-sdk-server.mjs: the
 // example's tools, examples/deno-server.mjs, and those of the runner's
-// checks), and judges it with our own peers, against one Deno process:
-// the mcp-flow CLI, which dials draft-02 on its own (Deno's quinn lacks
-// RESET_STREAM_AT), calls echo and a 64 MiB generate whose bytes must be
-// spec §5.5's exactly; and the conformance runner in server mode, every
-// check passing but the known ones (denoSDKKnown, which must still fail:
-// Deno changed if not).
+// checks), and judges it against one Deno process, the subtests side by
+// side: cli, the mcp-flow CLI, which dials draft-02 on its own (Deno's
+// quinn lacks RESET_STREAM_AT), calls echo, a 64 MiB generate_blob whose
+// bytes must be spec §5.5's exactly, and fail_midstream (exit 4); chromium,
+// the TypeScript SDK v2 client in a page over this package's client
+// transport (test/deno-sdk.js): echo, a 1 MiB result inlined from its
+// stream, 16 MiB read with stream(), progress datagrams, close;
+// conformance, the runner in server mode, every check passing but the
+// known ones (denoSDKKnown, which must still fail: Deno changed if not);
+// vectors, src/wire.js against testdata/vectors (test/vectors.mjs).
 func TestDenoSDKServer(t *testing.T) {
 	deno := browsertest.Deno(t)
 	browsertest.NPMInstall(t, ".", []string{"node_modules/@modelcontextprotocol/server", "node_modules/zod", "node_modules/cbor-x"},
@@ -84,10 +90,8 @@ func TestDenoSDKServer(t *testing.T) {
 		// transport moves to an execution stream (past 256 KiB).
 		const n = 64 << 20
 		out, stderr, err = run("call", "generate_blob", "bytes=67108864")
-		want := sha256.New()
-		io.Copy(want, demotools.Generate(n))
-		if got := sha256.Sum256(out); err != nil || len(out) != n || !bytes.Equal(got[:], want.Sum(nil)) {
-			t.Fatalf("call generate_blob bytes=%d: %v: %d bytes, sha256 %s, want %s\nstderr:\n%s", n, err, len(out), hex.EncodeToString(got[:]), hex.EncodeToString(want.Sum(nil)), stderr)
+		if got, want := sha256.Sum256(out), demotools.GenerateSHA256(n); err != nil || len(out) != n || hex.EncodeToString(got[:]) != want {
+			t.Fatalf("call generate_blob bytes=%d: %v: %d bytes, sha256 %x, want %s\nstderr:\n%s", n, err, len(out), got, want, stderr)
 		}
 	})
 
@@ -115,13 +119,65 @@ func TestDenoSDKServer(t *testing.T) {
 		}
 	})
 
+	t.Run("chromium", func(t *testing.T) {
+		t.Parallel()
+		chromium := browsertest.Chromium(t)
+		browsertest.NPM(t, ".", "node_modules/playwright-core")
+		pageURL := fmt.Sprintf("%s/test/deno-sdk.html?url=%s&hash=%s", pageServer(t), neturl.QueryEscape(url), hash)
+		var r struct {
+			Encoding, Echo, Error string
+			Server                struct{ Name string }
+			Tools                 []string
+			Blob                  struct {
+				Type, URI, Sha256 string
+				Bytes             int64
+			}
+			Stream struct {
+				Type, Sha256 string
+				Bytes        int64
+			}
+			Progress struct {
+				Result    string
+				Values    []float64
+				Datagrams int
+			}
+			Closed  bool
+			Console []string
+		}
+		// A hang guard: the page took 1.5 s.
+		browsertest.Drive(t, ".", "test/run.mjs", chromium, pageURL, 30*time.Second, &r)
+		t.Logf("%+v", r)
+		if r.Error != "" {
+			t.Fatalf("page: %s\nconsole: %v", r.Error, r.Console)
+		}
+		if r.Encoding != "cbor" || r.Server.Name != "deno-sdk-server" || r.Echo != "hello from chromium" {
+			t.Errorf("encoding %q, server %q, echo %q; want cbor, deno-sdk-server, the echo", r.Encoding, r.Server.Name, r.Echo)
+		}
+		if want := []string{"echo", "fail_midstream", "generate", "generate_blob", "progress", "slow"}; !slices.Equal(r.Tools, want) {
+			t.Errorf("tools %v, want %v", r.Tools, want)
+		}
+		if want := demotools.GenerateSHA256(1 << 20); r.Blob.Type != "resource" || !strings.HasPrefix(r.Blob.URI, "mcp-flow://stream/") || r.Blob.Bytes != 1<<20 || r.Blob.Sha256 != want {
+			t.Errorf("generate_blob 1 MiB: %+v, want a resource inlined from an execution stream, sha256 %s", r.Blob, want)
+		}
+		if want := demotools.GenerateSHA256(16 << 20); r.Stream.Type != "resource_link" || r.Stream.Bytes != 16<<20 || r.Stream.Sha256 != want {
+			t.Errorf("generate 16 MiB: %+v, want a resource_link read with stream(), sha256 %s", r.Stream, want)
+		}
+		if r.Progress.Result != "done 5" || len(r.Progress.Values) == 0 || r.Progress.Values[len(r.Progress.Values)-1] != 5 || r.Progress.Datagrams == 0 {
+			t.Errorf("progress: %+v, want done 5, the last update 5, some of them datagrams", r.Progress)
+		}
+		if !r.Closed {
+			t.Error("the client did not close")
+		}
+	})
+
 	t.Run("conformance", func(t *testing.T) {
 		t.Parallel()
-		// The check timeout bounds stream.error's wait for the end of a
-		// stream Deno leaves unfinished (the rest take 0.1 s each, 0.5 s
-		// shutdown.drain): 2 s, not 10, keeps the run short.
+		// The check timeout is a hang guard, and what stream.error waits
+		// for the end of a stream Deno leaves unfinished: the other checks
+		// take 0.1 s each at most, shutdown.drain 0.45 s (its slow call),
+		// so 5 s (the runner's default is 10) keeps 10 times that.
 		rs := conformance.RunServer(context.Background(), conformance.Target{URL: url, TLS: flowtest.PinnedTLS(t, hash)},
-			conformance.ServerChecks(), conformance.Options{CheckTimeout: 2 * time.Second, Expected: denoSDKKnown})
+			conformance.ServerChecks(), conformance.Options{CheckTimeout: 5 * time.Second, Expected: denoSDKKnown})
 		for _, r := range rs {
 			switch {
 			case r.Status == conformance.Skip && denoSDKSkips[r.ID]:
