@@ -1,5 +1,5 @@
 // An MCP server of the TypeScript SDK v2 over MCP-Flow, on Deno (js/src/server.js; docs/INTEROP.md):
-//   deno run --unstable-net --allow-net --allow-read examples/deno-server.mjs cert.pem key.pem [port]
+//   deno run --unstable-net --allow-net --allow-read --allow-env examples/deno-server.mjs cert.pem key.pem [port]
 // Then: mcp-flow -url https://127.0.0.1:4433/mcp-flow -cert-hash HASH call generate bytes=67108864 | sha256sum
 import { McpServer } from '@modelcontextprotocol/server';
 import { z } from 'zod';
