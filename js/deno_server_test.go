@@ -3,9 +3,7 @@ package js
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -70,15 +67,8 @@ func (s *denoServer) events() string {
 func startDenoServer(t *testing.T, deno, script string, args ...string) *denoServer {
 	t.Helper()
 	dir := t.TempDir()
-	keyDER, err := x509.MarshalPKCS8PrivateKey(flowtest.Cert.TLS.PrivateKey)
+	certFile, keyFile, err := flowtest.CertFiles(dir)
 	if err != nil {
-		t.Fatal(err)
-	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: flowtest.Cert.Leaf.Raw}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	// --allow-env: npm packages read process.env (cbor-x, the SDK).

@@ -44,8 +44,19 @@ var denoMu sync.Mutex
 // §7.2), and its close() sends a CONNECTION_CLOSE.
 func Deno(t testing.TB) string {
 	t.Helper()
+	bin, err := DenoPath(t.Logf)
+	if err != nil {
+		Need(t, "deno", err)
+	}
+	return bin
+}
+
+// DenoPath is Deno for code that is no test (a benchmark's set-up, which
+// reports a missing Deno its own way): the binary's path, or why there is
+// none; logf tells of an npm install.
+func DenoPath(logf func(string, ...any)) (string, error) {
 	if p := os.Getenv("DENO"); p != "" {
-		return p
+		return p, nil
 	}
 	denoMu.Lock()
 	defer denoMu.Unlock()
@@ -53,11 +64,13 @@ func Deno(t testing.TB) string {
 	dir := filepath.Join(filepath.Dir(file), "deno")
 	target := map[string]string{"amd64": "linux-x64-glibc", "arm64": "linux-arm64-glibc"}[runtime.GOARCH]
 	if runtime.GOOS != "linux" || target == "" {
-		Need(t, "deno", os.ErrNotExist) // npm's deno also has darwin and windows builds; add them here when needed
+		return "", os.ErrNotExist // npm's deno also has darwin and windows builds; add them here when needed
 	}
 	bin := filepath.Join(dir, "node_modules", "@deno", target, "deno")
-	NPMInstall(t, dir, []string{bin}, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	return bin
+	if err := InstallNPM(logf, dir, []string{bin}, "ci", "--no-audit", "--no-fund", "--ignore-scripts"); err != nil {
+		return "", err
+	}
+	return bin, nil
 }
 
 // DriveDeno runs `deno run --unstable-net flags... script args...` in dir,

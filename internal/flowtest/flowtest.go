@@ -6,9 +6,12 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +184,21 @@ func PinnedTLS(t testing.TB, hash string) *tls.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// CertFiles writes Cert and its key as PEM files (cert.pem, key.pem) into
+// dir, for a server of another program (Deno's, in js/ and bench/).
+func CertFiles(dir string) (certFile, keyFile string, err error) {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(Cert.TLS.PrivateKey)
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: Cert.Leaf.Raw}), 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
 }

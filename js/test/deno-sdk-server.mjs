@@ -25,7 +25,7 @@ const sleep = (ms, signal) => new Promise((resolve) => {
 // (so that one past maxConcurrentStreams fails the call, -32000), then
 // writes bytes of the sequence on each while the result goes out.
 async function writeStreams(transport, ctx, bytes, n) {
-  const data = generated(bytes);
+  const first = generated(65536); // block k is block 0 with k in its first 8 bytes (spec §5.5)
   const opened = [];
   for (let i = 0; i < n; i++) opened.push(await transport.openStream(ctx.mcpReq.id));
   const links = [];
@@ -33,7 +33,11 @@ async function writeStreams(transport, ctx, bytes, n) {
     links.push(s.link);
     (async () => {
       const w = s.writable.getWriter();
-      for (let off = 0; off < bytes; off += 65536) await w.write(data.subarray(off, Math.min(bytes, off + 65536)));
+      for (let k = 0; k * 65536 < bytes; k++) {
+        const b = first.slice();
+        new DataView(b.buffer).setBigUint64(0, BigInt(k), false);
+        await w.write(b.subarray(0, Math.min(65536, bytes - k * 65536)));
+      }
       await w.close();
     })().catch(() => {});
   }
