@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	neturl "net/url"
 	"os/exec"
 	"path/filepath"
@@ -40,7 +43,8 @@ var denoSDKSkips = map[string]bool{"negotiate.protobuf": true, "datagram.unsuppo
 // checks), and judges it against one Deno process, the subtests side by
 // side: cli, the mcp-flow CLI, which dials draft-02 on its own (Deno's
 // quinn lacks RESET_STREAM_AT), calls echo, a 64 MiB generate_blob whose
-// bytes must be spec §5.5's exactly, and fail_midstream (exit 4); chromium,
+// bytes must be spec §5.5's exactly, and fail_midstream (exit 4), and its
+// stdio front, which puts a moved 300,000-byte blob back as it was; chromium,
 // the TypeScript SDK v2 client in a page over this package's client
 // transport (test/deno-sdk.js): echo, a 1 MiB result inlined from its
 // stream, 16 MiB read with stream(), progress datagrams, close;
@@ -85,6 +89,43 @@ func TestDenoSDKServer(t *testing.T) {
 		var ee *exec.ExitError
 		if !errors.As(err, &ee) || ee.ExitCode() != 4 || !strings.Contains(stderr, "failing on purpose") {
 			t.Errorf("call fail_midstream: %v (want exit status 4 naming the failure), %d bytes on stdout\nstderr:\n%s", err, len(out), stderr)
+		}
+		// The stdio front before it: a plain MCP host's initialize, echo,
+		// and a 300,000-byte blob that the server moved to an execution
+		// stream (past 256 KiB) and the front puts back as it was, from the
+		// ref/stream's _meta["io.mcp-flow/original"] (spec §10).
+		front := exec.Command(cli, "-url", url, "-cert-hash", hash, "bridge", "stdio")
+		front.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"host","version":"1"}}}
+{"jsonrpc":"2.0","method":"notifications/initialized"}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"via the stdio front"}}}
+{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"generate_blob","arguments":{"bytes":300000}}}
+`)
+		var frontErr bytes.Buffer
+		front.Stderr = &frontErr
+		// A hang guard: the front answers and exits at its input's end in 0.2 s.
+		frontDone := time.AfterFunc(60*time.Second, func() { front.Process.Kill() })
+		lines, err := front.Output()
+		frontDone.Stop()
+		type answer struct {
+			ID     int
+			Result struct {
+				Content []struct {
+					Type, Text string
+					Resource   struct{ URI, MimeType, Blob string }
+				}
+			}
+		}
+		var answers []answer
+		for _, l := range bytes.Split(bytes.TrimSpace(lines), []byte("\n")) {
+			var a answer
+			if json.Unmarshal(l, &a) == nil && len(a.Result.Content) > 0 { // the tools/call answers
+				answers = append(answers, a)
+			}
+		}
+		want, _ := io.ReadAll(demotools.Generate(300000))
+		if err != nil || len(answers) != 2 || answers[0].Result.Content[0].Text != "via the stdio front" ||
+			answers[1].Result.Content[0].Resource.URI != "generate:300000" || answers[1].Result.Content[0].Resource.Blob != base64.StdEncoding.EncodeToString(want) {
+			t.Errorf("bridge stdio: %v; answers %.400s\nstderr:\n%s", err, lines, frontErr.String())
 		}
 		// The example's generate returns one 64 MiB blob, which the
 		// transport moves to an execution stream (past 256 KiB).
