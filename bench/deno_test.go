@@ -1,13 +1,10 @@
 package bench
 
 import (
-	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
 	"log"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -54,47 +51,22 @@ type denoTarget struct {
 }
 
 func dialDeno(b testing.TB) (*denoTarget, error) {
-	deno, err := browsertest.DenoPath(log.Printf)
+	certPEM, keyPEM, err := flowtest.Cert.PEM()
 	if err != nil {
-		return nil, fmt.Errorf("deno: %w", err)
+		return nil, err
 	}
 	js, _ := filepath.Abs("../js")
-	if err := browsertest.InstallNPM(log.Printf, js, []string{"node_modules/@modelcontextprotocol/server", "node_modules/zod", "node_modules/cbor-x"},
-		"install", "--no-audit", "--no-fund", "--ignore-scripts"); err != nil {
-		return nil, fmt.Errorf("npm install in js: %w", err)
-	}
-	dir := b.TempDir()
-	certFile, keyFile, err := flowtest.CertFiles(dir)
+	srv, err := browsertest.StartDenoServer(log.Printf, js, "test/deno-sdk-server.mjs", certPEM, keyPEM)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(deno, "run", "--unstable-net", "--no-prompt", "--allow-net=127.0.0.1", "--allow-read="+dir, "--allow-env",
-		"test/deno-sdk-server.mjs", certFile, keyFile)
-	cmd.Dir = js
-	cmd.Env = append(os.Environ(), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+b.TempDir(), "NO_COLOR=1")
-	stderr := &flowtest.SyncBuffer{}
-	cmd.Stderr = stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	b.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	kill := time.AfterFunc(30*time.Second, func() { cmd.Process.Kill() })
-	line, err := bufio.NewReader(out).ReadString('\n')
-	kill.Stop()
-	var hello struct{ Port int }
-	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.Port == 0 {
-		return nil, fmt.Errorf("the Deno server said %q (%v); stderr:\n%s", line, err, stderr)
-	}
+	b.Cleanup(srv.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	s, err := flow.Dial(ctx, fmt.Sprintf("https://127.0.0.1:%d/mcp-flow", hello.Port),
+	s, err := flow.Dial(ctx, fmt.Sprintf("https://127.0.0.1:%d/mcp-flow", srv.Port),
 		flow.ClientConfig{TLSConfig: pinnedTLS(), Logger: quiet, DialSession: draft02.FlowDialer(pinnedTLS(), nil)})
 	if err != nil {
-		return nil, fmt.Errorf("dial the Deno server: %w; stderr:\n%s", err, stderr)
+		return nil, fmt.Errorf("dial the Deno server: %w; stderr:\n%s", err, srv.Stderr())
 	}
-	return &denoTarget{&flowTarget{s}, cmd.Process.Pid}, nil
+	return &denoTarget{&flowTarget{s}, srv.PID()}, nil
 }

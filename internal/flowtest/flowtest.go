@@ -6,8 +6,6 @@ import (
 	"bufio"
 	"bytes"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"io"
 	"log/slog"
 	"os"
@@ -189,15 +187,15 @@ func PinnedTLS(t testing.TB, hash string) *tls.Config {
 // CertFiles writes Cert and its key as PEM files (cert.pem, key.pem) into
 // dir, for a server of another program (Deno's, in js/ and bench/).
 func CertFiles(dir string) (certFile, keyFile string, err error) {
-	keyDER, err := x509.MarshalPKCS8PrivateKey(Cert.TLS.PrivateKey)
+	certPEM, keyPEM, err := Cert.PEM()
 	if err != nil {
 		return "", "", err
 	}
 	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: Cert.Leaf.Raw}), 0o644); err != nil {
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
 		return "", "", err
 	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
 		return "", "", err
 	}
 	return certFile, keyFile, nil
