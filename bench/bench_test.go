@@ -40,8 +40,9 @@ func sdkMax() int64 {
 var encodings = []codec.Name{codec.JSON, codec.CBOR, codec.Protobuf}
 
 // mcpTargets connects one client per transport: MCP-Flow in each encoding,
-// the go-sdk's stdio and Streamable HTTP, and the TypeScript SDK's
-// (tsTargets). The caller closes them.
+// the go-sdk's stdio and Streamable HTTP, the TypeScript SDK's (tsTargets),
+// and the TypeScript SDK's served over MCP-Flow by Deno (denoTargets). The
+// caller closes them.
 func mcpTargets(b *testing.B) []struct {
 	name string
 	t    mcpTarget
@@ -64,7 +65,7 @@ func mcpTargets(b *testing.B) []struct {
 		name string
 		t    mcpTarget
 	}{"sdk-http", dialSDKHTTP(b)})
-	return append(out, tsTargets(b)...)
+	return append(append(out, tsTargets(b)...), denoTargets(b)...)
 }
 
 // latencies collects per-operation times and reports p50 and p99.

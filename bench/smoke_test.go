@@ -18,7 +18,7 @@ func TestTargetsWork(t *testing.T) {
 	for _, e := range encodings {
 		targets["flow-"+string(e)] = dialFlow(t, srv, e)
 	}
-	for _, ts := range tsTargets(t) {
+	for _, ts := range append(tsTargets(t), denoTargets(t)...) {
 		targets[ts.name] = ts.t
 	}
 	// A hang guard, started once the targets are up (on a fresh machine

@@ -65,6 +65,9 @@ func BenchmarkLarge(b *testing.B) {
 		if st, ok := tg.t.(*sdkTarget); ok {
 			pid = st.pid
 		}
+		if dt, ok := tg.t.(*denoTarget); ok {
+			pid = dt.pid
+		}
 		for _, n := range largeSizes() {
 			if n > 256<<20 && inline(tg.name) {
 				continue // base64 through the SDKs: 256 MiB takes 6 GiB of RAM, 1 GiB ~20 GiB

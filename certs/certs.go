@@ -54,6 +54,16 @@ func (c *Cert) HashHex() string { h := c.Hash(); return hex.EncodeToString(h[:])
 // HashBase64 returns Hash in standard base64.
 func (c *Cert) HashBase64() string { h := c.Hash(); return base64.StdEncoding.EncodeToString(h[:]) }
 
+// PEM returns the certificate (its leaf) and its private key (PKCS #8) as
+// PEM, as LoadOrCreateDev writes them and Load reads them.
+func (c *Cert) PEM() (certPEM, keyPEM []byte, err error) {
+	keyDER, err := x509.MarshalPKCS8PrivateKey(c.TLS.PrivateKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Leaf.Raw}), pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), nil
+}
+
 // ParseHash parses a SHA-256 hash given as hex (with or without colons) or
 // base64 (standard or URL alphabet, padded or not).
 func ParseHash(s string) ([32]byte, error) {
@@ -197,15 +207,15 @@ func LoadOrCreateDev(dir string, now time.Time) (c *Cert, created bool, err erro
 	if err != nil {
 		return nil, false, err
 	}
-	keyDER, err := x509.MarshalPKCS8PrivateKey(c.TLS.PrivateKey)
+	certPEM, keyPEM, err := c.PEM()
 	if err != nil {
 		return nil, false, err
 	}
 	// Key first: a reader that finds the new certificate finds its key.
-	if err := writeAtomic(keyPath, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
+	if err := writeAtomic(keyPath, keyPEM, 0o600); err != nil {
 		return nil, false, err
 	}
-	if err := writeAtomic(certPath, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: c.Leaf.Raw}), 0o644); err != nil {
+	if err := writeAtomic(certPath, certPEM, 0o644); err != nil {
 		return nil, false, err
 	}
 	return c, true, nil

@@ -220,13 +220,27 @@ func (st *inStream) failed() {
 	st.s.maybeForgetCall(st.c)
 }
 
-// noteStreamError records the reason of a $/streamError for the reader.
+// noteStreamError records the reason of a $/streamError for the reader. A
+// stream that has arrived and is still being read is failed at once (its
+// read cancelled with 32603): the writer said it failed, so no more of it
+// can make it whole, and a peer that cannot reset its streams (Deno 2.9's
+// WebTransport server, js/src/server.js) leaves it open; its reader waited
+// for a reset that never came (`mcp-flow call fail_midstream` hung).
 func (s *Session) noteStreamError(p StreamErrorParams) {
+	var open WTReceiveStream
+	defer func() {
+		if open != nil {
+			open.CancelRead(StreamCode(jsonrpc.CodeInternalError))
+		}
+	}()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if c := s.streamCalls[p.RequestID]; c != nil {
 		if st := c.streams[p.StreamTag]; st != nil {
 			st.note(p.Error)
+			if st.rs != nil && !st.settled {
+				open = st.rs
+			}
 			return
 		}
 		st := newInStream(s, c, p.StreamTag)

@@ -114,3 +114,64 @@ func TestStreamErrorAfterResult(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestStreamErrorWithoutReset: the server writes part of a stream, and once
+// the client has read it sends its $/streamError and leaves the stream
+// open, as a peer that cannot reset its streams does (Deno 2.9's
+// WebTransport server, js/src/server.js): the reader fails at once with the
+// reason instead of waiting for a reset that never comes.
+func TestStreamErrorWithoutReset(t *testing.T) {
+	release, read := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	srv := customServer(t, flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		if req.Method != "fail" {
+			return map[string]any{}, nil
+		}
+		w, err := req.OpenStream("application/octet-stream")
+		if err != nil {
+			return nil, err
+		}
+		id, _ := req.ID.Uint32()
+		s := req.Session
+		go func() {
+			if _, err := w.Write(make([]byte, 1000)); err != nil {
+				return
+			}
+			<-read
+			_ = s.Notify(protocol.MethodStreamError, flow.StreamErrorParams{RequestID: id, StreamTag: 1, Error: "writer gone"})
+			<-release // the stream stays open, neither finished nor reset
+			w.Close()
+		}()
+		return map[string]any{"content": []any{w.Ref()}}, nil
+	}), nil)
+	s := dial(t, srv, func(c *flow.ClientConfig) { c.Limits.StreamWait = longWait })
+	r, err := s.Call(context.Background(), "fail", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*streamFailure)
+	defer cancel()
+	sr, err := r.Stream(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.ReadFull(sr, make([]byte, 1000)); err != nil {
+		t.Fatal(err)
+	}
+	close(read)
+	t0 := time.Now()
+	done := make(chan error, 1)
+	go func() { _, err := io.Copy(io.Discard, sr); done <- err }()
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		t.Fatalf("the read of a stream whose $/streamError came did not end within %v", 2*streamFailure)
+	}
+	var se *flow.StreamError
+	if !errors.As(err, &se) || se.StreamTag != 1 || se.Code != jsonrpc.CodeInternalError || se.Reason != "writer gone" {
+		t.Fatalf("after %v: %v (%T), want a *StreamError for tag 1, -32603, reason %q", time.Since(t0), err, err, "writer gone")
+	}
+	if err := s.Ping(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -3,9 +3,7 @@ package js
 import (
 	"bufio"
 	"context"
-	"crypto/x509"
 	"encoding/json"
-	"encoding/pem"
 	"errors"
 	"fmt"
 	"io"
@@ -14,7 +12,6 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -63,24 +60,20 @@ func (s *denoServer) events() string {
 	return strings.Join(s.log, "\n")
 }
 
-// startDenoServer runs test/deno-wt-server.mjs with flowtest.Cert until the
-// test ends (it is killed and waited for).
-func startDenoServer(t *testing.T, deno string) *denoServer {
+// startDenoServer runs script (test/deno-wt-server.mjs, or another server
+// that takes the same arguments: the certificate and key files, then args,
+// and announces {"port": N} on its first line of stdout) with
+// flowtest.Cert until the test ends (it is killed and waited for).
+func startDenoServer(t *testing.T, deno, script string, args ...string) *denoServer {
 	t.Helper()
 	dir := t.TempDir()
-	keyDER, err := x509.MarshalPKCS8PrivateKey(flowtest.Cert.TLS.PrivateKey)
+	certFile, keyFile, err := flowtest.CertFiles(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
-	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: flowtest.Cert.Leaf.Raw}), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command(deno, "run", "--unstable-net", "--no-prompt", "--allow-net=127.0.0.1", "--allow-read="+dir,
-		"test/deno-wt-server.mjs", certFile, keyFile)
+	// --allow-env: npm packages read process.env (cbor-x, the SDK).
+	cmd := exec.Command(deno, append([]string{"run", "--unstable-net", "--no-prompt", "--allow-net=127.0.0.1", "--allow-read=" + dir, "--allow-env",
+		script, certFile, keyFile}, args...)...)
 	cmd.Env = append(os.Environ(), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+t.TempDir(), "NO_COLOR=1")
 	var stderr flowtest.SyncBuffer
 	cmd.Stderr = &stderr
@@ -117,7 +110,7 @@ func startDenoServer(t *testing.T, deno string) *denoServer {
 	})
 	var hello struct{ Port int }
 	if err := json.Unmarshal([]byte(<-first), &hello); err != nil || hello.Port == 0 {
-		t.Fatalf("deno-wt-server.mjs did not announce its port (%v); stderr:\n%s", err, stderr.String())
+		t.Fatalf("%s did not announce its port (%v); stderr:\n%s", script, err, stderr.String())
 	}
 	s.url = fmt.Sprintf("https://127.0.0.1:%d", hello.Port)
 	return s
@@ -243,7 +236,7 @@ func readEnd(r io.Reader) (text, end string) {
 // a client) changes.
 func TestDenoWebTransportServer(t *testing.T) {
 	deno := browsertest.Deno(t)
-	srv := startDenoServer(t, deno)
+	srv := startDenoServer(t, deno, "test/deno-wt-server.mjs")
 	hash := flowtest.Cert.HashHex()
 
 	// Each client probes both of the server's ways: /api (Deno's

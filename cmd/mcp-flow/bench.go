@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/bench/workload"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/draft02"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -245,8 +246,19 @@ func (p benchPlan) connect(ctx context.Context, o options, t benchTarget, stderr
 		if err != nil {
 			return nil, err
 		}
-		s, err := flow.Dial(dctx, t.addr, flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Token: o.tokenSource(),
-			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Limits: o.limits()})
+		cfg := flow.ClientConfig{TLSConfig: tlsConf, Encodings: encodings(o.encoding), Token: o.tokenSource(),
+			Logger: slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})), Limits: o.limits()}
+		// -webtransport, as for call: draft-02 when asked, or when the
+		// server refuses the current dialect as a draft-02 server does
+		// (Deno 2.9's, js/src/server.js).
+		if o.webtransport == "draft02" {
+			cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
+		}
+		s, err := flow.Dial(dctx, t.addr, cfg)
+		if err != nil && o.webtransport == "auto" && draft02.Needed(err) {
+			cfg.DialSession = draft02.FlowDialer(tlsConf, nil)
+			s, err = flow.Dial(dctx, t.addr, cfg)
+		}
 		if err != nil {
 			return nil, err
 		}

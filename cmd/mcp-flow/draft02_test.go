@@ -30,6 +30,11 @@ func TestDraft02Server(t *testing.T) {
 	if code != exitOK || len(out) != n || out[n-1] != byte((n-1)%251) {
 		t.Fatalf("call generate: exit %d, %d bytes, stderr:\n%s", code, len(out), errOut)
 	}
+	// bench dials as call does (it spoke only the current dialect).
+	var bout, berr bytes.Buffer
+	if code := run([]string{"bench", "-url", p.URL, "-cert-hash", p.CertHash, "-size", "300000", "-rounds", "1", "-calls", "32", "-echo", "generate bytes=10", "-idle", "50ms", "-ping-rate", "20"}, &bout, &berr); code != exitOK || !strings.Contains(bout.String(), p.URL) {
+		t.Fatalf("bench: exit %d, %q, stderr:\n%s", code, bout.String(), berr.String())
+	}
 	out, errOut, code = cli("-webtransport", "current", "ping")
 	if code != exitConnect || !strings.Contains(errOut, "stream reset partial delivery") {
 		t.Fatalf("-webtransport current: exit %d, %q, stderr:\n%s", code, out, errOut)

@@ -1,9 +1,11 @@
 package browsertest
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,8 +46,19 @@ var denoMu sync.Mutex
 // §7.2), and its close() sends a CONNECTION_CLOSE.
 func Deno(t testing.TB) string {
 	t.Helper()
+	bin, err := DenoPath(t.Logf)
+	if err != nil {
+		Need(t, "deno", err)
+	}
+	return bin
+}
+
+// DenoPath is Deno for code that is no test (a benchmark's set-up, which
+// reports a missing Deno its own way): the binary's path, or why there is
+// none; logf tells of an npm install.
+func DenoPath(logf func(string, ...any)) (string, error) {
 	if p := os.Getenv("DENO"); p != "" {
-		return p
+		return p, nil
 	}
 	denoMu.Lock()
 	defer denoMu.Unlock()
@@ -53,11 +66,13 @@ func Deno(t testing.TB) string {
 	dir := filepath.Join(filepath.Dir(file), "deno")
 	target := map[string]string{"amd64": "linux-x64-glibc", "arm64": "linux-arm64-glibc"}[runtime.GOARCH]
 	if runtime.GOOS != "linux" || target == "" {
-		Need(t, "deno", os.ErrNotExist) // npm's deno also has darwin and windows builds; add them here when needed
+		return "", os.ErrNotExist // npm's deno also has darwin and windows builds; add them here when needed
 	}
 	bin := filepath.Join(dir, "node_modules", "@deno", target, "deno")
-	NPMInstall(t, dir, []string{bin}, "ci", "--no-audit", "--no-fund", "--ignore-scripts")
-	return bin
+	if err := InstallNPM(logf, dir, []string{bin}, "ci", "--no-audit", "--no-fund", "--ignore-scripts"); err != nil {
+		return "", err
+	}
+	return bin, nil
 }
 
 // DriveDeno runs `deno run --unstable-net flags... script args...` in dir,
@@ -93,3 +108,90 @@ func DriveDeno(t testing.TB, dir, deno string, flags []string, script string, ti
 		t.Fatalf("deno %s output: %v\n%s\nstderr:\n%s", script, err, out, stderr.String())
 	}
 }
+
+// DenoServer is a server script of js/ running in Deno (StartDenoServer).
+type DenoServer struct {
+	Port   int
+	cmd    *exec.Cmd
+	stderr *lockedBuffer
+	dir    string
+}
+
+// StartDenoServer runs script (a path under jsDir, js/test/deno-sdk-server.mjs
+// say) in Deno with the certificate and key given as PEM, allowed to reach
+// 127.0.0.1, read the PEM files and the environment, and returns once its
+// first line of stdout has announced {"port": N} (within 30 s). Stop ends
+// it. For set-ups that are no test (a benchmark's, make interop's); js/'s
+// npm packages are installed first when they are missing.
+func StartDenoServer(logf func(string, ...any), jsDir, script string, certPEM, keyPEM []byte, args ...string) (*DenoServer, error) {
+	deno, err := DenoPath(logf)
+	if err != nil {
+		return nil, fmt.Errorf("deno: %w", err)
+	}
+	if err := InstallNPM(logf, jsDir, []string{"node_modules/@modelcontextprotocol/server", "node_modules/zod", "node_modules/cbor-x"},
+		"install", "--no-audit", "--no-fund", "--ignore-scripts"); err != nil {
+		return nil, fmt.Errorf("npm install in %s: %w", jsDir, err)
+	}
+	dir, err := os.MkdirTemp("", "deno-server")
+	if err != nil {
+		return nil, err
+	}
+	s := &DenoServer{stderr: &lockedBuffer{}, dir: dir}
+	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o644); err == nil {
+		err = os.WriteFile(keyFile, keyPEM, 0o600)
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	s.cmd = exec.Command(deno, append([]string{"run", "--unstable-net", "--no-prompt", "--allow-net=127.0.0.1", "--allow-read=" + dir, "--allow-env",
+		script, certFile, keyFile}, args...)...)
+	s.cmd.Dir = jsDir
+	s.cmd.Env = append(os.Environ(), "DENO_NO_UPDATE_CHECK=1", "DENO_DIR="+filepath.Join(dir, "deno"), "NO_COLOR=1")
+	s.cmd.Stderr = s.stderr
+	out, err := s.cmd.StdoutPipe()
+	if err == nil {
+		err = s.cmd.Start()
+	}
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, err
+	}
+	kill := time.AfterFunc(30*time.Second, func() { s.cmd.Process.Kill() })
+	line, err := bufio.NewReader(out).ReadString('\n')
+	kill.Stop()
+	var hello struct{ Port int }
+	if err != nil || json.Unmarshal([]byte(line), &hello) != nil || hello.Port == 0 {
+		s.Stop()
+		return nil, fmt.Errorf("%s said %q (%v); stderr:\n%s", script, line, err, s.Stderr())
+	}
+	s.Port = hello.Port
+	return s, nil
+}
+
+// PID is the server's process id.
+func (s *DenoServer) PID() int { return s.cmd.Process.Pid }
+
+// Stderr is what the server wrote on stderr so far.
+func (s *DenoServer) Stderr() string { return s.stderr.String() }
+
+// Stop kills the server, waits for it and removes its files.
+func (s *DenoServer) Stop() {
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
+	os.RemoveAll(s.dir)
+}
+
+// lockedBuffer is a bytes.Buffer safe for a process's writes and a reader.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+func (l *lockedBuffer) String() string { l.mu.Lock(); defer l.mu.Unlock(); return l.b.String() }

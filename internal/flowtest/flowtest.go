@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -181,4 +182,21 @@ func PinnedTLS(t testing.TB, hash string) *tls.Config {
 		t.Fatal(err)
 	}
 	return c
+}
+
+// CertFiles writes Cert and its key as PEM files (cert.pem, key.pem) into
+// dir, for a server of another program (Deno's, in js/ and bench/).
+func CertFiles(dir string) (certFile, keyFile string, err error) {
+	certPEM, keyPEM, err := Cert.PEM()
+	if err != nil {
+		return "", "", err
+	}
+	certFile, keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+	if err := os.WriteFile(certFile, certPEM, 0o644); err != nil {
+		return "", "", err
+	}
+	if err := os.WriteFile(keyFile, keyPEM, 0o600); err != nil {
+		return "", "", err
+	}
+	return certFile, keyFile, nil
 }

@@ -1,5 +1,6 @@
 // Command interopmatrix runs the conformance runner against every peer at
 // hand and writes docs/INTEROP.md: our server in each encoding (server mode),
+// the TypeScript SDK server on Deno over js/src/server.js (server mode),
 // the mcp-flow CLI (client mode), the browser peer and the npm transport
 // with the official TypeScript SDK in each WebTransport engine (Chromium,
 // Firefox, Deno).
@@ -49,6 +50,7 @@ func main() {
 	for _, encs := range [][]codec.Name{{codec.JSON}, {codec.CBOR, codec.JSON}, {codec.Protobuf, codec.JSON}} {
 		cols = append(cols, serverColumn(cert, encs))
 	}
+	cols = append(cols, denoServerColumn(cert))
 	cols = append(cols, clientColumn(cert))
 	cols = append(cols, engineColumns("browser", "TestBrowserPeer", "./browser",
 		"browser/src/mcpflow.js, a client written from the guide, in")...)

@@ -18,17 +18,9 @@
 // session is not ready within fallbackAfter ms or fails (mcp-flow-server
 // serves both at one origin: docs/spec.md §10.1); the SDK sees this one
 // Transport either way, and choice / ontransport say which was taken and why.
-import { Encoder, Tag, decode as cborDecode } from 'cbor-x';
+import { FRAME_HEADER, STREAM_HEADER, DATAGRAM_HEADER, CHANNEL, CODE, MCPFlowError, base64ToBytes, bytesToBase64, concat, deferred, ByteReader, fromCBOR, binaryOf, fromUTF8, encodePayload, decodeRaw, decodePayload, frameOf } from './wire.js';
 
-const cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false, largeBigIntToFloat: false });
-const utf8 = new TextEncoder();
-const fromUTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Wire constants (spec §3). */
-export const FRAME_HEADER = 4;
-export const STREAM_HEADER = 8;
-export const DATAGRAM_HEADER = 6;
-export const CHANNEL = Object.freeze({ PROGRESS: 1, AUDIO: 2, LOG: 3 });
+export { FRAME_HEADER, STREAM_HEADER, DATAGRAM_HEADER, CHANNEL, MCPFlowError, bytesToBase64 };
 /** The largest execution stream inlined into a result by default (as the stdio front's -inline-limit). */
 export const DEFAULT_INLINE_LIMIT = 8 << 20;
 /** The largest execution stream that resources/read answers by default (a JSON-RPC message of the go-sdk's 16 MiB line cap); past it, -32801. */
@@ -122,26 +114,6 @@ function redact(s, secret) {
   return s;
 }
 
-/** JSON-RPC codes (spec §8.1). */
-const CODE = Object.freeze({
-  INVALID_PARAMS: -32602, INTERNAL: -32603, INVALID_STREAM_REF: -32001, RESOURCE_NOT_FOUND: -32002,
-  CANCELLED: -32800, TOO_LARGE: -32801,
-});
-
-/**
- * MCPFlowError is an error of this transport; code is the JSON-RPC code or
- * stream reset code when there is one, and requestId and streamTag name the
- * execution stream it is about, when it is about one.
- */
-export class MCPFlowError extends Error {
-  constructor(message, { code, cause, requestId, streamTag } = {}) {
-    super(message, cause ? { cause } : undefined);
-    this.name = 'MCPFlowError';
-    if (code !== undefined) this.code = code;
-    if (requestId !== undefined) this.requestId = requestId;
-    if (streamTag !== undefined) this.streamTag = streamTag;
-  }
-}
 
 function hexToBytes(s) {
   const clean = s.replace(/[^0-9a-fA-F]/g, '');
@@ -149,19 +121,6 @@ function hexToBytes(s) {
   return Uint8Array.from(clean.match(/../g), (h) => parseInt(h, 16));
 }
 
-function base64ToBytes(s) {
-  const bin = atob(s);
-  const b = new Uint8Array(bin.length);
-  for (let i = 0; i < bin.length; i++) b[i] = bin.charCodeAt(i);
-  return b;
-}
-
-/** bytesToBase64 is standard base64 of b. */
-export function bytesToBase64(b) {
-  let s = '';
-  for (let i = 0; i < b.length; i += 0x8000) s += String.fromCharCode.apply(null, b.subarray(i, i + 0x8000));
-  return btoa(s);
-}
 
 // certHashes normalizes the serverCertificateHashes option: a hex or base64
 // string, bytes, or WebTransport's own {algorithm, value} objects.
@@ -177,91 +136,7 @@ function certHashes(list) {
   });
 }
 
-function concat(chunks, total) {
-  if (chunks.length === 1) return chunks[0];
-  const out = new Uint8Array(total);
-  let off = 0;
-  for (const c of chunks) { out.set(c, off); off += c.length; }
-  return out;
-}
 
-// deferred is a promise with its resolve and reject; a rejection nobody
-// awaits is no unhandled rejection.
-function deferred() {
-  let resolve, reject;
-  const promise = new Promise((a, b) => { resolve = a; reject = b; });
-  promise.catch(() => {});
-  return { promise, resolve, reject };
-}
-
-// ByteReader reads a ReadableStream of Uint8Array: exact byte counts (the
-// headers), then what comes, buffered bytes first.
-class ByteReader {
-  constructor(readable) { this.reader = readable.getReader(); this.chunks = []; this.size = 0; }
-  // readExact returns n bytes, or null at a clean end before them.
-  async readExact(n) {
-    while (this.size < n) {
-      const { value, done } = await this.reader.read();
-      if (done) return null;
-      this.chunks.push(value); this.size += value.length;
-    }
-    const all = concat(this.chunks, this.size);
-    const out = all.subarray(0, n);
-    const rest = all.subarray(n);
-    this.chunks = rest.length ? [rest] : []; this.size = rest.length;
-    return out;
-  }
-  // read returns the next chunk as ReadableStreamDefaultReader.read does.
-  read() {
-    if (this.chunks.length) { const value = this.chunks.shift(); this.size -= value.length; return Promise.resolve({ value, done: false }); }
-    return this.reader.read();
-  }
-  // cancel stops reading: STOP_SENDING for a WebTransport stream.
-  cancel(reason) { this.chunks = []; this.size = 0; return this.reader.cancel(reason).catch(() => {}); }
-}
-
-// fromCBOR gives a decoded CBOR value the shape of its JSON twin (spec
-// §4.4): byte strings (tag 22 or untagged) become the base64 strings that
-// MCP's JSON has for data and blob, tag 21 base64url and tag 23 hex; the
-// self-described tag 55799 is dropped.
-function fromCBOR(v) {
-  if (v instanceof Uint8Array) return bytesToBase64(v);
-  if (v instanceof Tag) {
-    if (v.value instanceof Uint8Array) {
-      if (v.tag === 21) return bytesToBase64(v.value).replace(/\+/g, '-').replace(/\//g, '_').replace(/=+$/, '');
-      if (v.tag === 23) return Array.from(v.value, (b) => b.toString(16).padStart(2, '0')).join('');
-      return bytesToBase64(v.value);
-    }
-    return fromCBOR(v.value);
-  }
-  if (Array.isArray(v)) { for (let i = 0; i < v.length; i++) v[i] = fromCBOR(v[i]); return v; }
-  if (v && typeof v === 'object') { for (const k of Object.keys(v)) v[k] = fromCBOR(v[k]); return v; }
-  return v;
-}
-
-// binaryOf returns the bytes of a binary member as it was decoded: a CBOR
-// byte string (tagged or not) or a base64 string (JSON); else undefined.
-function binaryOf(v) {
-  if (v instanceof Tag) v = v.value;
-  if (v instanceof Uint8Array) return v.slice();
-  if (typeof v === 'string') { try { return base64ToBytes(v); } catch { return undefined; } }
-  return undefined;
-}
-
-// jsonShape gives v the shape JSON.stringify would: members that are
-// undefined (the v1 SDK sends `params: undefined`) are left out, and
-// undefined array elements become null, so CBOR never carries undefined
-// (spec §4.4 refuses it).
-function jsonShape(v) {
-  if (Array.isArray(v)) return v.map((x) => (x === undefined ? null : jsonShape(x)));
-  if (v && typeof v === 'object' && !(v instanceof Uint8Array)) {
-    if (typeof v.toJSON === 'function') return jsonShape(v.toJSON());
-    const o = {};
-    for (const k of Object.keys(v)) if (v[k] !== undefined && typeof v[k] !== 'function') o[k] = jsonShape(v[k]);
-    return o;
-  }
-  return v;
-}
 
 function isText(mime) { return !!mime && (mime.startsWith('text/') || mime.startsWith('application/json')); }
 
@@ -684,26 +559,15 @@ export class WebTransportClientTransport {
     }
   }
 
-  _encode(msg) {
-    return this.encoding === 'cbor' ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
-  }
+  _encode(msg) { return encodePayload(msg, this.encoding); }
 
   // _decodeRaw decodes a frame or datagram payload, leaving CBOR's byte strings as they are.
-  _decodeRaw(bytes) {
-    if (this.encoding === 'cbor') return cborDecode(bytes);
-    return JSON.parse(fromUTF8.decode(bytes));
-  }
+  _decodeRaw(bytes) { return decodeRaw(bytes, this.encoding); }
 
-  _decode(bytes) {
-    const v = this._decodeRaw(bytes);
-    return this.encoding === 'cbor' ? fromCBOR(v) : v;
-  }
+  _decode(bytes) { return decodePayload(bytes, this.encoding); }
 
   async _writeFrame(msg) {
-    const body = this._encode(msg);
-    const frame = new Uint8Array(FRAME_HEADER + body.length);
-    new DataView(frame.buffer).setUint32(0, body.length, false);
-    frame.set(body, FRAME_HEADER);
+    const frame = frameOf(this._encode(msg));
     this.stats.framesSent++; this.stats.bytesSent += frame.length;
     if (this.onframe) this.onframe('out', msg, frame.length, this.encoding);
     await this._writer.write(frame);

@@ -23,6 +23,7 @@ var stallTargets = []stallTarget{
 	{"sdk-stdio", "go-sdk stdio"},
 	{"ts-sdk-http", "TS SDK Streamable HTTP"},
 	{"ts-sdk-stdio", "TS SDK stdio"},
+	{"deno-ts-sdk", "TS SDK on Deno, MCP-Flow"},
 }
 
 // A stallChart is one chart of busy-ping series: every stallTarget that
@@ -155,6 +156,7 @@ var summaryRows = []summaryRow{
 	{"MCP-Flow (CBOR, execution stream)", []string{"flow-cbor"}},
 	{"Streamable HTTP (go-sdk / TS SDK)", []string{"sdk-http", "ts-sdk-http"}},
 	{"stdio (go-sdk / TS SDK)", []string{"sdk-stdio", "ts-sdk-stdio"}},
+	{"MCP-Flow from the TS SDK on Deno (js/src/server.js, draft-02)", []string{"deno-ts-sdk"}},
 }
 
 // largeSize returns the largest BenchmarkLarge size that row was measured
