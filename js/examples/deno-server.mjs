@@ -19,8 +19,7 @@ export function generated(n) {
 
 export function exampleTools(server, text = (t) => ({ content: [{ type: 'text', text: t }] })) {
   server.registerTool('echo', { description: 'Returns its text', inputSchema: z.object({ text: z.string() }) }, async ({ text: t }) => text(t));
-  // Past 256 KiB the transport moves the blob to an execution stream.
-  server.registerTool('generate', { description: 'bytes deterministic bytes (spec §5.5)', inputSchema: z.object({ bytes: z.number().int().min(0) }) },
+  server.registerTool('generate', { description: 'bytes deterministic bytes (spec §5.5); past 256 KiB the transport moves them to an execution stream', inputSchema: z.object({ bytes: z.number().int().min(0) }) },
     async ({ bytes }) => ({ content: [{ type: 'resource', resource: { uri: `generate:${bytes}`, mimeType: 'application/octet-stream', blob: generated(bytes).toBase64() } }] }));
   server.registerTool('progress', { description: 'steps progress notifications, delayMs apart', inputSchema: z.object({ steps: z.number().int().min(1), delayMs: z.number().int().min(0).optional() }) },
     async ({ steps, delayMs = 10 }, ctx) => {

@@ -2361,7 +2361,7 @@ var REUSE_BUFFER_MODE = 512;
 var RESET_BUFFER_MODE = 1024;
 var THROW_ON_ITERABLE = 2048;
 
-// src/index.js
+// src/wire.js
 var cbor = new Encoder({ useRecords: false, mapsAsObjects: true, tagUint8Array: false, largeBigIntToFloat: false });
 var utf8 = new TextEncoder();
 var fromUTF8 = new TextDecoder("utf-8", { fatal: true });
@@ -2369,63 +2369,21 @@ var FRAME_HEADER = 4;
 var STREAM_HEADER = 8;
 var DATAGRAM_HEADER = 6;
 var CHANNEL = Object.freeze({ PROGRESS: 1, AUDIO: 2, LOG: 3 });
-var DEFAULT_INLINE_LIMIT = 8 << 20;
-var DEFAULT_READ_RESOURCE_LIMIT = 16 << 20;
-var DEFAULT_UNREAD_STREAM_TIMEOUT_MS = 1e4;
-var DEFAULT_STREAM_WAIT_MS = 1e4;
-var STREAM_ERROR_WAIT_MS = 100;
-var SHUTDOWN_WAIT_MS = 3e3;
-var STREAM_URI_PREFIX = "mcp-flow://stream/";
-var MAPPED_ID_TOP = 4294967295;
-var SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
-var DEFAULT_FALLBACK_AFTER_MS = 800;
-var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
-var TOKEN_IN = Object.freeze({ AUTO: "auto", HEADER: "header", QUERY: "query" });
-var TOKEN_QUERY_PARAM = "access_token";
-var headerSupport = /* @__PURE__ */ new WeakMap();
-function webTransportSendsHeaders(WT = globalThis.WebTransport) {
-  if (typeof WT !== "function") return false;
-  if (headerSupport.has(WT)) return headerSupport.get(WT);
-  let read2 = false;
-  const probe = { get headers() {
-    read2 = true;
-    return {};
-  } };
-  try {
-    const wt = new WT("http://127.0.0.1:9/", probe);
-    try {
-      wt.ready.catch(() => {
-      });
-      wt.closed.catch(() => {
-      });
-      wt.close();
-    } catch {
-    }
-  } catch {
-  }
-  headerSupport.set(WT, read2);
-  return read2;
-}
-function withQueryToken(url, token) {
-  const u = new URL(url);
-  u.searchParams.set(TOKEN_QUERY_PARAM, token);
-  return u.toString();
-}
-function redact(s, secret) {
-  s = String(s);
-  if (!secret) return s;
-  for (const form of /* @__PURE__ */ new Set([secret, encodeURIComponent(secret), new URLSearchParams({ t: secret }).toString().slice(2)])) {
-    if (form) s = s.split(form).join("REDACTED");
-  }
-  return s;
-}
 var CODE = Object.freeze({
   INVALID_PARAMS: -32602,
   INTERNAL: -32603,
   INVALID_STREAM_REF: -32001,
   RESOURCE_NOT_FOUND: -32002,
   CANCELLED: -32800,
-  TOO_LARGE: -32801
+  TOO_LARGE: -32801,
+  PARSE: -32700,
+  INVALID_REQUEST: -32600,
+  METHOD_NOT_FOUND: -32601,
+  STREAM_LIMIT: -32e3,
+  ENCODING_MISMATCH: -32003,
+  DATAGRAMS_UNSUPPORTED: -32004,
+  TOO_MANY_REQUESTS: -32005,
+  SHUTTING_DOWN: -32006
 });
 var MCPFlowError = class extends Error {
   constructor(message, { code, cause, requestId, streamTag } = {}) {
@@ -2436,11 +2394,6 @@ var MCPFlowError = class extends Error {
     if (streamTag !== void 0) this.streamTag = streamTag;
   }
 };
-function hexToBytes(s) {
-  const clean = s.replace(/[^0-9a-fA-F]/g, "");
-  if (clean.length !== 64) throw new MCPFlowError(`a certificate hash is 32 bytes (64 hex digits), got ${JSON.stringify(s)}`);
-  return Uint8Array.from(clean.match(/../g), (h) => parseInt(h, 16));
-}
 function base64ToBytes(s) {
   const bin = atob(s);
   const b = new Uint8Array(bin.length);
@@ -2451,17 +2404,6 @@ function bytesToBase64(b) {
   let s = "";
   for (let i = 0; i < b.length; i += 32768) s += String.fromCharCode.apply(null, b.subarray(i, i + 32768));
   return btoa(s);
-}
-function certHashes(list) {
-  if (list === void 0 || list === null) return void 0;
-  if (!Array.isArray(list)) list = [list];
-  return list.map((h) => {
-    if (h && typeof h === "object" && "algorithm" in h) return h;
-    let value = h;
-    if (typeof h === "string") value = /^[0-9a-fA-F:]{64,95}$/.test(h) ? hexToBytes(h) : base64ToBytes(h);
-    if (!(value instanceof Uint8Array) || value.length !== 32) throw new MCPFlowError("serverCertificateHashes: each hash is a SHA-256 (32 bytes; hex, base64 or bytes)");
-    return { algorithm: "sha-256", value };
-  });
 }
 function concat(chunks, total) {
   if (chunks.length === 1) return chunks[0];
@@ -2562,6 +2504,91 @@ function jsonShape(v) {
     return o;
   }
   return v;
+}
+function encodePayload(msg, encoding) {
+  return encoding === "cbor" ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
+}
+function decodeRaw(bytes, encoding) {
+  if (encoding === "cbor") return decode(bytes);
+  return JSON.parse(fromUTF8.decode(bytes));
+}
+function decodePayload(bytes, encoding) {
+  const v = decodeRaw(bytes, encoding);
+  return encoding === "cbor" ? fromCBOR(v) : v;
+}
+function frameOf(body) {
+  const frame = new Uint8Array(FRAME_HEADER + body.length);
+  new DataView(frame.buffer).setUint32(0, body.length, false);
+  frame.set(body, FRAME_HEADER);
+  return frame;
+}
+
+// src/index.js
+var DEFAULT_INLINE_LIMIT = 8 << 20;
+var DEFAULT_READ_RESOURCE_LIMIT = 16 << 20;
+var DEFAULT_UNREAD_STREAM_TIMEOUT_MS = 1e4;
+var DEFAULT_STREAM_WAIT_MS = 1e4;
+var STREAM_ERROR_WAIT_MS = 100;
+var SHUTDOWN_WAIT_MS = 3e3;
+var STREAM_URI_PREFIX = "mcp-flow://stream/";
+var MAPPED_ID_TOP = 4294967295;
+var SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId";
+var DEFAULT_FALLBACK_AFTER_MS = 800;
+var TRANSPORT = Object.freeze({ AUTO: "auto", MCP_FLOW: "mcp-flow", STREAMABLE_HTTP: "streamable-http" });
+var TOKEN_IN = Object.freeze({ AUTO: "auto", HEADER: "header", QUERY: "query" });
+var TOKEN_QUERY_PARAM = "access_token";
+var headerSupport = /* @__PURE__ */ new WeakMap();
+function webTransportSendsHeaders(WT = globalThis.WebTransport) {
+  if (typeof WT !== "function") return false;
+  if (headerSupport.has(WT)) return headerSupport.get(WT);
+  let read2 = false;
+  const probe = { get headers() {
+    read2 = true;
+    return {};
+  } };
+  try {
+    const wt = new WT("http://127.0.0.1:9/", probe);
+    try {
+      wt.ready.catch(() => {
+      });
+      wt.closed.catch(() => {
+      });
+      wt.close();
+    } catch {
+    }
+  } catch {
+  }
+  headerSupport.set(WT, read2);
+  return read2;
+}
+function withQueryToken(url, token) {
+  const u = new URL(url);
+  u.searchParams.set(TOKEN_QUERY_PARAM, token);
+  return u.toString();
+}
+function redact(s, secret) {
+  s = String(s);
+  if (!secret) return s;
+  for (const form of /* @__PURE__ */ new Set([secret, encodeURIComponent(secret), new URLSearchParams({ t: secret }).toString().slice(2)])) {
+    if (form) s = s.split(form).join("REDACTED");
+  }
+  return s;
+}
+function hexToBytes(s) {
+  const clean = s.replace(/[^0-9a-fA-F]/g, "");
+  if (clean.length !== 64) throw new MCPFlowError(`a certificate hash is 32 bytes (64 hex digits), got ${JSON.stringify(s)}`);
+  return Uint8Array.from(clean.match(/../g), (h) => parseInt(h, 16));
+}
+function certHashes(list) {
+  if (list === void 0 || list === null) return void 0;
+  if (!Array.isArray(list)) list = [list];
+  return list.map((h) => {
+    if (h && typeof h === "object" && "algorithm" in h) return h;
+    let value = h;
+    if (typeof h === "string") value = /^[0-9a-fA-F:]{64,95}$/.test(h) ? hexToBytes(h) : base64ToBytes(h);
+    if (!(value instanceof Uint8Array) || value.length !== 32) throw new MCPFlowError("serverCertificateHashes: each hash is a SHA-256 (32 bytes; hex, base64 or bytes)");
+    return { algorithm: "sha-256", value };
+  });
 }
 function isText(mime) {
   return !!mime && (mime.startsWith("text/") || mime.startsWith("application/json"));
@@ -2987,22 +3014,17 @@ var WebTransportClientTransport = class {
     }
   }
   _encode(msg) {
-    return this.encoding === "cbor" ? cbor.encode(jsonShape(msg)) : utf8.encode(JSON.stringify(msg));
+    return encodePayload(msg, this.encoding);
   }
   // _decodeRaw decodes a frame or datagram payload, leaving CBOR's byte strings as they are.
   _decodeRaw(bytes) {
-    if (this.encoding === "cbor") return decode(bytes);
-    return JSON.parse(fromUTF8.decode(bytes));
+    return decodeRaw(bytes, this.encoding);
   }
   _decode(bytes) {
-    const v = this._decodeRaw(bytes);
-    return this.encoding === "cbor" ? fromCBOR(v) : v;
+    return decodePayload(bytes, this.encoding);
   }
   async _writeFrame(msg) {
-    const body = this._encode(msg);
-    const frame = new Uint8Array(FRAME_HEADER + body.length);
-    new DataView(frame.buffer).setUint32(0, body.length, false);
-    frame.set(body, FRAME_HEADER);
+    const frame = frameOf(this._encode(msg));
     this.stats.framesSent++;
     this.stats.bytesSent += frame.length;
     if (this.onframe) this.onframe("out", msg, frame.length, this.encoding);
