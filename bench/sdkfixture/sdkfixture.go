@@ -6,7 +6,9 @@ package sdkfixture
 
 import (
 	"context"
+	"fmt"
 	"io"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -42,4 +44,29 @@ func NewServer() *mcp.Server {
 	// that `mcp-flow bench`'s default large-result Call fits every peer.
 	mcp.AddTool(s, &mcp.Tool{Name: "generate", Description: "N deterministic bytes, inline (blob)"}, blob)
 	return s
+}
+
+// AddToolsUntil adds the tools added0, added1, ... to s, one every
+// interval, until got delivers a value, which it returns with true; after
+// guard (a hang guard) it returns false and the number added. For tests of
+// list changes whose listener opens on its own time (a GET stream, a
+// subscription a bridge opens upstream): nothing outside says when a change
+// would reach it, so one is made until one does.
+func AddToolsUntil[T any](s *mcp.Server, interval, guard time.Duration, got <-chan T) (v T, added int, ok bool) {
+	tick := time.NewTicker(interval)
+	defer tick.Stop()
+	deadline := time.After(guard)
+	for {
+		mcp.AddTool(s, &mcp.Tool{Name: fmt.Sprintf("added%d", added)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{}, nil, nil
+		})
+		added++
+		select {
+		case v = <-got:
+			return v, added, true
+		case <-tick.C:
+		case <-deadline:
+			return v, added, false
+		}
+	}
 }

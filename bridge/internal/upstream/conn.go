@@ -65,7 +65,9 @@ type upConn struct {
 	initRes      json.RawMessage
 	clientCaps   json.RawMessage
 	clientInfo   json.RawMessage
-	ready        chan struct{} // a 2026 session's: closed once open has run
+	upCaps       json.RawMessage // a 2026 upstream's, for a 2025 session (listen.go)
+	legacy       *legacyListen   // the subscription held for a 2025 session (listen.go)
+	ready        chan struct{}   // a 2026 session's: closed once open has run
 	openErr      error
 }
 
@@ -313,6 +315,9 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 	if v := mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID); v != nil {
 		// A 2026 upstream's subscription: named by our id upstream, by the
 		// client's on MCP-Flow (spec §11.7).
+		if c.fromLegacyListen(v, n) {
+			return
+		}
 		c.mu.Lock()
 		id, ok := c.subs[string(v)]
 		c.mu.Unlock()

@@ -18,5 +18,7 @@
 //   - offload.go: large content moved onto execution streams, the block
 //     it replaced kept under mcpjson.OriginalKey.
 //   - conn.go: a session's connection: link, queue, writer, calls.
+//   - listen.go: the subscription held upstream for a 2025 session of a
+//     2026-07-28 upstream.
 //   - era.go: translation between the 2025 and 2026-07-28 eras.
 package upstream

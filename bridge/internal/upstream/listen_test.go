@@ -5,7 +5,6 @@ package upstream_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -71,24 +70,57 @@ func TestUpstreamListen(t *testing.T) {
 			// goes nowhere, so a tool is added every 200 ms until one
 			// change comes (the first, here, unless the machine is loaded:
 			// a run of two suites side by side missed it).
-			tick := time.NewTicker(200 * time.Millisecond)
-			defer tick.Stop()
-			guard := time.After(20 * time.Second) // a hang guard
-			var n *jsonrpc.Request
-			for i := 0; n == nil; i++ {
-				mcp.AddTool(sdk, &mcp.Tool{Name: fmt.Sprintf("added%d", i)}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
-					return &mcp.CallToolResult{}, nil, nil
-				})
-				select {
-				case n = <-events:
-				case <-tick.C:
-				case <-guard:
-					t.Fatalf("no tools/list_changed after %d tools added in 20 s", i+1)
-				}
+			n, added, ok := sdkfixture.AddToolsUntil(sdk, 200*time.Millisecond, 20*time.Second, events) // 20 s: a hang guard
+			if !ok {
+				t.Fatalf("no tools/list_changed after %d tools added in 20 s", added)
 			}
 			if n.Method != protocol.MethodToolsListChanged || string(mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID)) != sub {
 				t.Fatalf("change %s %s; want %s naming subscription %s", n.Method, n.Params, protocol.MethodToolsListChanged, sub)
 			}
 		})
+	}
+}
+
+// TestUpstreamListenFor2025Client: a 2025 MCP-Flow session whose upstream
+// speaks 2026-07-28 only (the go-sdk v1.8 server, stateless Streamable
+// HTTP: no GET stream, no change unasked) hears the upstream's
+// tools/list_changed the 2025 way, unasked and without a subscription's
+// _meta: the bridge holds a subscriptions/listen upstream on its behalf
+// (spec §11.7, "The upstreams").
+func TestUpstreamListenFor2025Client(t *testing.T) {
+	t.Parallel()
+	sdk := sdkfixture.NewServer()
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	t.Cleanup(hs.Close)
+	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: flowtest.Quiet, Protocol: upstream.UpstreamModern}).Configure(&scfg)
+	srv := flowtest.Serve(t, scfg)
+	events := make(chan *jsonrpc.Request, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet,
+		Hooks: flow.Hooks{Notification: func(_ *flow.Session, n *jsonrpc.Request) {
+			select {
+			case events <- n:
+			default:
+			}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if r := s.InitializeResult(); r == nil || r.ProtocolVersion == protocol.MCP20260728 {
+		t.Fatalf("initialize result %+v; want a 2025 session", r)
+	}
+	// The bridge's subscription upstream opens after the client's
+	// notifications/initialized, on its own time (nothing outside says
+	// when): a tool is added every 200 ms until a change comes (the first
+	// came within 20 ms here).
+	n, added, ok := sdkfixture.AddToolsUntil(sdk, 200*time.Millisecond, 20*time.Second, events) // 20 s: a hang guard
+	if !ok {
+		t.Fatalf("no tools/list_changed after %d tools added in 20 s", added)
+	}
+	if n.Method != protocol.MethodToolsListChanged || mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID) != nil {
+		t.Fatalf("notification %s %s; want %s without a subscription id", n.Method, n.Params, protocol.MethodToolsListChanged)
 	}
 }

@@ -90,6 +90,17 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 	cfg.OnInitialize = u.initialize
 	cfg.ServeStateless = true // 2026-07-28 clients too (spec §10, "Eras")
 	cfg.Handler = flow.HandlerFunc(u.handle)
+	onSession := cfg.OnSession
+	cfg.OnSession = func(s *flow.Session) {
+		// A 2025 session of a 2026-07-28 upstream hears its changes
+		// through a subscription the bridge holds for it (listen.go).
+		if c := u.conn(s); c != nil && !c.clientModern && c.upModern.Load() {
+			c.listenForLegacy()
+		}
+		if onSession != nil {
+			onSession(s)
+		}
+	}
 	cfg.Hooks.Notification = func(s *flow.Session, n *jsonrpc.Request) {
 		// The session's reading goroutine: queue it, never wait.
 		if c := u.conn(s); c != nil {
