@@ -189,6 +189,16 @@ func eachElement(v []byte, f func(e []byte) error) error {
 	return nil
 }
 
+// IsParamHeader reports whether the header name h is an Mcp-Param-{Name}
+// header (the prefix in any case, Name a non-empty token): what a
+// browser's CORS preflight may ask for on a tools/call (spec §11.6).
+func IsParamHeader(h string) bool {
+	if len(h) <= len(ParamHeaderPrefix) || !strings.EqualFold(h[:len(ParamHeaderPrefix)], ParamHeaderPrefix) {
+		return false
+	}
+	return checkToken(h[len(ParamHeaderPrefix):]) == nil
+}
+
 // checkToken reports whether name is an HTTP field-name token (1*tchar).
 func checkToken(name string) error {
 	if name == "" {
