@@ -65,9 +65,11 @@ type upConn struct {
 	initRes      json.RawMessage
 	clientCaps   json.RawMessage
 	clientInfo   json.RawMessage
-	upCaps       json.RawMessage // a 2026 upstream's, for a 2025 session (listen.go)
-	legacy       *legacyListen   // the subscription held for a 2025 session (listen.go)
-	ready        chan struct{}   // a 2026 session's: closed once open has run
+	upCaps       json.RawMessage     // a 2026 upstream's, for a 2025 session (listen.go)
+	legacy       *legacyListen       // the subscription held for a 2025 session (listen.go)
+	legacyURIs   map[string]struct{} // the resources that session subscribed to (listen.go)
+	relistenMu   sync.Mutex          // one relisten at a time
+	ready        chan struct{}       // a 2026 session's: closed once open has run
 	openErr      error
 }
 
@@ -315,9 +317,6 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 	if v := mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID); v != nil {
 		// A 2026 upstream's subscription: named by our id upstream, by the
 		// client's on MCP-Flow (spec §11.7).
-		if c.fromLegacyListen(v, n) {
-			return
-		}
 		c.mu.Lock()
 		id, ok := c.subs[string(v)]
 		c.mu.Unlock()
@@ -325,6 +324,10 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 			if p, err := mcpjson.EditMeta(n.Params, mcpjson.Set(protocol.MetaSubscriptionID, []byte(id.Raw()))); err == nil {
 				_ = c.s.Notify(n.Method, json.RawMessage(p))
 			}
+			return
+		}
+		if !c.clientModern {
+			c.fromLegacyListen(v, n) // the bridge's own subscriptions (listen.go)
 			return
 		}
 	}

@@ -1,7 +1,11 @@
 package upstream
 
 import (
+	"context"
 	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -10,85 +14,169 @@ import (
 )
 
 // A 2025 session of a 2026-07-28 upstream (spec §11.7, "The upstreams"):
-// such an upstream sends no change unasked (no GET stream), so the bridge
-// opens a subscriptions/listen upstream in the session's name and turns its
-// events into the 2025 notifications the session expects.
+// such an upstream sends no change unasked (no GET stream) and has no
+// resources/subscribe, so the bridge holds a subscriptions/listen upstream
+// in the session's name, for every list change the upstream announces and
+// the resources the session subscribed to, and turns its events into the
+// 2025 notifications the session expects.
 
-// legacyListen is the subscription the bridge holds upstream for a 2025
-// session: id is its upstream request id.
+// legacyListen is one subscription the bridge holds upstream for a 2025
+// session: id is its upstream request id; acked is closed by its
+// acknowledgement, done when the request has ended.
 type legacyListen struct {
-	id jsonrpc.ID
+	id      jsonrpc.ID
+	cancel  context.CancelFunc
+	acked   chan struct{}
+	ackOnce sync.Once
+	done    chan struct{}
 }
 
-// listFilter is the subscription filter for every list change the
-// capabilities caps (a DiscoverResult's) announce.
-func listFilter(caps json.RawMessage) flow.Subscriptions {
+// upFilter is the subscription filter for every list change the
+// capabilities caps (a DiscoverResult's) announce and, when they announce
+// resources.subscribe, uris; subscribe reports that they do.
+func upFilter(caps json.RawMessage, uris []string) (want flow.Subscriptions, subscribe bool) {
 	var c struct {
 		Tools     *struct{ ListChanged bool } `json:"tools"`
 		Prompts   *struct{ ListChanged bool } `json:"prompts"`
-		Resources *struct{ ListChanged bool } `json:"resources"`
+		Resources *struct{ ListChanged, Subscribe bool } `json:"resources"`
 	}
 	_ = json.Unmarshal(caps, &c) // none that read: nothing to ask for
-	return flow.Subscriptions{
+	want = flow.Subscriptions{
 		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
 		PromptsListChanged:   c.Prompts != nil && c.Prompts.ListChanged,
 		ResourcesListChanged: c.Resources != nil && c.Resources.ListChanged,
 	}
+	subscribe = c.Resources != nil && c.Resources.Subscribe
+	if subscribe {
+		want.ResourceSubscriptions = uris
+	}
+	return want, subscribe
 }
 
 // listenForLegacy opens the 2025 session's subscription upstream, once the
 // session is READY (ServerConfig.OnSession: no notification before the
-// initialize result), asking for every list change the upstream's server/discover
-// announced. It holds it for the session's life: it ends when the session
-// does (its context), or when the upstream ends it (a graceful result, an
-// error: logged, not reopened).
-func (c *upConn) listenForLegacy() {
-	want := listFilter(c.upCaps)
+// initialize result).
+func (c *upConn) listenForLegacy() { c.relisten() }
+
+// relisten (re)opens the 2025 session's subscription upstream for what
+// upFilter asks with the URIs the session subscribed to, ending the one
+// before (a listen's filter is fixed), and returns it (nil when there is
+// nothing to ask for). It lasts as long as the session or until the next
+// relisten; one the upstream ends is logged (WARN) and not opened again.
+func (c *upConn) relisten() *legacyListen {
+	c.relistenMu.Lock()
+	defer c.relistenMu.Unlock()
+	c.mu.Lock()
+	uris := slices.Sorted(maps.Keys(c.legacyURIs))
+	old := c.legacy
+	c.legacy = nil
+	c.mu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
+	want, _ := upFilter(c.upCaps, uris)
 	if want.Empty() {
-		return
+		return nil
 	}
 	p, _ := json.Marshal(map[string]any{"notifications": want})
 	params, err := editMeta(p, modernMeta(c.clientCaps, c.clientInfo)...)
 	if err != nil {
-		return // our own params: cannot happen
+		return nil // our own params: cannot happen
 	}
-	l := &legacyListen{id: jsonrpc.Int64ID(c.nextID.Add(1))}
+	ctx, cancel := context.WithCancel(c.s.Context())
+	l := &legacyListen{id: jsonrpc.Int64ID(c.nextID.Add(1)), cancel: cancel, acked: make(chan struct{}), done: make(chan struct{})}
 	c.mu.Lock()
 	c.legacy = l
 	c.mu.Unlock()
 	go func() {
-		ctx := c.s.Context()
+		defer close(l.done)
 		_, err := c.callAs(ctx, l.id, protocol.MethodListen, params)
 		if ctx.Err() == nil {
-			c.u.log.Warn("the upstream ended the subscription the bridge holds for a 2025 session: its list changes no longer reach it", "err", err)
+			c.u.log.Warn("the upstream ended the subscription the bridge holds for a 2025 session: its changes no longer reach it", "err", err)
 		}
+		cancel()
 		c.mu.Lock()
 		if c.legacy == l {
 			c.legacy = nil
 		}
 		c.mu.Unlock()
 	}()
+	return l
 }
 
-// fromLegacyListen passes on n if it belongs to the subscription of
-// listenForLegacy, and reports whether it did: the acknowledgement is the
-// bridge's own; a change goes to the 2025 session without the
-// subscription's _meta (EditMeta drops a _meta left empty), as a 2025 server sends it.
-func (c *upConn) fromLegacyListen(sub json.RawMessage, n *jsonrpc.Request) bool {
+// subscribeLegacy serves a 2025 session's resources/subscribe or
+// resources/unsubscribe toward a 2026-07-28 upstream (spec §11.7): the
+// session's URIs change and its subscription upstream is opened again
+// with them; each is answered {} once the upstream has acknowledged the
+// new subscription, so that an update after the answer reaches the
+// session.
+// An upstream that does not announce resources.subscribe gets -32601, as
+// the flow server answers.
+func (c *upConn) subscribeLegacy(ctx context.Context, req *flow.Request) (any, error) {
+	if _, ok := upFilter(c.upCaps, nil); !ok {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, req.Method+": the upstream does not announce resources.subscribe")
+	}
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || p.URI == "" {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, req.Method+" needs params {uri}")
+	}
+	c.mu.Lock()
+	if req.Method == methodUnsubscribe {
+		delete(c.legacyURIs, p.URI)
+	} else {
+		if c.legacyURIs == nil {
+			c.legacyURIs = map[string]struct{}{}
+		}
+		c.legacyURIs[p.URI] = struct{}{}
+	}
+	c.mu.Unlock()
+	l := c.relisten()
+	if l == nil {
+		return struct{}{}, nil
+	}
+	select {
+	case <-l.acked:
+		return struct{}{}, nil
+	case <-l.done:
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, req.Method+": the upstream did not acknowledge the subscription (subscriptions/listen) the bridge holds for it")
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// The 2025 resource subscription methods.
+const (
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
+)
+
+// fromLegacyListen takes n, a notification of a 2025 session's
+// upstream that names a subscription (the bridge's own, relisten): the
+// acknowledgement is the bridge's; a change of the current subscription
+// goes to the session without the subscription's _meta (EditMeta drops a
+// _meta left empty), as a 2025 server sends it; one of a subscription
+// replaced or ended is dropped (its request may have ended before the
+// upstream's last events were read; the new one was acknowledged before
+// the subscribe that replaced it was answered: a list change in between
+// is lost).
+func (c *upConn) fromLegacyListen(sub json.RawMessage, n *jsonrpc.Request) {
 	c.mu.Lock()
 	l := c.legacy
 	c.mu.Unlock()
 	if l == nil || string(sub) != l.id.Raw() {
-		return false
+		c.u.log.Debug("upstream notification of an ended subscription dropped", "method", n.Method)
+		return
 	}
 	if n.Method == protocol.MethodSubscriptionsAcknowledged {
 		c.u.log.Debug("upstream subscription for a 2025 session acknowledged", "params", string(n.Params))
-		return true
+		l.ackOnce.Do(func() { close(l.acked) })
+		return
 	}
 	p, err := mcpjson.EditMeta(n.Params, mcpjson.Delete(protocol.MetaSubscriptionID))
 	if err != nil {
-		return true // not an object: nothing a 2025 client could read either
+		return // not an object: nothing a 2025 client could read either
 	}
 	_ = c.s.Notify(n.Method, json.RawMessage(p))
-	return true
 }

@@ -134,6 +134,11 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 		// passes on its list changes (conn.go, spec §11.7).
 		return req.ServeListen(ctx, initCapabilities(c.initRes))
 	}
+	if (req.Method == methodSubscribe || req.Method == methodUnsubscribe) && !c.clientModern && c.upModern.Load() {
+		// 2026-07-28 has no resources/subscribe: the bridge's
+		// subscription upstream names the session's resources (listen.go).
+		return c.subscribeLegacy(ctx, req)
+	}
 	params, answer, err := c.translate(req)
 	if err != nil || answer != nil {
 		return answer, err
