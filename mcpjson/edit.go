@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -96,19 +97,70 @@ const metaName = "_meta"
 // MetaValue returns the value of params._meta[name] as written, or nil
 // when params have no such member (or do not read as a JSON object).
 func MetaValue(params []byte, name string) []byte {
-	if len(params) == 0 || params[0] != '{' {
+	if len(params) == 0 || params[0] != '{' || !mayHave(params, name) {
 		return nil
 	}
-	ms, err := ReadObject(params, func(n string) bool { return n == metaName })
-	if err != nil {
+	// As ReadObject and Find would find it, without making their member
+	// lists: every request's _meta is read on its way, often more than once.
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	d := p.reset(params)
+	if _, err := d.ReadToken(); err != nil {
 		return nil
 	}
-	if m := Find(ms, metaName); m != nil {
-		if v := Find(m.Sub, name); v != nil {
-			return v.Value
+	var found []byte
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return nil
+		}
+		if key, _ := Unquote(k); string(key) != metaName || d.PeekKind() != '{' {
+			if d.SkipValue() != nil {
+				return nil
+			}
+			continue
+		}
+		if found, err = memberValue(d, params, name); err != nil {
+			return nil
 		}
 	}
-	return nil
+	if _, err := d.ReadToken(); err != nil || atEnd(d) != nil {
+		return nil
+	}
+	return found
+}
+
+// memberValue reads the object at d's position (in data) and returns the
+// value of its member called name as written, or nil.
+func memberValue(d *jsontext.Decoder, data []byte, name string) (found []byte, err error) {
+	if _, err := d.ReadToken(); err != nil {
+		return nil, err
+	}
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		key, _ := Unquote(k)
+		v, err := d.ReadValue()
+		if err != nil {
+			return nil, err
+		}
+		if found == nil && string(key) == name {
+			end := int(d.InputOffset())
+			found = data[end-len(v) : end]
+		}
+	}
+	_, err = d.ReadToken()
+	return found, err
+}
+
+// mayHave reports whether params may have a member called name: false only
+// when they have no escape (so every name is written as it is) and do not
+// hold name in quotes. It spares reading the params of the many requests
+// without the member (a progressToken, say) on every request's way.
+func mayHave(params []byte, name string) bool {
+	return bytes.IndexByte(params, '\\') >= 0 || bytes.Contains(params, []byte(`"`+name+`"`))
 }
 
 // ProgressToken returns a request's params._meta.progressToken as written

@@ -113,10 +113,14 @@ func TestMetaValue(t *testing.T) {
 	if got := MetaValue(p, "io.modelcontextprotocol/protocolVersion"); string(got) != `"2026-07-28"` {
 		t.Errorf("protocolVersion = %s", got)
 	}
+	if got := ProgressToken([]byte(`{"_meta":{"progress\u0054oken":7}}`)); string(got) != `7` {
+		t.Errorf("a name written only with an escape: token %s", got) // no quick answer from its bytes
+	}
 	if got := ProgressToken([]byte(`{"_meta":{"progressToken":12345678901234567890}}`)); string(got) != `12345678901234567890` {
 		t.Errorf("a large integer token = %s", got)
 	}
-	for _, in := range []string{``, `[]`, `{}`, `{"_meta":null}`, `{"_meta":{"a":1}}`, `{"_meta":{"progressToken":1}`, `{"progressToken":1}`} {
+	for _, in := range []string{``, `[]`, `{}`, `{"_meta":null}`, `{"_meta":{"a":1}}`, `{"_meta":{"progressToken":1}`, `{"progressToken":1}`,
+		`{"text":"progressToken"}`, `{"_meta":{"progressToken":1}} x`, `{"_meta":{"progressToken":1},"_meta":{}}`, `{"_meta":{"progressToken":1,"progressToken":2}}`, `{"_meta":[{"progressToken":1}]}`} {
 		if got := ProgressToken([]byte(in)); got != nil {
 			t.Errorf("%s: token %s", in, got)
 		}

@@ -36,8 +36,8 @@ type legacyListen struct {
 // resources.subscribe, uris; subscribe reports that they do.
 func upFilter(caps json.RawMessage, uris []string) (want flow.Subscriptions, subscribe bool) {
 	var c struct {
-		Tools     *struct{ ListChanged bool } `json:"tools"`
-		Prompts   *struct{ ListChanged bool } `json:"prompts"`
+		Tools     *struct{ ListChanged bool }            `json:"tools"`
+		Prompts   *struct{ ListChanged bool }            `json:"prompts"`
 		Resources *struct{ ListChanged, Subscribe bool } `json:"resources"`
 	}
 	_ = json.Unmarshal(caps, &c) // none that read: nothing to ask for

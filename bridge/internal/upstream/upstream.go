@@ -119,7 +119,8 @@ func (u *Upstream) Wait(ctx context.Context) error {
 // handle forwards one request of the MCP-Flow client upstream.
 func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 	c := u.conn(req.Session)
-	if stateless := mcpjson.MetaValue(req.Params, protocol.MetaProtocolVersion) != nil || req.Method == protocol.MethodDiscover; c == nil && stateless || c != nil && c.clientModern {
+	// A session's first request says its era (its _meta read only then).
+	if c == nil && (req.Method == protocol.MethodDiscover || mcpjson.MetaValue(req.Params, protocol.MetaProtocolVersion) != nil) || c != nil && c.clientModern {
 		var err error
 		if c, err = u.statelessConn(ctx, req); err != nil {
 			return nil, err
