@@ -24,10 +24,26 @@ type BlobArgs struct {
 	Bytes int64 `json:"bytes"`
 }
 
+// TouchedURI is the fixture's one resource, which the tool touch updates.
+const TouchedURI = "sdk-fixture://touched"
+
 // NewServer returns the go-sdk server with the tools echo and blob (N bytes
-// of demotools.Generate as image content, inline base64; also as generate).
+// of demotools.Generate as image content, inline base64; also as generate),
+// and touch, which updates the resource TouchedURI for its subscribers.
 func NewServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-fixture", Version: "1"}, nil)
+	s := mcp.NewServer(&mcp.Implementation{Name: "sdk-fixture", Version: "1"}, &mcp.ServerOptions{
+		// Clients may subscribe to TouchedURI (the server keeps the
+		// subscriptions): touch updates it.
+		SubscribeHandler:   func(context.Context, *mcp.SubscribeRequest) error { return nil },
+		UnsubscribeHandler: func(context.Context, *mcp.UnsubscribeRequest) error { return nil },
+	})
+	s.AddResource(&mcp.Resource{URI: TouchedURI, Name: "touched", MIMEType: "text/plain"}, func(context.Context, *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: TouchedURI, MIMEType: "text/plain", Text: "touched"}}}, nil
+	})
+	mcp.AddTool(s, &mcp.Tool{Name: "touch", Description: "notifications/resources/updated of " + TouchedURI + " to its subscribers"},
+		func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "touched"}}}, nil, s.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: TouchedURI})
+		})
 	mcp.AddTool(s, &mcp.Tool{Name: "echo", Description: "echo text"},
 		func(_ context.Context, _ *mcp.CallToolRequest, a EchoArgs) (*mcp.CallToolResult, any, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Text}}}, nil, nil

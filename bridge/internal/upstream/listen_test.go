@@ -211,3 +211,45 @@ func TestUpstreamResourceSubscribe2025(t *testing.T) {
 		})
 	}
 }
+
+// TestUpstreamResourceSubscribeStdio: as TestUpstreamResourceSubscribe2025
+// with the other upstream kind, the go-sdk fixture as a stdio process in
+// each era: a 2025 session subscribed to sdk-fixture://touched hears its
+// notifications/resources/updated when the tool touch updates it (spec
+// §11.7). Over stdio the update comes before touch's answer.
+func TestUpstreamResourceSubscribeStdio(t *testing.T) {
+	t.Parallel()
+	fixture := buildFixture(t)
+	for _, era := range []string{upstream.UpstreamModern, upstream.UpstreamLegacy} {
+		t.Run(era, func(t *testing.T) {
+			t.Parallel()
+			scfg := flow.ServerConfig{Logger: flowtest.Quiet}
+			upstream.NewStdioUpstream(upstream.StdioUpstreamConfig{Command: []string{fixture}, Protocol: era, Logger: flowtest.Quiet}).Configure(&scfg)
+			srv := flowtest.Serve(t, scfg)
+			events := make(chan *jsonrpc.Request, 8)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard: the test takes 50 ms here
+			t.Cleanup(cancel)
+			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet,
+				Hooks: flow.Hooks{Notification: func(_ *flow.Session, n *jsonrpc.Request) { events <- n }}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { s.Close() })
+			if _, err := s.Call(ctx, "resources/subscribe", map[string]string{"uri": sdkfixture.TouchedURI}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "touch", "arguments": map[string]any{}}); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case n := <-events:
+				var p struct{ URI string }
+				if n.Method != protocol.MethodResourceUpdated || json.Unmarshal(n.Params, &p) != nil || p.URI != sdkfixture.TouchedURI || mcpjson.MetaValue(n.Params, protocol.MetaSubscriptionID) != nil {
+					t.Fatalf("notification %s %s; want %s of %s", n.Method, n.Params, protocol.MethodResourceUpdated, sdkfixture.TouchedURI)
+				}
+			case <-ctx.Done():
+				t.Fatal("no resources/updated")
+			}
+		})
+	}
+}
