@@ -327,7 +327,7 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 			return
 		}
 		if !c.clientModern {
-			c.fromLegacyListen(v, n) // the bridge's own subscriptions (listen.go)
+			c.fromLegacyListen(v, n) // the bridge's own subscriptions (events.go)
 			return
 		}
 	}
