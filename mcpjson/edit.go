@@ -55,6 +55,9 @@ func EditObject(obj []byte, edits ...Edit) ([]byte, error) {
 // params count as {}. params itself comes back when no edit changes it;
 // params that are no object are an error.
 func EditMeta(params []byte, edits ...Edit) ([]byte, error) {
+	if keptAsTheyAre(params, edits) {
+		return params, nil // a request whose client wrote its own _meta (spec §11.6)
+	}
 	if p := bytes.TrimSpace(params); len(p) == 0 || string(p) == "null" {
 		meta, changed := editMembers([]byte("{}"), 0, 2, nil, edits)
 		if !changed {
@@ -100,59 +103,97 @@ func MetaValue(params []byte, name string) []byte {
 	if len(params) == 0 || params[0] != '{' || !mayHave(params, name) {
 		return nil
 	}
-	// As ReadObject and Find would find it, without making their member
-	// lists: every request's _meta is read on its way, often more than once.
-	p := decoders.Get().(*pooledDecoder)
-	defer p.put()
-	d := p.reset(params)
-	if _, err := d.ReadToken(); err != nil {
-		return nil
-	}
 	var found []byte
-	for d.PeekKind() != '}' {
-		k, err := d.ReadValue()
-		if err != nil {
-			return nil
+	if !scanMeta(params, func(key, value []byte) {
+		if found == nil && string(key) == name {
+			found = value
 		}
-		if key, _ := Unquote(k); string(key) != metaName || d.PeekKind() != '{' {
-			if d.SkipValue() != nil {
-				return nil
-			}
-			continue
-		}
-		if found, err = memberValue(d, params, name); err != nil {
-			return nil
-		}
-	}
-	if _, err := d.ReadToken(); err != nil || atEnd(d) != nil {
+	}) {
 		return nil
 	}
 	return found
 }
 
-// memberValue reads the object at d's position (in data) and returns the
-// value of its member called name as written, or nil.
-func memberValue(d *jsontext.Decoder, data []byte, name string) (found []byte, err error) {
+// scanMeta calls visit with each member of params' _meta (its name
+// unescaped, its value as written in params) and reports whether params
+// read as one JSON object. It reads as ReadObject would, without making
+// member lists: every request's _meta is read on its way, often more than
+// once.
+func scanMeta(params []byte, visit func(key, value []byte)) bool {
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	d := p.reset(params)
+	if d.PeekKind() != '{' {
+		return false
+	}
 	if _, err := d.ReadToken(); err != nil {
-		return nil, err
+		return false
 	}
 	for d.PeekKind() != '}' {
 		k, err := d.ReadValue()
 		if err != nil {
-			return nil, err
+			return false
+		}
+		if key, _ := Unquote(k); string(key) != metaName || d.PeekKind() != '{' {
+			if d.SkipValue() != nil {
+				return false
+			}
+			continue
+		}
+		if visitMembers(d, params, visit) != nil {
+			return false
+		}
+	}
+	_, err := d.ReadToken()
+	return err == nil && atEnd(d) == nil
+}
+
+// visitMembers reads the object at d's position (in data) and calls visit
+// with each member's name and value as written.
+func visitMembers(d *jsontext.Decoder, data []byte, visit func(key, value []byte)) error {
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return err
 		}
 		key, _ := Unquote(k)
 		v, err := d.ReadValue()
 		if err != nil {
-			return nil, err
+			return err
 		}
-		if found == nil && string(key) == name {
-			end := int(d.InputOffset())
-			found = data[end-len(v) : end]
+		end := int(d.InputOffset())
+		visit(key, data[end-len(v):end])
+	}
+	_, err := d.ReadToken()
+	return err
+}
+
+// keptAsTheyAre reports whether edits change nothing in params: each one
+// adds a member that params' _meta has already (Add keeps it).
+func keptAsTheyAre(params []byte, edits []Edit) bool {
+	if len(edits) == 0 || len(edits) > 8 || len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	for _, e := range edits {
+		if !e.Keep || !mayHave(params, e.Name) {
+			return false
 		}
 	}
-	_, err = d.ReadToken()
-	return found, err
+	var have [8]bool
+	ok := scanMeta(params, func(key, _ []byte) {
+		for i, e := range edits {
+			if string(key) == e.Name {
+				have[i] = true
+			}
+		}
+	})
+	for i := range edits {
+		ok = ok && have[i]
+	}
+	return ok
 }
 
 // mayHave reports whether params may have a member called name: false only

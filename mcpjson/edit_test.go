@@ -158,3 +158,23 @@ func TestWithResultType(t *testing.T) {
 		t.Error("a result with a resultType was copied")
 	}
 }
+
+// TestEditMetaKeptAsTheyAre: Add edits of members the _meta has already
+// give the params back as they are (the same bytes, not a copy); one that
+// is missing is added; a _meta that is no object is still an error.
+func TestEditMetaKeptAsTheyAre(t *testing.T) {
+	p := []byte(`{"x":3,"_meta":{"a":1,"b":{"c":2}}}`)
+	out, err := EditMeta(p, Add("a", []byte("9")), Add("b", []byte("9")))
+	if err != nil || &out[0] != &p[0] || string(out) != string(p) {
+		t.Fatalf("all present: %s %v, want the params themselves", out, err)
+	}
+	if out, err := EditMeta(p, Add("a", []byte("9")), Add("c", []byte("3"))); err != nil || string(out) != `{"x":3,"_meta":{"a":1,"b":{"c":2},"c":3}}` {
+		t.Fatalf("one missing (c is only nested): %s %v", out, err)
+	}
+	if out, err := EditMeta([]byte(`{"_meta":{"a":1},"_meta":{"b":2}}`), Add("a", []byte("9")), Add("b", []byte("9"))); err == nil {
+		t.Fatalf("duplicate _meta: %s, want an error", out)
+	}
+	if out, err := EditMeta([]byte(`{"_meta":[{"a":1}]}`), Add("a", []byte("9"))); err == nil {
+		t.Fatalf("_meta an array: %s, want an error", out)
+	}
+}
