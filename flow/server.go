@@ -52,7 +52,7 @@ type Server struct {
 	// resources/subscribe (subscribe.go).
 	resourceSubs map[*Session]map[string]struct{}
 	closing      bool
-	conns     sync.WaitGroup // one per accepted QUIC connection
+	conns        sync.WaitGroup // one per accepted QUIC connection
 	// refuse, if set before Serve (only by the tests, export_test.go),
 	// makes the QUIC stack refuse a new connection from the address with
 	// CONNECTION_REFUSED when it returns true, as a full accept queue does.

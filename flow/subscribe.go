@@ -75,4 +75,3 @@ func (s *Server) subscribedTo(uri string) []*Session {
 	}
 	return out
 }
-
