@@ -228,11 +228,39 @@ func WithResultType(result []byte) []byte {
 		out := make([]byte, 0, len(body)-1+len(add))
 		return append(append(out, body[:len(body)-1]...), add...)
 	}
+	if hasMember(result, "resultType") {
+		return result // the common case of a 2026-07-28 upstream's results: no member lists made
+	}
 	out, err := EditObject(result, Add("resultType", []byte(`"complete"`)))
 	if err != nil {
 		return result
 	}
 	return out
+}
+
+// hasMember reports whether obj reads as one JSON object with a member
+// called name (its own, not a nested object's).
+func hasMember(obj []byte, name string) bool {
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	d := p.reset(obj)
+	if d.PeekKind() != '{' {
+		return false
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return false
+	}
+	found := false
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil || d.SkipValue() != nil {
+			return false
+		}
+		key, _ := Unquote(k)
+		found = found || string(key) == name
+	}
+	_, err := d.ReadToken()
+	return found && err == nil && atEnd(d) == nil
 }
 
 // isEmptyObject reports whether obj, an object, has no members.
