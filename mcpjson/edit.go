@@ -120,9 +120,22 @@ func MetaValue(params []byte, name string) []byte {
 // member lists: every request's _meta is read on its way, often more than
 // once.
 func scanMeta(params []byte, visit func(key, value []byte)) bool {
+	return scanObject(params, func(key []byte, d *jsontext.Decoder) error {
+		if string(key) != metaName || d.PeekKind() != '{' {
+			return d.SkipValue()
+		}
+		return visitMembers(d, params, visit)
+	})
+}
+
+// scanObject reads obj, which must be one JSON object, and calls member
+// with each member's unescaped name and the decoder at its value, which
+// member must read; it reports whether obj read whole. A pooled decoder
+// reads it: no member lists are made.
+func scanObject(obj []byte, member func(key []byte, d *jsontext.Decoder) error) bool {
 	p := decoders.Get().(*pooledDecoder)
 	defer p.put()
-	d := p.reset(params)
+	d := p.reset(obj)
 	if d.PeekKind() != '{' {
 		return false
 	}
@@ -134,13 +147,8 @@ func scanMeta(params []byte, visit func(key, value []byte)) bool {
 		if err != nil {
 			return false
 		}
-		if key, _ := Unquote(k); string(key) != metaName || d.PeekKind() != '{' {
-			if d.SkipValue() != nil {
-				return false
-			}
-			continue
-		}
-		if visitMembers(d, params, visit) != nil {
+		key, _ := Unquote(k)
+		if member(key, d) != nil {
 			return false
 		}
 	}
@@ -241,26 +249,11 @@ func WithResultType(result []byte) []byte {
 // hasMember reports whether obj reads as one JSON object with a member
 // called name (its own, not a nested object's).
 func hasMember(obj []byte, name string) bool {
-	p := decoders.Get().(*pooledDecoder)
-	defer p.put()
-	d := p.reset(obj)
-	if d.PeekKind() != '{' {
-		return false
-	}
-	if _, err := d.ReadToken(); err != nil {
-		return false
-	}
 	found := false
-	for d.PeekKind() != '}' {
-		k, err := d.ReadValue()
-		if err != nil || d.SkipValue() != nil {
-			return false
-		}
-		key, _ := Unquote(k)
+	return scanObject(obj, func(key []byte, d *jsontext.Decoder) error {
 		found = found || string(key) == name
-	}
-	_, err := d.ReadToken()
-	return found && err == nil && atEnd(d) == nil
+		return d.SkipValue()
+	}) && found
 }
 
 // isEmptyObject reports whether obj, an object, has no members.
