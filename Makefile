@@ -178,8 +178,8 @@ interop:
 	$(GO) run ./internal/interopmatrix -out docs/INTEROP.md
 
 # interop-mcp: the official MCP conformance suite (npm, with Node 22 from npm).
-# Server mode: the go-sdk conformance server directly and through
-# HTTP front → MCP-Flow → stdio upstream. Client mode ('core'): the go-sdk
+# Server mode: the go-sdk conformance server directly, through
+# HTTP front → MCP-Flow → stdio upstream, and in process behind sdkflow.Serve. Client mode ('core'): the go-sdk
 # conformance client directly and through HTTP front → MCP-Flow → our HTTP
 # upstream → the suite's mock servers (in a private network namespace).
 # TSv2Chain rows: the TypeScript SDK v2 client → each front → MCP-Flow → stdio upstream

@@ -6,12 +6,53 @@ import (
 	"errors"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/tools"
 )
 
 // Toggled is the tool that toggle shows and hides.
 const Toggled = "toggled"
+
+// ToggledURI is the resource that says whether Toggled is shown: its text
+// is "shown" or "hidden", and toggle reports its change to the clients
+// subscribed to it (resources/subscribe of 2025, subscriptions/listen's
+// resourceSubscriptions of 2026-07-28; spec §11.7).
+const ToggledURI = "mcp-flow://toggled"
+
+// Capabilities are the capabilities of a server of these tools and their
+// resource: tools whose list changes (tools.Registry.Capabilities), and
+// resources one may subscribe to (ToggledURI).
+func Capabilities() json.RawMessage {
+	return json.RawMessage(`{"tools":{"listChanged":true},"resources":{"subscribe":true}}`)
+}
+
+// Register adds reg's tools (tools.Registry.Register) and resources/list
+// and resources/read of ToggledURI, as reg's Toggled tool stands, to mux.
+func Register(mux flow.Mux, reg *tools.Registry) {
+	reg.Register(mux)
+	mux["resources/list"] = flow.HandlerFunc(func(context.Context, *flow.Request) (any, error) {
+		return map[string]any{"resources": []map[string]string{{"uri": ToggledURI, "name": Toggled,
+			"description": "\"shown\" or \"hidden\": whether the tool " + Toggled + " is listed (toggle changes it)", "mimeType": "text/plain"}}}, nil
+	})
+	mux["resources/read"] = flow.HandlerFunc(func(_ context.Context, req *flow.Request) (any, error) {
+		var p struct {
+			URI string `json:"uri"`
+		}
+		if json.Unmarshal(req.Params, &p) != nil || p.URI != ToggledURI {
+			return nil, jsonrpc.NewError(jsonrpc.CodeResourceNotFound, "no resource "+p.URI+": this server has "+ToggledURI+" only")
+		}
+		return map[string]any{"contents": []map[string]string{{"uri": ToggledURI, "mimeType": "text/plain", "text": toggledState(reg.Hidden(Toggled))}}}, nil
+	})
+}
+
+// toggledState is ToggledURI's text.
+func toggledState(hidden bool) string {
+	if hidden {
+		return "hidden"
+	}
+	return "shown"
+}
 
 // toggleTools are toggle, which changes the server's tool list so that
 // list changes can be seen (spec §11.7), and toggled, the tool it shows
@@ -20,7 +61,7 @@ func toggleTools() []tools.Tool {
 	return []tools.Tool{
 		{
 			Name:        "toggle",
-			Description: "Shows the tool " + Toggled + " if it is hidden, else hides it, and tells every client that the tool list changed (notifications/tools/list_changed: to 2025 sessions as it is, to 2026-07-28 clients on their subscriptions/listen). Returns \"" + Toggled + " shown\" or \"" + Toggled + " hidden\".",
+			Description: "Shows the tool " + Toggled + " if it is hidden, else hides it, and tells every client that the tool list changed (notifications/tools/list_changed: to 2025 sessions as it is, to 2026-07-28 clients on their subscriptions/listen) and those subscribed to " + ToggledURI + " that it was updated. Returns \"" + Toggled + " shown\" or \"" + Toggled + " hidden\".",
 			InputSchema: json.RawMessage(`{"type":"object"}`),
 			Func:        toggle,
 		},
@@ -48,9 +89,6 @@ func toggle(ctx context.Context, req *flow.Request, _ json.RawMessage) (*tools.R
 	if err := srv.ListChanged(protocol.MethodToolsListChanged); err != nil {
 		return nil, err
 	}
-	state := "shown"
-	if hide {
-		state = "hidden"
-	}
-	return &tools.Result{Content: []any{tools.NewText(Toggled + " " + state)}}, nil
+	srv.ResourceUpdated(ToggledURI)
+	return &tools.Result{Content: []any{tools.NewText(Toggled + " " + toggledState(hide))}}, nil
 }

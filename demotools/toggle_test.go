@@ -18,7 +18,10 @@ import (
 // TestToggle: toggle shows the hidden tool toggled (tools/list names it,
 // it answers) and hides it again (gone from the list, its call refused
 // -32602), and each time a 2026-07-28 client's subscriptions/listen and a
-// 2025 session both hear notifications/tools/list_changed (spec §11.7).
+// 2025 session both hear notifications/tools/list_changed, then
+// notifications/resources/updated of the resource mcp-flow://toggled, which
+// the one's listen names and the other subscribed to (resources/subscribe),
+// and whose text says the new state (spec §11.7).
 func TestToggle(t *testing.T) {
 	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
 	srv := flowtest.Serve(t, flow.ServerConfig{Handler: mux, Capabilities: caps})
@@ -39,7 +42,10 @@ func TestToggle(t *testing.T) {
 	events := make(chan *jsonrpc.Request, 4)
 	lctx, lcancel := context.WithCancel(ctx)
 	defer lcancel()
-	go s26.Listen(lctx, flow.Subscriptions{ToolsListChanged: true}, func(n *jsonrpc.Request) { events <- n })
+	go s26.Listen(lctx, flow.Subscriptions{ToolsListChanged: true, ResourceSubscriptions: []string{demotools.ToggledURI}}, func(n *jsonrpc.Request) { events <- n })
+	if _, err := s25.Call(ctx, "resources/subscribe", map[string]string{"uri": demotools.ToggledURI}); err != nil {
+		t.Fatal(err)
+	}
 	wait := func(c <-chan *jsonrpc.Request, want string) {
 		t.Helper()
 		select {
@@ -81,7 +87,13 @@ func TestToggle(t *testing.T) {
 		}
 		wait(events, protocol.MethodToolsListChanged)
 		wait(old, protocol.MethodToolsListChanged)
+		wait(events, protocol.MethodResourceUpdated)
+		wait(old, protocol.MethodResourceUpdated)
 		shown := want == "toggled shown"
+		r, err := s25.Call(ctx, "resources/read", map[string]string{"uri": demotools.ToggledURI})
+		if err != nil || !strings.Contains(string(r.Result), `"text":"`+strings.TrimPrefix(want, "toggled ")+`"`) {
+			t.Fatalf("after %q, resources/read %s: %v", want, demotools.ToggledURI, err)
+		}
 		if listed() != shown {
 			t.Fatalf("after %q tools/list names toggled: %v", want, !shown)
 		}

@@ -127,6 +127,10 @@ func (s *Session) run(ctx context.Context, req *Request) {
 			result, err = s.listen(ctx, req)
 			return
 		}
+		if s.servesSubscribe(req) {
+			result, err = s.subscribe(ctx, req)
+			return
+		}
 		result, err = s.handler.HandleRequest(ctx, req)
 	}()
 	var resp *jsonrpc.Response

@@ -183,9 +183,9 @@ func (s *Server) ListChanged(method string) error {
 }
 
 // ResourceUpdated tells each 2026-07-28 subscriptions/listen whose
-// resourceSubscriptions name uri that the resource changed
-// (notifications/resources/updated {uri}, spec §11.7). 2025 sessions get
-// nothing: resources/subscribe is not built.
+// resourceSubscriptions name uri, and each 2025 session that subscribed to
+// uri with resources/subscribe (subscribe.go), that the resource changed
+// (notifications/resources/updated {uri}, spec §11.7).
 func (s *Server) ResourceUpdated(uri string) {
 	s.publish(protocol.MethodResourceUpdated, uri, false)
 }
@@ -224,6 +224,10 @@ func (s *Server) publishTo(only *Session, method, uri string, legacy bool) {
 			}
 		}
 	}
+	var updated []*Session // 2025 sessions subscribed to uri (never also legacy: not a list change)
+	if only == nil && method == protocol.MethodResourceUpdated {
+		updated = s.subscribedTo(uri)
+	}
 	s.mu.Unlock()
 	var wg sync.WaitGroup
 	for _, l := range targets {
@@ -239,9 +243,13 @@ func (s *Server) publishTo(only *Session, method, uri string, legacy bool) {
 			}
 		})
 	}
+	var params any // a 2025 session's: none for a list change
+	if len(updated) > 0 {
+		olds, params = updated, map[string]string{"uri": uri}
+	}
 	for _, sess := range olds {
 		wg.Go(func() {
-			if err := sess.Notify(method, nil); err != nil {
+			if err := sess.Notify(method, params); err != nil {
 				sess.log.Debug("change not sent", "method", method, "err", err)
 			}
 		})

@@ -48,8 +48,11 @@ type Server struct {
 	sessions map[*Session]struct{}
 	// listeners are the subscriptions/listen requests being served (listen.go).
 	listeners map[*listener]struct{}
-	closing   bool
-	conns     sync.WaitGroup // one per accepted QUIC connection
+	// resourceSubs are the URIs each 2025 session subscribed to with
+	// resources/subscribe (subscribe.go).
+	resourceSubs map[*Session]map[string]struct{}
+	closing      bool
+	conns        sync.WaitGroup // one per accepted QUIC connection
 	// refuse, if set before Serve (only by the tests, export_test.go),
 	// makes the QUIC stack refuse a new connection from the address with
 	// CONNECTION_REFUSED when it returns true, as a full accept queue does.
@@ -401,6 +404,7 @@ func (s *Server) ServeSession(w http.ResponseWriter, r *http.Request, upgrade fu
 		real.serve()
 		s.mu.Lock()
 		delete(s.sessions, real)
+		delete(s.resourceSubs, real)
 		s.mu.Unlock()
 	}()
 }

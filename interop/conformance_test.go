@@ -5,6 +5,7 @@
 package interop
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ import (
 	"regexp"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -88,11 +90,12 @@ func freePort(t *testing.T) string {
 
 // TestOfficialConformanceSuite runs @modelcontextprotocol/conformance 0.1.16
 // (server mode, active suite) against the go-sdk's conformance server
-// directly, and through the chain
+// directly, and through the chains
 //
 //	suite → Streamable HTTP front → MCP-Flow → upstream bridge → the same server over stdio
+//	suite → Streamable HTTP front → MCP-Flow → sdkflow.Serve → the same server in process
 //
-// and requires the chain to score what the server scores.
+// and requires each chain to score what the server scores.
 func TestOfficialConformanceSuite(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -121,9 +124,14 @@ func TestOfficialConformanceSuite(t *testing.T) {
 	t.Cleanup(front.Close)
 	cp, cf, cout := runSuite(t, node, suite, front.URL+"/mcp")
 
-	report := fmt.Sprintf("official MCP conformance suite 0.1.16, server mode:\n  %-62s %3d passed, %d failed\n  %-62s %3d passed, %d failed\n",
+	// The same server in process behind sdkflow.Serve (the go-sdk
+	// transport, no stdio between it and MCP-Flow).
+	sp, sf, sout := runSuite(t, node, suite, sdkflowFront(t)+"/mcp")
+
+	report := fmt.Sprintf("official MCP conformance suite 0.1.16, server mode:\n  %-62s %3d passed, %d failed\n  %-62s %3d passed, %d failed\n  %-62s %3d passed, %d failed\n",
 		"go-sdk everything-server, direct (Streamable HTTP)", dp, df,
-		"same server via HTTP front → MCP-Flow → stdio upstream", cp, cf)
+		"same server via HTTP front → MCP-Flow → stdio upstream", cp, cf,
+		"same server via HTTP front → MCP-Flow → sdkflow.Serve", sp, sf)
 	fmt.Print(report)
 	if df != 0 {
 		t.Errorf("the fixture itself fails %d checks:\n%s", df, dout)
@@ -131,6 +139,54 @@ func TestOfficialConformanceSuite(t *testing.T) {
 	if cp != dp || cf != df {
 		t.Errorf("the chain scores %d/%d, the fixture %d/%d:\n%s", cp, cp+cf, dp, dp+df, cout)
 	}
+	if sp != dp || sf != df {
+		t.Errorf("the chain to sdkflow.Serve scores %d/%d, the fixture %d/%d:\n%s", sp, sp+sf, dp, dp+df, sout)
+	}
+}
+
+// sdkflowFront starts the go-sdk conformance server in process behind
+// sdkflow.Serve (testdata/sdkflowconf: built with go build -overlay beside
+// a copy of the go-sdk's everything-server/main.go, its main renamed, so
+// that the server is the go-sdk's own) and an HTTP front to it, and returns
+// the front's URL.
+func sdkflowFront(t *testing.T) string {
+	t.Helper()
+	src, err := exec.Command("go", "list", "-f", "{{.Dir}}", "github.com/modelcontextprotocol/go-sdk/conformance/everything-server").Output()
+	if err != nil {
+		need(t, "the go-sdk's everything-server source", err, src)
+	}
+	main, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(src)), "main.go"))
+	if err != nil || bytes.Count(main, []byte("\nfunc main() {\n")) != 1 {
+		t.Fatalf("the go-sdk's everything-server main.go: %v (want one func main to rename)", err)
+	}
+	tmp := t.TempDir()
+	everything := filepath.Join(tmp, "everything.go")
+	if err := os.WriteFile(everything, bytes.Replace(main, []byte("\nfunc main() {\n"), []byte("\nfunc sdkMain() {\n"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root, _ := filepath.Abs("..")
+	serve, _ := filepath.Abs("testdata/sdkflowconf/serve.go")
+	overlay, _ := json.Marshal(map[string]map[string]string{"Replace": {
+		filepath.Join(root, "interop/sdkflowconf/everything.go"): everything,
+		filepath.Join(root, "interop/sdkflowconf/serve.go"):      serve,
+	}})
+	if err := os.WriteFile(filepath.Join(tmp, "overlay.json"), overlay, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(tmp, "sdkflowconf")
+	if b, err := exec.Command("go", "build", "-overlay", filepath.Join(tmp, "overlay.json"), "-o", bin, "./sdkflowconf").CombinedOutput(); err != nil {
+		t.Fatalf("go build sdkflowconf: %v\n%s", err, b)
+	}
+	url, hash := flowtest.ServerProcess(t, bin)
+	pin, err := certs.ParseHash(hash)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{pin}})
+	front := httptest.NewServer(bridge.NewHTTPFront(bridge.HTTPConfig{Stdio: bridge.StdioConfig{URL: url,
+		Client: flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}, Logger: flowtest.Quiet}}))
+	t.Cleanup(front.Close)
+	return front.URL
 }
 
 func waitTCP(t *testing.T, addr string) {

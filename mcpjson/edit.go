@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -54,6 +55,9 @@ func EditObject(obj []byte, edits ...Edit) ([]byte, error) {
 // params count as {}. params itself comes back when no edit changes it;
 // params that are no object are an error.
 func EditMeta(params []byte, edits ...Edit) ([]byte, error) {
+	if keptAsTheyAre(params, edits) {
+		return params, nil // a request whose client wrote its own _meta (spec §11.6)
+	}
 	if p := bytes.TrimSpace(params); len(p) == 0 || string(p) == "null" {
 		meta, changed := editMembers([]byte("{}"), 0, 2, nil, edits)
 		if !changed {
@@ -96,19 +100,116 @@ const metaName = "_meta"
 // MetaValue returns the value of params._meta[name] as written, or nil
 // when params have no such member (or do not read as a JSON object).
 func MetaValue(params []byte, name string) []byte {
-	if len(params) == 0 || params[0] != '{' {
+	if len(params) == 0 || params[0] != '{' || !mayHave(params, name) {
 		return nil
 	}
-	ms, err := ReadObject(params, func(n string) bool { return n == metaName })
-	if err != nil {
+	var found []byte
+	if !scanMeta(params, func(key, value []byte) {
+		if found == nil && string(key) == name {
+			found = value
+		}
+	}) {
 		return nil
 	}
-	if m := Find(ms, metaName); m != nil {
-		if v := Find(m.Sub, name); v != nil {
-			return v.Value
+	return found
+}
+
+// scanMeta calls visit with each member of params' _meta (its name
+// unescaped, its value as written in params) and reports whether params
+// read as one JSON object. It reads as ReadObject would, without making
+// member lists: every request's _meta is read on its way, often more than
+// once.
+func scanMeta(params []byte, visit func(key, value []byte)) bool {
+	return scanObject(params, func(key []byte, d *jsontext.Decoder) error {
+		if string(key) != metaName || d.PeekKind() != '{' {
+			return d.SkipValue()
+		}
+		return visitMembers(d, params, visit)
+	})
+}
+
+// scanObject reads obj, which must be one JSON object, and calls member
+// with each member's unescaped name and the decoder at its value, which
+// member must read; it reports whether obj read whole. A pooled decoder
+// reads it: no member lists are made.
+func scanObject(obj []byte, member func(key []byte, d *jsontext.Decoder) error) bool {
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	d := p.reset(obj)
+	if d.PeekKind() != '{' {
+		return false
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return false
+	}
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return false
+		}
+		key, _ := Unquote(k)
+		if member(key, d) != nil {
+			return false
 		}
 	}
-	return nil
+	_, err := d.ReadToken()
+	return err == nil && atEnd(d) == nil
+}
+
+// visitMembers reads the object at d's position (in data) and calls visit
+// with each member's name and value as written.
+func visitMembers(d *jsontext.Decoder, data []byte, visit func(key, value []byte)) error {
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
+	for d.PeekKind() != '}' {
+		k, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		key, _ := Unquote(k)
+		v, err := d.ReadValue()
+		if err != nil {
+			return err
+		}
+		end := int(d.InputOffset())
+		visit(key, data[end-len(v):end])
+	}
+	_, err := d.ReadToken()
+	return err
+}
+
+// keptAsTheyAre reports whether edits change nothing in params: each one
+// adds a member that params' _meta has already (Add keeps it).
+func keptAsTheyAre(params []byte, edits []Edit) bool {
+	if len(edits) == 0 || len(edits) > 8 || len(params) == 0 || params[0] != '{' {
+		return false
+	}
+	for _, e := range edits {
+		if !e.Keep || !mayHave(params, e.Name) {
+			return false
+		}
+	}
+	var have [8]bool
+	ok := scanMeta(params, func(key, _ []byte) {
+		for i, e := range edits {
+			if string(key) == e.Name {
+				have[i] = true
+			}
+		}
+	})
+	for i := range edits {
+		ok = ok && have[i]
+	}
+	return ok
+}
+
+// mayHave reports whether params may have a member called name: false only
+// when they have no escape (so every name is written as it is) and do not
+// hold name in quotes. It spares reading the params of the many requests
+// without the member (a progressToken, say) on every request's way.
+func mayHave(params []byte, name string) bool {
+	return bytes.IndexByte(params, '\\') >= 0 || bytes.Contains(params, []byte(`"`+name+`"`))
 }
 
 // ProgressToken returns a request's params._meta.progressToken as written
@@ -135,11 +236,24 @@ func WithResultType(result []byte) []byte {
 		out := make([]byte, 0, len(body)-1+len(add))
 		return append(append(out, body[:len(body)-1]...), add...)
 	}
+	if hasMember(result, "resultType") {
+		return result // the common case of a 2026-07-28 upstream's results: no member lists made
+	}
 	out, err := EditObject(result, Add("resultType", []byte(`"complete"`)))
 	if err != nil {
 		return result
 	}
 	return out
+}
+
+// hasMember reports whether obj reads as one JSON object with a member
+// called name (its own, not a nested object's).
+func hasMember(obj []byte, name string) bool {
+	found := false
+	return scanObject(obj, func(key []byte, d *jsontext.Decoder) error {
+		found = found || string(key) == name
+		return d.SkipValue()
+	}) && found
 }
 
 // isEmptyObject reports whether obj, an object, has no members.

@@ -113,10 +113,14 @@ func TestMetaValue(t *testing.T) {
 	if got := MetaValue(p, "io.modelcontextprotocol/protocolVersion"); string(got) != `"2026-07-28"` {
 		t.Errorf("protocolVersion = %s", got)
 	}
+	if got := ProgressToken([]byte(`{"_meta":{"progress\u0054oken":7}}`)); string(got) != `7` {
+		t.Errorf("a name written only with an escape: token %s", got) // no quick answer from its bytes
+	}
 	if got := ProgressToken([]byte(`{"_meta":{"progressToken":12345678901234567890}}`)); string(got) != `12345678901234567890` {
 		t.Errorf("a large integer token = %s", got)
 	}
-	for _, in := range []string{``, `[]`, `{}`, `{"_meta":null}`, `{"_meta":{"a":1}}`, `{"_meta":{"progressToken":1}`, `{"progressToken":1}`} {
+	for _, in := range []string{``, `[]`, `{}`, `{"_meta":null}`, `{"_meta":{"a":1}}`, `{"_meta":{"progressToken":1}`, `{"progressToken":1}`,
+		`{"text":"progressToken"}`, `{"_meta":{"progressToken":1}} x`, `{"_meta":{"progressToken":1},"_meta":{}}`, `{"_meta":{"progressToken":1,"progressToken":2}}`, `{"_meta":[{"progressToken":1}]}`} {
 		if got := ProgressToken([]byte(in)); got != nil {
 			t.Errorf("%s: token %s", in, got)
 		}
@@ -152,5 +156,25 @@ func TestWithResultType(t *testing.T) {
 	in := []byte(`{"resultType":"complete"}`)
 	if got := WithResultType(in); &got[0] != &in[0] {
 		t.Error("a result with a resultType was copied")
+	}
+}
+
+// TestEditMetaKeptAsTheyAre: Add edits of members the _meta has already
+// give the params back as they are (the same bytes, not a copy); one that
+// is missing is added; a _meta that is no object is still an error.
+func TestEditMetaKeptAsTheyAre(t *testing.T) {
+	p := []byte(`{"x":3,"_meta":{"a":1,"b":{"c":2}}}`)
+	out, err := EditMeta(p, Add("a", []byte("9")), Add("b", []byte("9")))
+	if err != nil || &out[0] != &p[0] || string(out) != string(p) {
+		t.Fatalf("all present: %s %v, want the params themselves", out, err)
+	}
+	if out, err := EditMeta(p, Add("a", []byte("9")), Add("c", []byte("3"))); err != nil || string(out) != `{"x":3,"_meta":{"a":1,"b":{"c":2},"c":3}}` {
+		t.Fatalf("one missing (c is only nested): %s %v", out, err)
+	}
+	if out, err := EditMeta([]byte(`{"_meta":{"a":1},"_meta":{"b":2}}`), Add("a", []byte("9")), Add("b", []byte("9"))); err == nil {
+		t.Fatalf("duplicate _meta: %s, want an error", out)
+	}
+	if out, err := EditMeta([]byte(`{"_meta":[{"a":1}]}`), Add("a", []byte("9"))); err == nil {
+		t.Fatalf("_meta an array: %s, want an error", out)
 	}
 }

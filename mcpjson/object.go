@@ -21,6 +21,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"sync"
 
 	"github.com/go-json-experiment/json/jsontext"
 )
@@ -53,7 +54,9 @@ func ReadObject(data []byte, descend func(name string) bool) ([]Member, error) {
 
 // readWhole reads data as ReadObject does, and returns the object's span.
 func readWhole(data []byte, descend func(name string) bool) (ms []Member, start, end int, err error) {
-	d := newDecoder(data)
+	p := decoders.Get().(*pooledDecoder)
+	defer p.put()
+	d := p.reset(data)
 	if ms, start, end, err = readObject(d, data, descend); err != nil {
 		return nil, 0, 0, err
 	}
@@ -67,6 +70,34 @@ func readWhole(data []byte, descend func(name string) bool) (ms []Member, start,
 // are slices of it), since jsontext reads a *bytes.Buffer without a copy.
 func newDecoder(data []byte) *jsontext.Decoder {
 	return jsontext.NewDecoder(bytes.NewBuffer(data))
+}
+
+// pooledDecoder is a decoder kept for the next readWhole (decoders): each
+// request's params are read several times on its way (its _meta, its
+// edits), and a decoder and its name stacks cost more to make than to read
+// a small object with.
+type pooledDecoder struct {
+	buf bytes.Buffer
+	d   *jsontext.Decoder
+}
+
+var decoders = sync.Pool{New: func() any {
+	p := &pooledDecoder{}
+	p.d = jsontext.NewDecoder(&p.buf)
+	return p
+}}
+
+// reset points the decoder at data, which it reads in place.
+func (p *pooledDecoder) reset(data []byte) *jsontext.Decoder {
+	p.buf = *bytes.NewBuffer(data)
+	p.d.Reset(&p.buf)
+	return p.d
+}
+
+// put lets go of the data read and returns p to decoders.
+func (p *pooledDecoder) put() {
+	p.reset(nil)
+	decoders.Put(p)
 }
 
 // atEnd reports an error unless d has read all of its input.
@@ -94,7 +125,7 @@ func readObject(d *jsontext.Decoder, data []byte, descend func(name string) bool
 		return nil, 0, 0, err
 	}
 	start = int(d.InputOffset()) - 1
-	ms = []Member{} // non-nil: an object read member by member has Sub != nil
+	ms = make([]Member, 0, 4) // non-nil: an object read member by member has Sub != nil
 	for d.PeekKind() != '}' {
 		m, err := readMember(d, data, descend)
 		if err != nil {

@@ -53,6 +53,59 @@ func ToolsParamHeaders(result []byte) map[string][]ParamHeader {
 	return out
 }
 
+// InvalidTool is a tool of a tools/list result whose x-mcp-header
+// annotations break the spec's constraints, and why (ParamHeaders).
+type InvalidTool struct {
+	Name string
+	Err  error
+}
+
+// DropInvalidTools returns a tools/list result without the tools whose
+// x-mcp-header annotations break the spec's constraints, as a 2026-07-28
+// Streamable HTTP client must exclude them (transports 2026-07-28, "Client
+// Behavior"; go-sdk v1.8's filterValidTools), and the tools it dropped. The
+// other tools and members keep their bytes; result comes back as it was
+// when nothing is dropped or it is no tools/list result.
+func DropInvalidTools(result []byte) ([]byte, []InvalidTool) {
+	ms, err := ReadObject(result, nil)
+	if err != nil {
+		return result, nil
+	}
+	tools := Find(ms, "tools")
+	if tools == nil || len(tools.Value) == 0 || tools.Value[0] != '[' {
+		return result, nil
+	}
+	var (
+		kept    = []byte{'['}
+		dropped []InvalidTool
+	)
+	err = eachElement(tools.Value, func(e []byte) error {
+		var t struct {
+			Name        string          `json:"name"`
+			InputSchema json.RawMessage `json:"inputSchema"`
+		}
+		if json.Unmarshal(e, &t) == nil {
+			if _, err := ParamHeaders(t.InputSchema); err != nil {
+				dropped = append(dropped, InvalidTool{Name: t.Name, Err: err})
+				return nil
+			}
+		}
+		if len(kept) > 1 {
+			kept = append(kept, ',')
+		}
+		kept = append(kept, e...)
+		return nil
+	})
+	if err != nil || len(dropped) == 0 {
+		return result, nil
+	}
+	out, err := EditObject(result, Set("tools", append(kept, ']')))
+	if err != nil {
+		return result, nil
+	}
+	return out, dropped
+}
+
 // ParamHeaders returns the x-mcp-header annotations of an inputSchema, or
 // why they break the spec's constraints ("Schema Extension"): a non-empty
 // token (RFC 9110 tchar), case-insensitively unique, on a string, integer
@@ -136,14 +189,24 @@ func eachElement(v []byte, f func(e []byte) error) error {
 	return nil
 }
 
+// IsParamHeader reports whether the header name h is an Mcp-Param-{Name}
+// header (the prefix in any case, Name a non-empty token): what a
+// browser's CORS preflight may ask for on a tools/call (spec §11.6).
+func IsParamHeader(h string) bool {
+	if len(h) <= len(ParamHeaderPrefix) || !strings.EqualFold(h[:len(ParamHeaderPrefix)], ParamHeaderPrefix) {
+		return false
+	}
+	return checkToken(h[len(ParamHeaderPrefix):]) == nil
+}
+
 // checkToken reports whether name is an HTTP field-name token (1*tchar).
 func checkToken(name string) error {
 	if name == "" {
 		return fmt.Errorf("x-mcp-header must be a non-empty string")
 	}
-	for _, c := range []byte(name) {
+	for _, c := range name { // runes: a reason names the character, not its first byte
 		alnum := c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
-		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", rune(c)) {
+		if !alnum && !strings.ContainsRune("!#$%&'*+-.^_`|~", c) {
 			return fmt.Errorf("x-mcp-header %q has %q, not a token character", name, c)
 		}
 	}

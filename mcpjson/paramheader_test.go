@@ -1,7 +1,10 @@
 package mcpjson_test
 
 import (
+	"encoding/json"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -12,26 +15,9 @@ import (
 // put on x-mcp-header ("Schema Extension") refuses the schema that breaks
 // it, and a valid nested annotation is found with its path.
 func TestParamHeadersConstraints(t *testing.T) {
-	bad := map[string]string{
-		"empty":               `{"properties":{"a":{"type":"string","x-mcp-header":""}}}`,
-		"not a string":        `{"properties":{"a":{"type":"string","x-mcp-header":7}}}`,
-		"space":               `{"properties":{"a":{"type":"string","x-mcp-header":"My Region"}}}`,
-		"colon":               `{"properties":{"a":{"type":"string","x-mcp-header":"A:B"}}}`,
-		"CR LF":               `{"properties":{"a":{"type":"string","x-mcp-header":"A\r\nX-Evil: 1"}}}`,
-		"non-ASCII":           `{"properties":{"a":{"type":"string","x-mcp-header":"Région"}}}`,
-		"duplicate any case":  `{"properties":{"a":{"type":"string","x-mcp-header":"Region"},"b":{"type":"string","x-mcp-header":"REGION"}}}`,
-		"number type":         `{"properties":{"a":{"type":"number","x-mcp-header":"N"}}}`,
-		"array type":          `{"properties":{"a":{"type":"array","x-mcp-header":"N"}}}`,
-		"no type":             `{"properties":{"a":{"x-mcp-header":"N"}}}`,
-		"under items":         `{"properties":{"a":{"type":"array","items":{"type":"string","x-mcp-header":"N"}}}}`,
-		"under oneOf":         `{"properties":{"a":{"oneOf":[{"type":"string","x-mcp-header":"N"}]}}}`,
-		"under $defs":         `{"$defs":{"d":{"type":"string","x-mcp-header":"N"}},"properties":{"a":{"$ref":"#/$defs/d"}}}`,
-		"on the root":         `{"type":"string","x-mcp-header":"N"}`,
-		"properties of items": `{"properties":{"a":{"type":"array","items":{"type":"object","properties":{"b":{"type":"string","x-mcp-header":"N"}}}}}}`,
-		"properties of anyOf": `{"anyOf":[{"properties":{"b":{"type":"string","x-mcp-header":"N"}}}]}`,
-	}
+	bad := invalidSchemas(t)
 	for name, schema := range bad {
-		if ps, err := mcpjson.ParamHeaders([]byte(schema)); err == nil {
+		if ps, err := mcpjson.ParamHeaders(schema); err == nil {
 			t.Errorf("%s: %s accepted as %v", name, schema, ps)
 		}
 	}
@@ -42,6 +28,56 @@ func TestParamHeadersConstraints(t *testing.T) {
 	tools := mcpjson.ToolsParamHeaders([]byte(`{"tools":[{"name":"ok","inputSchema":{"properties":{"r":{"type":"string","x-mcp-header":"R"}}}},{"name":"bad","inputSchema":{"properties":{"r":{"type":"number","x-mcp-header":"R"}}}},{"name":"plain","inputSchema":{"type":"object"}}]}`))
 	if len(tools) != 1 || tools["ok"] == nil {
 		t.Fatalf("tools/list result: %v, want ok only", tools)
+	}
+}
+
+// invalidSchemas are inputSchemas, by name, each breaking one constraint
+// of x-mcp-header (testdata/invalid_x_mcp_header.json; the upstream's
+// TestHTTPUpstreamDropsInvalidTools serves them too).
+func invalidSchemas(t *testing.T) map[string]json.RawMessage {
+	t.Helper()
+	b, err := os.ReadFile("testdata/invalid_x_mcp_header.json")
+	var m map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(b, &m)
+	}
+	if err != nil || len(m) == 0 {
+		t.Fatalf("testdata: %v", err)
+	}
+	return m
+}
+
+// TestDropInvalidTools: a tools/list result loses exactly the tools whose
+// x-mcp-header annotations break a constraint (one tool per way of
+// breaking one), each named with its reason; the valid tools and the
+// other members keep their bytes (transports 2026-07-28, "Client
+// Behavior").
+func TestDropInvalidTools(t *testing.T) {
+	bad := invalidSchemas(t)
+	valid := []string{
+		`{"name":"plain","inputSchema":{"type":"object"}}`,
+		`{"name": "ok" , "inputSchema":{"properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`,
+	}
+	tools := []string{valid[0]}
+	for name, schema := range bad {
+		tools = append(tools, `{"name":`+strconv.Quote(name)+`,"inputSchema":`+string(schema)+`}`)
+	}
+	tools = append(tools, valid[1])
+	result := `{"tools":[` + strings.Join(tools, ",") + `],"nextCursor":"c2"}`
+	out, dropped := mcpjson.DropInvalidTools([]byte(result))
+	if want := `{"tools":[` + strings.Join(valid, ",") + `],"nextCursor":"c2"}`; string(out) != want {
+		t.Fatalf("result:\n%s\nwant\n%s", out, want)
+	}
+	if len(dropped) != len(bad) {
+		t.Fatalf("dropped %d tools, want %d: %v", len(dropped), len(bad), dropped)
+	}
+	for _, d := range dropped {
+		if _, ok := bad[d.Name]; !ok || d.Err == nil || d.Err.Error() == "" {
+			t.Errorf("dropped %q (%v): not one of the invalid tools, or no reason", d.Name, d.Err)
+		}
+	}
+	if out, dropped := mcpjson.DropInvalidTools([]byte(`{"tools":[` + valid[1] + `]}`)); len(dropped) != 0 || string(out) != `{"tools":[`+valid[1]+`]}` {
+		t.Fatalf("a valid list changed: %s %v", out, dropped)
 	}
 }
 

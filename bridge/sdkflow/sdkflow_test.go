@@ -152,7 +152,7 @@ func TestGoSDKClientAndServer(t *testing.T) {
 				names = append(names, tool.Name)
 			}
 			slices.Sort(names)
-			if want := []string{"blob", "echo", "generate", "roots", "steps", "wait"}; !slices.Equal(names, want) {
+			if want := []string{"blob", "echo", "generate", "roots", "steps", "touch", "wait"}; !slices.Equal(names, want) {
 				t.Fatalf("tools/list: %v, want %v", names, want)
 			}
 			r, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "echo", Arguments: map[string]string{"text": "über"}})

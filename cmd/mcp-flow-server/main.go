@@ -174,7 +174,7 @@ func run(args []string) int {
 		return 1
 	}
 	mux := flow.Mux{}
-	reg.Register(mux)
+	demotools.Register(mux, reg)
 	publics, err := parsePublicURLs(*public)
 	if err != nil {
 		log.Error("flags", "err", err)
@@ -191,7 +191,7 @@ func run(args []string) int {
 		TLSConfig:        certs.ServerTLSConfig(cert),
 		Handler:          mux,
 		Info:             flow.Implementation{Name: "mcp-flow-server", Version: protocol.Version},
-		Capabilities:     reg.Capabilities(),
+		Capabilities:     demotools.Capabilities(),
 		Encodings:        encs,
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,

@@ -44,8 +44,10 @@ func withChanges(h flow.Hooks, p *eventPrinter) flow.Hooks {
 // listen is the listen command (spec §11.7): with -mcp-version 2026-07-28
 // it opens a subscriptions/listen for the three list changes and uris'
 // updates and prints each of its notifications, the acknowledgement
-// first; on a 2025 session it prints the change notifications that come
-// unasked (over the Streamable HTTP fallback too: fallback.Client.Changes). It runs until Ctrl-C (exit 0) or the server ends it.
+// first; on a 2025 session it subscribes to uris (resources/subscribe)
+// and prints the change notifications that come unasked (over the
+// Streamable HTTP fallback too, the list changes only:
+// fallback.Client.Changes). It runs until Ctrl-C (exit 0) or the server ends it.
 func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []string, p *eventPrinter) int {
 	s := c.Session()
 	interrupted := func() bool { return errors.Is(context.Cause(ctx), errInterrupted) }
@@ -53,7 +55,7 @@ func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []
 		// The Streamable HTTP fallback speaks 2025-11-25: the list changes
 		// come unasked on its GET stream (fallback.Client.Changes).
 		if o.mcpVersion == protocol.MCP20260728 || len(uris) > 0 {
-			t.say("mcp-flow: listen with -mcp-version %s or URIs needs MCP-Flow: the Streamable HTTP fallback speaks %s, whose list changes come unasked", protocol.MCP20260728, protocol.MCP20251125)
+			t.say("mcp-flow: listen with -mcp-version %s or URIs needs MCP-Flow: over the Streamable HTTP fallback (%s) it hears the list changes only", protocol.MCP20260728, protocol.MCP20251125)
 			return exitUsage
 		}
 		err := c.Changes(ctx, func(method string) {
@@ -78,9 +80,11 @@ func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []
 		}
 		return failure(ctx, t, o, err, "listening")
 	}
-	if len(uris) > 0 {
-		t.say("mcp-flow: listen URI needs -mcp-version %s (resources/subscribe is not built)", protocol.MCP20260728)
-		return exitUsage
+	for _, uri := range uris {
+		// 2025: each URI's updates come unasked once subscribed (spec §11.7).
+		if _, err := s.Call(ctx, "resources/subscribe", map[string]string{"uri": uri}); err != nil {
+			return failure(ctx, t, o, err, "resources/subscribe "+uri)
+		}
 	}
 	select {
 	case <-ctx.Done():

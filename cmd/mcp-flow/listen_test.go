@@ -6,6 +6,7 @@ import (
 	"io"
 	"os/exec"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -51,7 +52,9 @@ func nextLine(t *testing.T, c <-chan string, what string) string {
 // TestListenCommand: mcp-flow listen prints, one JSON line each on stdout,
 // a 2026-07-28 subscription's acknowledgement and the server's
 // tools/list_changed, and on a 2025 session the same change as it comes
-// unasked; Ctrl-C ends each with 0 (spec §11.7).
+// unasked; then resources/updated of the URI given, which the one's listen
+// names and the other subscribed to (resources/subscribe); Ctrl-C ends
+// each with 0 (spec §11.7).
 func TestListenCommand(t *testing.T) {
 	t.Parallel()
 	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
@@ -77,8 +80,8 @@ func TestListenCommand(t *testing.T) {
 		t.Cleanup(func() { cmd.Process.Kill() })
 		return run{cmd, lineReader(t, out), lineReader(t, errOut)}
 	}
-	r26 := start("-mcp-version", protocol.MCP20260728, "listen")
-	r25 := start("listen")
+	r26 := start("-mcp-version", protocol.MCP20260728, "listen", demotools.ToggledURI)
+	r25 := start("listen", demotools.ToggledURI)
 	var ack struct {
 		Method string
 		Params struct{ Notifications flow.Subscriptions }
@@ -97,6 +100,34 @@ func TestListenCommand(t *testing.T) {
 		var n struct{ Method string }
 		if l := nextLine(t, r.stdout, name+" tools/list_changed"); json.Unmarshal([]byte(l), &n) != nil || n.Method != protocol.MethodToolsListChanged {
 			t.Fatalf("%s: line %q, want %s", name, l, protocol.MethodToolsListChanged)
+		}
+		// The 2025 CLI's resources/subscribe goes after its session is up,
+		// on its own time (nothing outside says when it is answered): the
+		// resource is updated every 100 ms until the line comes (the first
+		// time, here).
+		stop := make(chan struct{})
+		halt := sync.OnceFunc(func() { close(stop) })
+		t.Cleanup(halt)
+		go func() {
+			tick := time.NewTicker(100 * time.Millisecond)
+			defer tick.Stop()
+			for {
+				srv.ResourceUpdated(demotools.ToggledURI)
+				select {
+				case <-stop:
+					return
+				case <-tick.C:
+				}
+			}
+		}()
+		var u struct {
+			Method string
+			Params struct{ URI string }
+		}
+		l := nextLine(t, r.stdout, name+" resources/updated")
+		halt()
+		if json.Unmarshal([]byte(l), &u) != nil || u.Method != protocol.MethodResourceUpdated || u.Params.URI != demotools.ToggledURI {
+			t.Fatalf("%s: line %q, want %s of %s", name, l, protocol.MethodResourceUpdated, demotools.ToggledURI)
 		}
 		if err := r.cmd.Process.Signal(syscall.SIGINT); err != nil {
 			t.Fatal(err)

@@ -51,8 +51,8 @@ func ToolsMux(t testing.TB, cfg demotools.Config) (flow.Mux, []byte) {
 		t.Fatal(err)
 	}
 	mux := flow.Mux{}
-	reg.Register(mux)
-	return mux, reg.Capabilities()
+	demotools.Register(mux, reg)
+	return mux, demotools.Capabilities()
 }
 
 // Serve starts a server with cfg on 127.0.0.1 and closes it with the test.

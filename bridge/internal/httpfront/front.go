@@ -25,6 +25,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge/plainio"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/mcpjson"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
@@ -57,6 +58,7 @@ type HTTPFront struct {
 	listensEnd    chan struct{} // closed by Shutdown and Close: the open subscriptions/listen end
 	endListens    sync.Once
 	cors          *cors.Cors
+	corsParams    *cors.Cors // preflights asking for Mcp-Param-* headers (paramPreflight)
 }
 
 // NewHTTPFront returns the handler. It panics when PublicURL is set but
@@ -132,7 +134,7 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 		offloaded: &heldBudget{max: cfg.MaxOffload}, bodies: &heldBudget{max: int64(cfg.MaxBodiesInFlight)}, public: public,
 		downloads: map[string]*download{}, sessions: map[string]*httpSession{}, finishing: map[*httpSession]bool{},
 		stateless: map[string]*httpSession{}, listensEnd: make(chan struct{})}
-	h.cors = cors.New(cors.Options{
+	opts := cors.Options{
 		// The one Origin policy (spec §9): an Origin the front would serve
 		// is told so; any other gets no Access-Control-Allow-Origin (and
 		// its actual request 403).
@@ -141,8 +143,36 @@ func NewHTTPFront(cfg HTTPConfig) *HTTPFront {
 		AllowedHeaders:         corsRequestHeaders,
 		ExposedHeaders:         []string{"Mcp-Session-Id", "Mcp-Protocol-Version", "WWW-Authenticate"},
 		MaxAge:                 int(corsMaxAge / time.Second),
-	})
+	}
+	h.cors = cors.New(opts)
+	opts.AllowedHeaders = []string{"*"} // reflects the requested headers: only for those paramPreflight checked
+	h.corsParams = cors.New(opts)
 	return h
+}
+
+// paramPreflight reports whether r is a CORS preflight that asks for
+// Mcp-Param-{Name} headers (spec §11.6: a page's tools/call with
+// x-mcp-header arguments) and nothing but them and corsRequestHeaders.
+// rs/cors takes no header prefix, so such a preflight is answered by
+// corsParams, which reflects the requested headers; the list checked here
+// is all it reflects.
+func paramPreflight(r *http.Request) bool {
+	if r.Method != http.MethodOptions || r.Header.Get("Access-Control-Request-Method") == "" {
+		return false
+	}
+	params := false
+	for _, v := range r.Header.Values("Access-Control-Request-Headers") {
+		for name := range strings.SplitSeq(v, ",") {
+			name = strings.TrimSpace(name)
+			switch {
+			case mcpjson.IsParamHeader(name):
+				params = true
+			case !slices.ContainsFunc(corsRequestHeaders, func(h string) bool { return strings.EqualFold(h, name) }):
+				return false
+			}
+		}
+	}
+	return params
 }
 
 // CORS (spec §9): a page on an allowed Origin may use the front from
@@ -191,6 +221,10 @@ func (h *HTTPFront) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		sw := &statusWriter{ResponseWriter: w, observe: h.cfg.Observe, method: r.Method, era: era}
 		defer sw.report(http.StatusOK) // a handler that wrote nothing answered 200
 		w = sw
+	}
+	if paramPreflight(r) {
+		h.corsParams.ServeHTTP(w, r, h.serve)
+		return
 	}
 	h.cors.ServeHTTP(w, r, h.serve)
 }

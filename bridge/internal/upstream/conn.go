@@ -65,7 +65,11 @@ type upConn struct {
 	initRes      json.RawMessage
 	clientCaps   json.RawMessage
 	clientInfo   json.RawMessage
-	ready        chan struct{} // a 2026 session's: closed once open has run
+	upCaps       json.RawMessage     // a 2026 upstream's, for a 2025 session (listen.go)
+	legacy       *legacyListen       // the subscription held for a 2025 session (listen.go)
+	legacyURIs   map[string]struct{} // the resources that session subscribed to (listen.go)
+	relistenMu   sync.Mutex          // one relisten at a time
+	ready        chan struct{}       // a 2026 session's: closed once open has run
 	openErr      error
 }
 
@@ -320,6 +324,10 @@ func (c *upConn) notification(n *jsonrpc.Request) {
 			if p, err := mcpjson.EditMeta(n.Params, mcpjson.Set(protocol.MetaSubscriptionID, []byte(id.Raw()))); err == nil {
 				_ = c.s.Notify(n.Method, json.RawMessage(p))
 			}
+			return
+		}
+		if !c.clientModern {
+			c.fromLegacyListen(v, n) // the bridge's own subscriptions (events.go)
 			return
 		}
 	}

@@ -17,6 +17,10 @@
 //   - init.go: a session's connection opened, its handshake, the probe.
 //   - offload.go: large content moved onto execution streams, the block
 //     it replaced kept under mcpjson.OriginalKey.
+//   - listen.go: the subscription held upstream for a 2025 session of a
+//     2026-07-28 upstream, and its resources/subscribe.
 //   - conn.go: a session's connection: link, queue, writer, calls.
+//   - events.go: that subscription's events, as the session's 2025
+//     notifications.
 //   - era.go: translation between the 2025 and 2026-07-28 eras.
 package upstream

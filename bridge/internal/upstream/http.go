@@ -80,8 +80,11 @@ func NewHTTPUpstream(cfg HTTPUpstreamConfig) *Upstream {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.Default()
 	}
+	warned := &sync.Map{} // tools dropped for their x-mcp-header annotations: one warning each
 	dial := func(_ context.Context, recv func(jsonrpc.Message), end func(error)) (upstreamLink, error) {
-		return newHTTPConn(cfg, recv, end), nil
+		c := newHTTPConn(cfg, recv, end)
+		c.warned = warned
+		return c, nil
 	}
 	u := newUpstream(dial, cfg.Threshold, cfg.Queue, cfg.Logger)
 	if err := u.setEra(cfg.Protocol, cfg.ProbeTimeout); err != nil {
@@ -171,6 +174,10 @@ type httpConn struct {
 	// named, by tool (requestHeaders).
 	toolLists    map[string]bool
 	paramHeaders map[string][]mcpjson.ParamHeader
+	// warned holds each tool (name and reason) dropped from a tools/list
+	// answer for its x-mcp-header annotations and warned of, shared by the
+	// upstream's connections (dropInvalidTools).
+	warned *sync.Map
 }
 
 // setModern switches the connection between the eras (modernLink).

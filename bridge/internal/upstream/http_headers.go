@@ -67,9 +67,27 @@ func (c *httpConn) requestHeaders(r *jsonrpc.Request) http.Header {
 	return h
 }
 
-// learnTools keeps the x-mcp-header annotations of a tools/list answer's
-// tools (requestHeaders), by tool name; a later page or list replaces a
-// tool's entry.
+// dropInvalidTools takes out of a 2026-07-28 tools/list answer the tools
+// whose x-mcp-header annotations break the spec's constraints, as a
+// Streamable HTTP client must (transports 2026-07-28, "Client Behavior";
+// spec §11.6): with one warning per tool and reason for the upstream, so
+// that its operator sees why a tool is missing.
+func (c *httpConn) dropInvalidTools(r *jsonrpc.Response) []mcpjson.InvalidTool {
+	res, dropped := mcpjson.DropInvalidTools(r.Result)
+	r.Result = res
+	for _, t := range dropped {
+		if _, seen := c.warned.LoadOrStore(t.Name+"\x00"+t.Err.Error(), true); !seen {
+			c.log.Warn("upstream tool left out of tools/list: its x-mcp-header annotations are invalid (MCP 2026-07-28 transports, Client Behavior)",
+				"tool", t.Name, "reason", t.Err.Error())
+		}
+	}
+	return dropped
+}
+
+// learnTools takes the invalid tools out of a tools/list answer
+// (dropInvalidTools) and keeps the x-mcp-header annotations of the others
+// (requestHeaders), by tool name; a later page or list replaces a tool's
+// entry.
 func (c *httpConn) learnTools(r *jsonrpc.Response) {
 	c.mu.Lock()
 	asked := c.toolLists[r.ID.Raw()]
@@ -77,6 +95,7 @@ func (c *httpConn) learnTools(r *jsonrpc.Response) {
 	if !asked || r.Result == nil {
 		return
 	}
+	dropped := c.dropInvalidTools(r)
 	var res struct {
 		Tools []struct {
 			Name string `json:"name"`
@@ -88,6 +107,9 @@ func (c *httpConn) learnTools(r *jsonrpc.Response) {
 	ps := mcpjson.ToolsParamHeaders(r.Result)
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	for _, t := range dropped {
+		delete(c.paramHeaders, t.Name) // valid in an earlier list, perhaps
+	}
 	for _, t := range res.Tools {
 		if p, ok := ps[t.Name]; ok {
 			c.paramHeaders[t.Name] = p

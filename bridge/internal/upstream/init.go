@@ -44,7 +44,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 		if !ok {
 			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "the upstream did not answer server/discover naming "+protocol.MCP20260728+" (-upstream-protocol "+UpstreamModern+")")
 		}
-		return initFromDiscover(disc, ip.ProtocolVersion)
+		return c.initFromDiscover(disc, ip.ProtocolVersion)
 	}
 	resp, err := c.call(ctx, protocol.MethodInitialize, up)
 	var je *jsonrpc.Error
@@ -52,7 +52,7 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 		// Refused: perhaps a 2026-07-28-only server (spec §10, "Eras").
 		if disc, ok := c.probe(ctx, ip.Capabilities, ip.ClientInfo); ok {
 			u.log.Info("upstream refused initialize but speaks 2026-07-28: translating for this 2025 session", "initialize error", je.Message)
-			return initFromDiscover(disc, ip.ProtocolVersion)
+			return c.initFromDiscover(disc, ip.ProtocolVersion)
 		}
 	}
 	if err != nil {
@@ -65,6 +65,17 @@ func (u *Upstream) initialize(ctx context.Context, s *flow.Session, params json.
 	n, _ := jsonrpc.NewRequest(jsonrpc.ID{}, protocol.MethodInitialized, nil)
 	_, err = c.send(ctx, n)
 	return &res, err
+}
+
+// initFromDiscover answers a 2025 client's initialize from a 2026-07-28
+// upstream's DiscoverResult and keeps its capabilities, which say what the
+// subscription held for the session asks for (listen.go).
+func (c *upConn) initFromDiscover(disc json.RawMessage, clientVersion string) (*flow.InitializeResult, error) {
+	res, err := initFromDiscover(disc, clientVersion)
+	if err == nil {
+		c.upCaps = res.Capabilities
+	}
+	return res, err
 }
 
 // statelessConn returns the connection of a 2026-07-28 session, opening it

@@ -6,8 +6,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -100,6 +104,105 @@ func TestHTTPUpstreamParamHeaders(t *testing.T) {
 		want, _ := json.Marshal(c.want)
 		if string(got) != string(want) {
 			t.Errorf("tools/call %v: Mcp-Param-* %s, want %s", c.args, got, want)
+		}
+	}
+}
+
+// warnRecords collects the tool and reason of each record whose message
+// starts with msg.
+type warnRecords struct {
+	msg string
+	mu  sync.Mutex
+	got []string
+}
+
+func (h *warnRecords) Enabled(context.Context, slog.Level) bool { return true }
+func (h *warnRecords) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *warnRecords) WithGroup(string) slog.Handler            { return h }
+func (h *warnRecords) Handle(_ context.Context, r slog.Record) error {
+	if !strings.HasPrefix(r.Message, h.msg) || r.Level != slog.LevelWarn {
+		return nil
+	}
+	var tool, reason string
+	r.Attrs(func(a slog.Attr) bool {
+		switch a.Key {
+		case "tool":
+			tool = a.Value.String()
+		case "reason":
+			reason = a.Value.String()
+		}
+		return true
+	})
+	h.mu.Lock()
+	h.got = append(h.got, tool+": "+reason)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestHTTPUpstreamDropsInvalidTools: a 2026-07-28 HTTP upstream whose
+// tools/list names a tool for each way an x-mcp-header annotation can be
+// invalid (mcpjson/testdata/invalid_x_mcp_header.json), beside a valid
+// one: the MCP-Flow client's tools/list has the valid tool only, as the
+// transports ask a Streamable HTTP client ("Client Behavior"; spec §11.6),
+// and the bridge warns once per dropped tool, naming it and the reason,
+// however often the list is asked for. The go-sdk v1.8 server refuses to
+// register such tools, so its tools/list answer is the test's own; the
+// rest (server/discover) is the go-sdk server's.
+func TestHTTPUpstreamDropsInvalidTools(t *testing.T) {
+	t.Parallel()
+	b, err := os.ReadFile("../../../mcpjson/testdata/invalid_x_mcp_header.json")
+	var bad map[string]json.RawMessage
+	if err == nil {
+		err = json.Unmarshal(b, &bad)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	tools := []string{`{"name":"fine","inputSchema":{"type":"object","properties":{"r":{"type":"string","x-mcp-header":"R"}}}}`}
+	for name, schema := range bad {
+		tools = append(tools, `{"name":`+strconv.Quote(name)+`,"inputSchema":`+string(schema)+`}`)
+	}
+	list := `{"tools":[` + strings.Join(tools, ",") + `],"resultType":"complete","ttlMs":0,"cacheScope":"private"}`
+	sdk := mcp.NewServer(&mcp.Implementation{Name: "invalid-tools", Version: "1"}, nil)
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return sdk }, &mcp.StreamableHTTPOptions{Stateless: true})
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Method") != "tools/list" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		var req struct{ ID json.RawMessage }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"jsonrpc":"2.0","id":%s,"result":%s}`, req.ID, list)
+	}))
+	t.Cleanup(hs.Close)
+	warns := &warnRecords{msg: "upstream tool left out of tools/list"}
+	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	upstream.NewHTTPUpstream(upstream.HTTPUpstreamConfig{Endpoint: hs.URL, Logger: slog.New(warns), Protocol: protocol.MCP20260728}).Configure(&scfg)
+	srv := flowtest.Serve(t, scfg)
+	ctx, s := dialEra(t, srv, protocol.MCP20260728)
+	for range 2 {
+		r, err := s.Call(ctx, "tools/list", map[string]any{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var res struct{ Tools []struct{ Name string } }
+		if err := json.Unmarshal(r.Result, &res); err != nil || len(res.Tools) != 1 || res.Tools[0].Name != "fine" {
+			t.Fatalf("tools/list: %s; want the tool fine only", r.Result)
+		}
+	}
+	warns.mu.Lock()
+	defer warns.mu.Unlock()
+	if len(warns.got) != len(bad) {
+		t.Fatalf("%d warnings, want one per invalid tool (%d): %q", len(warns.got), len(bad), warns.got)
+	}
+	for _, w := range warns.got {
+		name, reason, _ := strings.Cut(w, ": ")
+		if _, ok := bad[name]; !ok || !strings.Contains(reason, "x-mcp-header") {
+			t.Errorf("warning %q: not an invalid tool, or no reason", w)
 		}
 	}
 }

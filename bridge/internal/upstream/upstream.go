@@ -90,6 +90,17 @@ func (u *Upstream) Configure(cfg *flow.ServerConfig) {
 	cfg.OnInitialize = u.initialize
 	cfg.ServeStateless = true // 2026-07-28 clients too (spec §10, "Eras")
 	cfg.Handler = flow.HandlerFunc(u.handle)
+	onSession := cfg.OnSession
+	cfg.OnSession = func(s *flow.Session) {
+		// A 2025 session of a 2026-07-28 upstream hears its changes
+		// through a subscription the bridge holds for it (listen.go).
+		if c := u.conn(s); c != nil && !c.clientModern && c.upModern.Load() {
+			c.listenForLegacy()
+		}
+		if onSession != nil {
+			onSession(s)
+		}
+	}
 	cfg.Hooks.Notification = func(s *flow.Session, n *jsonrpc.Request) {
 		// The session's reading goroutine: queue it, never wait.
 		if c := u.conn(s); c != nil {
@@ -108,7 +119,8 @@ func (u *Upstream) Wait(ctx context.Context) error {
 // handle forwards one request of the MCP-Flow client upstream.
 func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 	c := u.conn(req.Session)
-	if stateless := mcpjson.MetaValue(req.Params, protocol.MetaProtocolVersion) != nil || req.Method == protocol.MethodDiscover; c == nil && stateless || c != nil && c.clientModern {
+	// A session's first request says its era (its _meta read only then).
+	if c == nil && (req.Method == protocol.MethodDiscover || mcpjson.MetaValue(req.Params, protocol.MetaProtocolVersion) != nil) || c != nil && c.clientModern {
 		var err error
 		if c, err = u.statelessConn(ctx, req); err != nil {
 			return nil, err
@@ -122,6 +134,11 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 		// it, honouring what the upstream's initialize announced, and
 		// passes on its list changes (conn.go, spec §11.7).
 		return req.ServeListen(ctx, initCapabilities(c.initRes))
+	}
+	if (req.Method == methodSubscribe || req.Method == methodUnsubscribe) && !c.clientModern && c.upModern.Load() {
+		// 2026-07-28 has no resources/subscribe: the bridge's
+		// subscription upstream names the session's resources (listen.go).
+		return c.subscribeLegacy(ctx, req)
 	}
 	params, answer, err := c.translate(req)
 	if err != nil || answer != nil {

@@ -28,13 +28,20 @@ import (
 // MCP-Flow.
 func upstreamServer(t *testing.T) *flow.Server {
 	t.Helper()
+	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	upstream.NewStdioUpstream(upstream.StdioUpstreamConfig{Command: []string{buildFixture(t)}, Logger: flowtest.Quiet}).Configure(&cfg)
+	return flowtest.Serve(t, cfg)
+}
+
+// buildFixture builds the go-sdk fixture's command (sdk-fixture, a stdio
+// MCP server) and returns its path.
+func buildFixture(t *testing.T) string {
+	t.Helper()
 	fixture := filepath.Join(t.TempDir(), "sdk-fixture")
 	if b, err := exec.Command("go", "build", "-o", fixture, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture").CombinedOutput(); err != nil {
 		t.Fatalf("go build: %v\n%s", err, b)
 	}
-	cfg := flow.ServerConfig{Logger: flowtest.Quiet}
-	upstream.NewStdioUpstream(upstream.StdioUpstreamConfig{Command: []string{fixture}, Logger: flowtest.Quiet}).Configure(&cfg)
-	return flowtest.Serve(t, cfg)
+	return fixture
 }
 
 // TestUpstreamOverMCPFlow: an MCP-Flow client uses a stdio go-sdk server;

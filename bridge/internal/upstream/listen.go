@@ -1,0 +1,152 @@
+package upstream
+
+import (
+	"context"
+	"encoding/json"
+	"maps"
+	"slices"
+	"sync"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+	"github.com/mcp-flow/mcp-flow/protocol"
+)
+
+// A 2025 session of a 2026-07-28 upstream (spec §11.7, "The upstreams"):
+// such an upstream sends no change unasked (no GET stream) and has no
+// resources/subscribe, so the bridge holds a subscriptions/listen upstream
+// in the session's name, for every list change the upstream announces and
+// the resources the session subscribed to, and turns its events into the
+// 2025 notifications the session expects.
+
+// legacyListen is one subscription the bridge holds upstream for a 2025
+// session: id is its upstream request id; acked is closed by its
+// acknowledgement, done when the request has ended.
+type legacyListen struct {
+	id      jsonrpc.ID
+	cancel  context.CancelFunc
+	acked   chan struct{}
+	ackOnce sync.Once
+	done    chan struct{}
+}
+
+// upFilter is the subscription filter for every list change the
+// capabilities caps (a DiscoverResult's) announce and, when they announce
+// resources.subscribe, uris; subscribe reports that they do.
+func upFilter(caps json.RawMessage, uris []string) (want flow.Subscriptions, subscribe bool) {
+	var c struct {
+		Tools     *struct{ ListChanged bool }            `json:"tools"`
+		Prompts   *struct{ ListChanged bool }            `json:"prompts"`
+		Resources *struct{ ListChanged, Subscribe bool } `json:"resources"`
+	}
+	_ = json.Unmarshal(caps, &c) // none that read: nothing to ask for
+	want = flow.Subscriptions{
+		ToolsListChanged:     c.Tools != nil && c.Tools.ListChanged,
+		PromptsListChanged:   c.Prompts != nil && c.Prompts.ListChanged,
+		ResourcesListChanged: c.Resources != nil && c.Resources.ListChanged,
+	}
+	subscribe = c.Resources != nil && c.Resources.Subscribe
+	if subscribe {
+		want.ResourceSubscriptions = uris
+	}
+	return want, subscribe
+}
+
+// listenForLegacy opens the 2025 session's subscription upstream, once the
+// session is READY (ServerConfig.OnSession: no notification before the
+// initialize result).
+func (c *upConn) listenForLegacy() { c.relisten() }
+
+// relisten (re)opens the 2025 session's subscription upstream for what
+// upFilter asks with the URIs the session subscribed to, ending the one
+// before (a listen's filter is fixed), and returns it (nil when there is
+// nothing to ask for). It lasts as long as the session or until the next
+// relisten; one the upstream ends is logged (WARN) and not opened again.
+func (c *upConn) relisten() *legacyListen {
+	c.relistenMu.Lock()
+	defer c.relistenMu.Unlock()
+	c.mu.Lock()
+	uris := slices.Sorted(maps.Keys(c.legacyURIs))
+	old := c.legacy
+	c.legacy = nil
+	c.mu.Unlock()
+	if old != nil {
+		old.cancel()
+	}
+	want, _ := upFilter(c.upCaps, uris)
+	if want.Empty() {
+		return nil
+	}
+	p, _ := json.Marshal(map[string]any{"notifications": want})
+	params, err := editMeta(p, modernMeta(c.clientCaps, c.clientInfo)...)
+	if err != nil {
+		return nil // our own params: cannot happen
+	}
+	ctx, cancel := context.WithCancel(c.s.Context())
+	l := &legacyListen{id: jsonrpc.Int64ID(c.nextID.Add(1)), cancel: cancel, acked: make(chan struct{}), done: make(chan struct{})}
+	c.mu.Lock()
+	c.legacy = l
+	c.mu.Unlock()
+	go func() {
+		defer close(l.done)
+		_, err := c.callAs(ctx, l.id, protocol.MethodListen, params)
+		if ctx.Err() == nil {
+			c.u.log.Warn("the upstream ended the subscription the bridge holds for a 2025 session: its changes no longer reach it", "err", err)
+		}
+		cancel()
+		c.mu.Lock()
+		if c.legacy == l {
+			c.legacy = nil
+		}
+		c.mu.Unlock()
+	}()
+	return l
+}
+
+// subscribeLegacy serves a 2025 session's resources/subscribe or
+// resources/unsubscribe toward a 2026-07-28 upstream (spec §11.7): the
+// session's URIs change and its subscription upstream is opened again
+// with them; each is answered {} once the upstream has acknowledged the
+// new subscription, so that an update after the answer reaches the
+// session.
+// An upstream that does not announce resources.subscribe gets -32601, as
+// the flow server answers.
+func (c *upConn) subscribeLegacy(ctx context.Context, req *flow.Request) (any, error) {
+	if _, ok := upFilter(c.upCaps, nil); !ok {
+		return nil, jsonrpc.NewError(jsonrpc.CodeMethodNotFound, req.Method+": the upstream does not announce resources.subscribe")
+	}
+	var p struct {
+		URI string `json:"uri"`
+	}
+	if json.Unmarshal(req.Params, &p) != nil || p.URI == "" {
+		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidParams, req.Method+" needs params {uri}")
+	}
+	c.mu.Lock()
+	if req.Method == methodUnsubscribe {
+		delete(c.legacyURIs, p.URI)
+	} else {
+		if c.legacyURIs == nil {
+			c.legacyURIs = map[string]struct{}{}
+		}
+		c.legacyURIs[p.URI] = struct{}{}
+	}
+	c.mu.Unlock()
+	l := c.relisten()
+	if l == nil {
+		return struct{}{}, nil
+	}
+	select {
+	case <-l.acked:
+		return struct{}{}, nil
+	case <-l.done:
+		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, req.Method+": the upstream did not acknowledge the subscription (subscriptions/listen) the bridge holds for it")
+	case <-ctx.Done():
+		return nil, context.Cause(ctx)
+	}
+}
+
+// The 2025 resource subscription methods.
+const (
+	methodSubscribe   = "resources/subscribe"
+	methodUnsubscribe = "resources/unsubscribe"
+)
