@@ -154,14 +154,14 @@ oidc:
 # fleet key (the idle timeout's baseline); clients' address changes routed
 # by connection ID; ten 64 MiB generate streams across a NAT rebinding and
 # ten across an active migration through the balancer; then the time a
-# client of a killed server takes to notice, and the stdio front's to
-# answer again, with a shared fleet key and without (docs/deploy.md,
-# "Fleet"). Installs nginx, libnginx-mod-stream and libnginx-mod-stream-js
+# client of a killed server (a flow client, a page in headless Chromium)
+# takes to notice, and the stdio front's to answer again, with a shared
+# fleet key and without (docs/deploy.md, "Fleet"). Installs nginx, libnginx-mod-stream and libnginx-mod-stream-js
 # with apt-get when missing.
 LB_CALLERS ?= 50
 lb:
 	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^(TestRollingRestart|TestHardKillWithoutFleetKey)$$' ./internal/lbtest/
-	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=10m -run '^(TestRouteByConnectionID|TestMigrateThroughBalancer)$$' ./internal/lbtest/
+	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=10m -run '^(TestRouteByConnectionID|TestMigrateThroughBalancer|TestBrowserTimeToNotice)$$' ./internal/lbtest/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestTimeToNotice$$' ./cmd/mcp-flow-server/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestStdioFrontTimeToReconnect$$' ./cmd/mcp-flow/
 

@@ -7,6 +7,8 @@
 // (TestRollingRestart; TestHardKillWithoutFleetKey the same kill without
 // the key); clients' address changes routed to their server
 // (TestRouteByConnectionID); and 64 MiB streams across a NAT rebinding and
-// an active migration through the balancer (TestMigrateThroughBalancer).
+// an active migration through the balancer (TestMigrateThroughBalancer);
+// and a browser page's time to notice its server was killed
+// (TestBrowserTimeToNotice, headless Chromium).
 // The package holds tests only; `make lb` runs them (MCP_FLOW_LB=1).
 package lbtest
