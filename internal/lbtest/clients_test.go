@@ -48,7 +48,7 @@ func (c *flowClient) session(ctx context.Context) (*flow.Session, error) {
 	if c.s != nil && c.ends != nil {
 		select {
 		case <-c.s.Done():
-			fmt.Fprintf(c.ends, "%v\n", c.s.Err())
+			fmt.Fprintf(c.ends, "%v (liveness pings %d)\n", c.s.Err(), c.s.Probes())
 		default: // draining: it ends later, cleanly
 		}
 	}

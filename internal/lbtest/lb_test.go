@@ -255,9 +255,17 @@ func runFleet(t *testing.T, run fleetRun) {
 		t.Logf("  %-10s %s", kind, kt[kind])
 	}
 	reset, idle := ends.count(endLogs)
+	t.Logf("the flow clients' sessions that ended since the kill:\n%s", flowEnds.String()[ends[flowEnds]:])
 	t.Logf("sessions of the killed server ended (flow clients' errors, the fronts' logs): by a stateless reset %d, by the idle timeout %d (fleet key: %v)", reset, idle, run.fleetKey)
-	if run.fleetKey && (reset == 0 || idle > 0) {
-		t.Errorf("with a shared fleet key the killed server's sessions must end by its replacement's stateless reset: %d did, %d by the idle timeout", reset, idle)
+	// With the key, sessions end by the replacement's reset; some may
+	// still end by the idle timeout: nginx keeps at times a UDP flow whose
+	// upstream answered ICMP port unreachable (the kill's window before
+	// the replacement binds) and drops the client's datagrams on it, its
+	// liveness ping included ("recv() failed (111: Connection refused)"
+	// and no new flow for that client in nginx's log; docs/deploy.md,
+	// "Fleet"). A reset is possible only with the key: one at least.
+	if run.fleetKey && reset == 0 {
+		t.Errorf("with a shared fleet key no session of the killed server ended by its replacement's stateless reset (%d by the idle timeout)", idle)
 	}
 	if !run.fleetKey && (idle == 0 || reset > 0) {
 		t.Errorf("without a fleet key the killed server's sessions cannot be reset (another key): %d ended by the idle timeout, %d by a stateless reset", idle, reset)
