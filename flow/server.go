@@ -138,11 +138,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// Listen binds the UDP socket. After it returns, Addr and URL are known.
+// Listen binds the UDP socket (or takes ServerConfig.PacketConn). After it
+// returns, Addr and URL are known.
 func (s *Server) Listen() error {
-	pc, err := net.ListenPacket("udp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("flow: listen on %s: %w", s.cfg.Addr, err)
+	pc := s.cfg.PacketConn
+	if pc == nil {
+		var err error
+		if pc, err = net.ListenPacket("udp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("flow: listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	s.mu.Lock()
 	s.pc = pc
