@@ -25,10 +25,11 @@ type cidRig struct {
 	bins    map[string]string
 	sa      serverArgs
 	sids    []string
-	servers []*server // servers[i] has -server-id sids[i]
-	metrics []string  // servers[i]'s -metrics address (kept by its replacements)
-	keyFile string    // "" without a fleet key
-	hash    string    // the certificate's SHA-256, every server's
+	servers []*server  // servers[i] has -server-id sids[i]
+	metrics []string   // servers[i]'s -metrics address (kept by its replacements)
+	udp     []*os.File // servers[i]'s UDP socket, held by the test (rigOptions.holdUDP), or nil
+	keyFile string     // "" without a fleet key
+	hash    string     // the certificate's SHA-256, every server's
 	lbAddr  string
 	lbPort  int
 	ngx     *proc
@@ -44,6 +45,11 @@ type rigOptions struct {
 	// address and port only), to see a check fail without routing by
 	// connection ID (MCP_FLOW_LB_HASH_ONLY=1).
 	hashOnly bool
+	// holdUDP: the test holds each server's UDP socket and hands it to the
+	// server and its replacements (-udp-fd, heldUDP), so that the address
+	// never closes across a restart or a kill (MCP_FLOW_LB_NO_HOLD=1 binds
+	// as before, to compare).
+	holdUDP bool
 }
 
 // startCIDRig builds the commands (the server and pkgs), starts the three
@@ -52,6 +58,9 @@ func startCIDRig(t *testing.T, o rigOptions, pkgs ...string) *cidRig {
 	t.Helper()
 	if os.Getenv("MCP_FLOW_LB_HASH_ONLY") == "1" {
 		o.hashOnly = true
+	}
+	if os.Getenv("MCP_FLOW_LB_NO_HOLD") == "1" {
+		o.holdUDP = false
 	}
 	nginxBin := browsertest.Debian(t, "nginx", "nginx")
 	module := browsertest.DebianFile(t, streamModule, "libnginx-mod-stream")
@@ -81,7 +90,13 @@ func startCIDRig(t *testing.T, o rigOptions, pkgs ...string) *cidRig {
 	var all []string
 	for i := range r.sids {
 		r.metrics = append(r.metrics, fmt.Sprintf("127.0.0.1:%d", freePort(t)))
-		r.servers = append(r.servers, startServer(t, r.sa, "127.0.0.1:0", r.serverFlags(i)...))
+		addr := "127.0.0.1:0"
+		var udp *os.File
+		if o.holdUDP {
+			udp, addr = heldUDP(t)
+		}
+		r.udp = append(r.udp, udp)
+		r.servers = append(r.servers, startServerOn(t, r.sa, addr, udp, r.serverFlags(i)...))
 		backends[r.sids[i]] = r.servers[i].addr
 		all = append(all, r.servers[i].addr)
 	}
@@ -99,7 +114,7 @@ func startCIDRig(t *testing.T, o rigOptions, pkgs ...string) *cidRig {
 		conf = strings.Replace(conf, "        proxy_pass mcp_flow_udp;\n", "        js_preread quic_lb.preread;\n        proxy_pass $quic_lb_upstream;\n", 1)
 	}
 	r.ngx = startNginx(t, nginxBin, r.ngxDir, conf)
-	t.Logf("servers %v behind nginx at %s (UDP and TCP), routing QUIC by server ID: %v, fleet key: %v", backends, r.lbAddr, !o.hashOnly, o.fleetKey)
+	t.Logf("servers %v behind nginx at %s (UDP and TCP), routing QUIC by server ID: %v, fleet key: %v, UDP sockets held across restarts: %v", backends, r.lbAddr, !o.hashOnly, o.fleetKey, o.holdUDP)
 	return r
 }
 
@@ -116,7 +131,7 @@ func (r *cidRig) serverFlags(i int) []string {
 // exited: a drain or a kill).
 func (r *cidRig) replace(t *testing.T, i int) {
 	t.Helper()
-	r.servers[i] = startServer(t, r.sa, r.servers[i].addr, r.serverFlags(i)...)
+	r.servers[i] = startServerOn(t, r.sa, r.servers[i].addr, r.udp[i], r.serverFlags(i)...)
 }
 
 // sidOf is the server ID of the server at addr.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
 )
 
 // Callers: each makes calls one after the other, each call the tally tool
@@ -78,15 +80,20 @@ type tracker struct {
 	// the tally says whether it ran. It is not retried (a retry of one that
 	// ran would run it twice).
 	killWindow bool
-	doubt      map[string]string    // key → kind, of the calls in doubt
-	firstErr   map[string]time.Time // caller → its first failed attempt in the window
-	againAt    map[string]time.Time // caller → its first answer after that
+	// killed is set at the kill's start and stays set: a session of the
+	// killed server can end long after the window closed (peerGone).
+	killed   bool
+	doubt    map[string]string    // key → kind, of the calls in doubt
+	firstErr map[string]time.Time // caller → its first failed attempt in the window
+	againAt  map[string]time.Time // caller → its first answer after that
 }
 
 // beginKill opens the hard kill's window and marks (markNow).
 func (tr *tracker) beginKill() map[string]int {
 	mark := tr.markNow()
-	tr.update(func() { tr.killWindow, tr.firstErr, tr.againAt = true, map[string]time.Time{}, map[string]time.Time{} })
+	tr.update(func() {
+		tr.killWindow, tr.killed, tr.firstErr, tr.againAt = true, true, map[string]time.Time{}, map[string]time.Time{}
+	})
 	return mark
 }
 
@@ -289,7 +296,7 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 			}
 			tr.update(func() {
 				k := tr.kind(kind)
-				if tr.killWindow && v == mayHaveRun && !errors.Is(err, context.DeadlineExceeded) {
+				if (tr.killWindow || tr.killed && peerGone(err)) && v == mayHaveRun && !errors.Is(err, context.DeadlineExceeded) {
 					k.inDoubt++
 					k.doubtWhy[why]++
 					tr.doubt[key] = kind
@@ -303,6 +310,24 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 		}
 	}
 }
+
+// peerGoneText is how a session that ended without a word from its server
+// (a stateless reset or the idle timeout: flow.CloseConnectionLost) reads
+// in an error, the fronts' JSON-RPC errors included.
+var peerGoneText = fmt.Sprintf("%s (code %d", flow.CloseText(flow.CloseConnectionLost), flow.CloseConnectionLost)
+
+// peerGone reports whether err says that its session ended without a word
+// from the server. After the hard kill that is a session of the killed
+// server, whenever it ends: a client that does not hear the replacement's
+// stateless reset (nginx's UDP proxy drops it at times: docs/deploy.md,
+// "Fleet") learns only at its idle timeout, 8 s after the kill, and the
+// calls it sent on the session in the meantime, after the kill's window
+// may have closed (every caller answered again, on another session of the
+// HTTP front's, or between the mark and the SIGKILL), fail with it. They
+// are in doubt as those in flight at the kill: the error says that the
+// server was lost with them. No session ends so in the rolling restart
+// (every session drains), where such a failure is lost.
+func peerGone(err error) bool { return strings.Contains(err.Error(), peerGoneText) }
 
 func appendFew(s []string, e string) []string {
 	if len(s) < 10 {
