@@ -134,6 +134,10 @@ func (r *cidRig) replace(t *testing.T, i int) {
 	r.servers[i] = startServerOn(t, r.sa, r.servers[i].addr, r.udp[i], r.serverFlags(i)...)
 }
 
+// heldUDP reports whether the test holds the servers' UDP sockets across
+// their restarts (rigOptions.holdUDP).
+func (r *cidRig) heldUDP() bool { return r.udp[0] != nil }
+
 // sidOf is the server ID of the server at addr.
 func (r *cidRig) sidOf(addr string) string {
 	for i, s := range r.servers {
