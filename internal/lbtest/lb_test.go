@@ -76,11 +76,15 @@ var notReconnecting = map[string]string{
 // twice. The exception is the hard kill: a call in flight on the killed
 // server fails with an error that says it may have run (the server is
 // lost); it is counted in doubt, not retried, and the tally says whether it
-// ran. MCP_FLOW_LB_CALLERS sets the callers per kind (default 50, split
-// between the eras). Duplicates fail the test for every kind. With the
-// fleet key, the sessions of the killed server end by a stateless reset
-// from its replacement (about one round trip after it is up), never by the
-// idle timeout: TestHardKillWithoutFleetKey is the same kill without.
+// ran. So is a call that fails after the kill because its session ended
+// without a word from its server (peerGone). MCP_FLOW_LB_CALLERS sets the
+// callers per kind (default 50, split between the eras). Duplicates fail
+// the test for every kind. The test holds each server's UDP socket and
+// hands it to the server and its replacements (-udp-fd, heldUDP), so the
+// address never closes; with the fleet key, the sessions of the killed
+// server end by a stateless reset from its replacement (about one round
+// trip after it is up), never by the idle timeout:
+// TestHardKillWithoutFleetKey is the same kill without.
 func TestRollingRestart(t *testing.T) {
 	runFleet(t, fleetRun{fleetKey: true, rolling: true})
 }
