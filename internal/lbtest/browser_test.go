@@ -56,16 +56,8 @@ func TestBrowserTimeToNotice(t *testing.T) {
 	if os.Getenv("MCP_FLOW_LB") != "1" {
 		t.Skip("a measurement of make lb (MCP_FLOW_LB=1): it drives headless Chromium")
 	}
-	chromium := browsertest.Chromium(t)
-	jsDir, err := filepath.Abs("../../js")
-	if err != nil {
-		t.Fatal(err)
-	}
-	browsertest.NPM(t, jsDir, "node_modules/playwright-core/package.json")
-	page, err := os.ReadFile("testdata/notice.html")
-	if err != nil {
-		t.Fatal(err)
-	}
+	kit := newPageKit(t, "notice.html")
+	page := kit.page
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -86,7 +78,7 @@ func TestBrowserTimeToNotice(t *testing.T) {
 		rig := startCIDRig(t, rigOptions{fleetKey: c.fleetKey})
 		pageURL := fmt.Sprintf("http://%s/?url=%s&hash=%s", ln.Addr(), url.QueryEscape("https://"+rig.lbAddr+flow.DefaultPath), rig.hash)
 		for i := range rounds {
-			r := noticeRound(t, jsDir, chromium, pageURL, func() {
+			r := noticeRound(t, kit, pageURL, func() {
 				// The page's session is the only one open: the
 				// busiest server holds it.
 				victim, n := rig.busiest(t)
@@ -119,14 +111,9 @@ func TestBrowserTimeToNotice(t *testing.T) {
 // noticeRound runs the driver on pageURL; once the page holds its session
 // it calls takeover, then lets the page send its ping, and returns what
 // the page found.
-func noticeRound(t *testing.T, jsDir, chromium, pageURL string, takeover func()) noticeResult {
+func noticeRound(t *testing.T, kit pageKit, pageURL string, takeover func()) noticeResult {
 	t.Helper()
-	script, err := filepath.Abs("testdata/notice.cjs")
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd := exec.Command("node", script, pageURL, fmt.Sprint(noticeBound.Milliseconds()))
-	cmd.Env = append(os.Environ(), "CHROMIUM="+chromium, "NODE_PATH="+filepath.Join(jsDir, "node_modules"))
+	cmd := kit.driver(t, "notice.cjs", pageURL, fmt.Sprint(noticeBound.Milliseconds()))
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -177,4 +164,40 @@ func noticeRound(t *testing.T, jsDir, chromium, pageURL string, takeover func())
 		t.Fatalf("the driver has not exited %v after its result", exitBound)
 	}
 	return r
+}
+
+// pageKit is what a page driven in headless Chromium needs: Chromium,
+// js/ (whose node_modules has playwright-core) and the page (testdata/).
+type pageKit struct {
+	chromium, jsDir string
+	page            []byte
+}
+
+// newPageKit installs or finds Chromium and playwright-core, and reads
+// testdata/name.
+func newPageKit(t *testing.T, name string) pageKit {
+	t.Helper()
+	k := pageKit{chromium: browsertest.Chromium(t)}
+	var err error
+	if k.jsDir, err = filepath.Abs("../../js"); err != nil {
+		t.Fatal(err)
+	}
+	browsertest.NPM(t, k.jsDir, "node_modules/playwright-core/package.json")
+	if k.page, err = os.ReadFile(filepath.Join("testdata", name)); err != nil {
+		t.Fatal(err)
+	}
+	return k
+}
+
+// driver is `node testdata/script args…`, with the kit's Chromium and
+// playwright-core.
+func (k pageKit) driver(t *testing.T, script string, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := filepath.Abs(filepath.Join("testdata", script))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("node", append([]string{path}, args...)...)
+	cmd.Env = append(os.Environ(), "CHROMIUM="+k.chromium, "NODE_PATH="+filepath.Join(k.jsDir, "node_modules"))
+	return cmd
 }
