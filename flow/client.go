@@ -125,6 +125,7 @@ func Dial(ctx context.Context, url string, cfg ClientConfig) (*Session, error) {
 	}
 	s.markOpen()
 	go s.readLoop()
+	s.watchWaiting()
 	if cfg.Mover != nil {
 		cfg.Mover.add(s)
 	}

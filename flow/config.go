@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -384,6 +385,16 @@ type ServerConfig struct {
 	// that name their server"). All servers of a fleet must issue IDs of
 	// one length. Nil: quic-go's random 4-octet IDs.
 	ConnectionIDs quic.ConnectionIDGenerator
+	// PacketConn, if set, is the UDP socket to serve on instead of binding
+	// Addr: one that outlives the process, held by its supervisor
+	// (systemd's socket activation, mcp-flow-server -udp-fd) and handed to
+	// each process in turn, so that the address never closes across a
+	// restart or a crash. Datagrams that come between two processes wait
+	// in the socket for the next one (which resets their connections, with
+	// a FleetKey) instead of drawing ICMP port unreachable, on which nginx
+	// stops relaying the flow's answers (docs/deploy.md, "Fleet"). Close
+	// closes it (the supervisor's copy stays open).
+	PacketConn net.PacketConn
 	// faults break rules on purpose, for testing conformance runners only;
 	// set by internal/faults.Set, never by a command.
 	faults faults.Faults

@@ -2,17 +2,14 @@ package flow_test
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
-	"io"
 	"net"
 	"os"
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 )
 
@@ -24,72 +21,6 @@ func migrationPlan() (runs int, size int64) {
 		return 10, 64 << 20
 	}
 	return 1, 8 << 20
-}
-
-// migrationWindow is the client's stream receive window in the migration
-// tests: the server can be at most this far ahead of what the test read, so
-// that a move made after a quarter of the stream was read has most of the
-// stream still to carry.
-const migrationWindow = 1 << 20
-
-// transferAcross calls generate for size bytes through a relay in front of
-// srv, reads a quarter of the stream, calls move, and reads the rest: the
-// stream must arrive byte-exact (SHA-256), and the address the server sees
-// the client at after the move (the relay's mapping that moved, or the new
-// one) must have received at least half of it: the server followed the
-// move in the middle of the transfer. It returns how long move took and
-// the whole transfer.
-func transferAcross(t *testing.T, srv *flow.Server, size int64, move func(*flow.Session, *lossrelay.Relay)) (moved, took time.Duration) {
-	t.Helper()
-	r, err := lossrelay.New(lossrelay.Config{Target: srv.Addr().(*net.UDPAddr)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
-	// Hang guard: an 8 MiB transfer with its move takes 0.2 s here, 0.6 s
-	// under -race; 64 MiB 1.5 s.
-	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
-	defer cancel()
-	cfg := flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), Limits: flow.Limits{StreamReceiveWindow: migrationWindow}}
-	s, err := flow.Dial(ctx, "https://"+r.Addr().String()+flow.DefaultPath, cfg)
-	if err != nil {
-		t.Fatalf("Dial through the relay: %v", err)
-	}
-	defer s.Close()
-	start := time.Now()
-	res := callTool(t, s, "generate", map[string]any{"bytes": size})
-	sr, err := res.Stream(ctx, res.Refs[0].StreamTag)
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := sha256.New()
-	if _, err := io.CopyN(h, sr, size/4); err != nil {
-		t.Fatalf("the stream's first quarter: %v", err)
-	}
-	t0 := time.Now()
-	move(s, r)
-	moved = time.Since(t0)
-	got, err := io.Copy(h, sr)
-	took = time.Since(start)
-	if err != nil || size/4+got != size {
-		t.Fatalf("%d of %d bytes, the move after %d: %v", size/4+got, size, size/4, err)
-	}
-	if hex.EncodeToString(h.Sum(nil)) != demotools.GenerateSHA256(size) {
-		t.Fatal("SHA-256 of the stream differs from the generator's")
-	}
-	newest := lossrelay.Mapping{}
-	for _, m := range r.Mappings() {
-		if m.Client.Port == s.LocalAddr().(*net.UDPAddr).Port {
-			newest = m
-		}
-	}
-	if int64(newest.Received) < size/2 {
-		t.Fatalf("the server sent %d bytes to the client's address after the move (%+v), less than half the stream (%d): it did not follow the move mid-transfer", newest.Received, newest, size)
-	}
-	if err := s.Ping(ctx); err != nil {
-		t.Fatalf("ping after the transfer: %v", err)
-	}
-	return moved, took
 }
 
 // TestNATRebinding: a NAT rebinding in the middle of a transfer (the relay
@@ -115,7 +46,10 @@ func runTransfers(t *testing.T, what string, move func(*flow.Session, *lossrelay
 	runs, size := migrationPlan()
 	srv := startServer(t, nil)
 	for i := range runs {
-		moved, took := transferAcross(t, srv, size, move)
+		// Hang guard: an 8 MiB transfer with its move takes 0.2 s here,
+		// 0.6 s under -race; 64 MiB 1.5 s.
+		cfg := flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t)}
+		moved, took := flowtest.TransferAcross(t, srv.Addr().(*net.UDPAddr), cfg, size, 60*time.Second, move)
 		t.Logf("run %d: %d MiB across %s in %v (%.0f MiB/s); the move took %v",
 			i+1, size>>20, what, took.Round(time.Millisecond), float64(size)/(1<<20)/took.Seconds(), moved.Round(time.Microsecond))
 	}

@@ -141,11 +141,15 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	return s, nil
 }
 
-// Listen binds the UDP socket. After it returns, Addr and URL are known.
+// Listen binds the UDP socket (or takes ServerConfig.PacketConn). After it
+// returns, Addr and URL are known.
 func (s *Server) Listen() error {
-	pc, err := net.ListenPacket("udp", s.cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("flow: listen on %s: %w", s.cfg.Addr, err)
+	pc := s.cfg.PacketConn
+	if pc == nil {
+		var err error
+		if pc, err = net.ListenPacket("udp", s.cfg.Addr); err != nil {
+			return fmt.Errorf("flow: listen on %s: %w", s.cfg.Addr, err)
+		}
 	}
 	s.mu.Lock()
 	s.pc = pc
@@ -482,28 +486,37 @@ func (s *Session) keepTimer(t *time.Timer) {
 }
 
 // watchIdle shuts down a session idle for IdleTimeout (spec §8), checking
-// every quarter of it from a timer that re-arms itself, not a goroutine:
-// an idle session keeps no goroutine (nor its stack) for it.
+// every quarter of it (every).
 func (s *Session) watchIdle() {
-	period := max(s.lim.IdleTimeout/4, 10*time.Millisecond)
-	var t atomic.Pointer[time.Timer]
-	check := func() {
-		select {
-		case <-s.done:
-			return
-		default:
-		}
+	s.every(max(s.lim.IdleTimeout/4, 10*time.Millisecond), func() bool {
 		s.mu.Lock()
 		busy := s.inflightLocked() > 0 || s.dr.refusing()
 		s.mu.Unlock()
 		if !busy && time.Since(time.Unix(0, s.touched.Load())) >= s.lim.IdleTimeout {
 			s.log.Debug("session idle; shutting it down", "idle", s.lim.IdleTimeout)
 			s.startShutdown("idle timeout")
-			return
+			return false
 		}
-		t.Load().Reset(period) // after a Stop at the session's end: one more check, which returns
+		return true
+	})
+}
+
+// every calls check every period until the session ends or check returns
+// false, from a timer that re-arms itself, not a goroutine: an idle session
+// keeps no goroutine (nor its stack) for it.
+func (s *Session) every(period time.Duration, check func() bool) {
+	var t atomic.Pointer[time.Timer]
+	tick := func() {
+		select {
+		case <-s.done:
+			return
+		default:
+		}
+		if check() {
+			t.Load().Reset(period) // after a Stop at the session's end: one more tick, which returns
+		}
 	}
-	tm := time.AfterFunc(time.Duration(math.MaxInt64), check) // armed once t holds it
+	tm := time.AfterFunc(time.Duration(math.MaxInt64), tick) // armed once t holds it
 	t.Store(tm)
 	tm.Reset(period)
 	s.keepTimer(tm)

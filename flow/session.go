@@ -62,6 +62,7 @@ type Session struct {
 	nextID  atomic.Uint32
 	state   atomic.Int32
 	touched atomic.Int64 // unix nanos of the last control frame
+	probes  atomic.Int64 // liveness pings sent while waiting (watchWaiting)
 	// refusedInit is set once we answered initialize with an error.
 	refusedInit atomic.Bool
 	// hello is set once $/hello settled the transport (spec §11.3);

@@ -66,15 +66,20 @@ func TestFleetKeyResets(t *testing.T) {
 		name           string
 		flagsA, flagsB []string
 		reset          bool // a stateless reset ends the session, else the idle timeout
+		waiting        bool // the client only waits on an answer: its liveness ping reaches B
 	}{
-		{"shared key", []string{"-fleet-key-file", keyFile}, []string{"-fleet-key-file", keyFile}, true},
-		{"other key", []string{"-fleet-key-file", keyFile}, []string{"-fleet-key-file", otherKey}, false},
-		{"no key", nil, nil, false},
+		{"shared key", []string{"-fleet-key-file", keyFile}, []string{"-fleet-key-file", keyFile}, true, false},
+		{"shared key, waiting", []string{"-fleet-key-file", keyFile}, []string{"-fleet-key-file", keyFile}, true, true},
+		{"other key", []string{"-fleet-key-file", keyFile}, []string{"-fleet-key-file", otherKey}, false, false},
+		{"no key", nil, nil, false, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			took, err, logs := takeover(t, bin, c.flagsA, c.flagsB, fleetIdle)
-			t.Logf("%s: the client noticed %v after its request to B: %v", c.name, took.Round(time.Millisecond), err)
+			took, err, logs, probes := takeover(t, bin, c.flagsA, c.flagsB, fleetIdle, c.waiting)
+			t.Logf("%s: the client noticed %v after B took the address (%d liveness pings): %v", c.name, took.Round(time.Millisecond), probes, err)
+			if c.waiting && probes == 0 {
+				t.Errorf("%s: the waiting client sent no liveness ping", c.name)
+			}
 			want := idleText
 			if c.reset {
 				want = resetText
@@ -92,9 +97,12 @@ func TestFleetKeyResets(t *testing.T) {
 // takeover runs the scenario of TestFleetKeyResets: a flow client of idle
 // timeout idle (0: the default) holds a session with server A (flags
 // flagsA), A is killed, B (flagsB) takes A's address and certificate, and
-// the client sends a ping. It returns the time from the ping to the
-// session's end, the session's error, and A's and B's logs.
-func takeover(t *testing.T, bin string, flagsA, flagsB []string, idle time.Duration) (took time.Duration, err error, logs []string) {
+// the client sends a ping; or, waiting, it has a call of `slow` in flight
+// (A had reported its progress) and sends nothing of its own: only its
+// liveness ping (flow's watchWaiting) can reach B with more than an ACK.
+// It returns the time from B's start to the session's end, the session's
+// error, A's and B's logs, and the liveness pings the session sent.
+func takeover(t *testing.T, bin string, flagsA, flagsB []string, idle time.Duration, waiting bool) (took time.Duration, err error, logs []string, probes int64) {
 	t.Helper()
 	certDir := t.TempDir()
 	urlA, hash, stderrA, a := runServer(t, bin, append([]string{"-cert-dir", certDir}, flagsA...)...)
@@ -108,12 +116,29 @@ func takeover(t *testing.T, bin string, flagsA, flagsB []string, idle time.Durat
 	if err := s.Ping(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if waiting {
+		progressed := make(chan struct{}, 1)
+		go s.Call(ctx, "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 1000, "delayMs": 200}},
+			flow.WithProgress(func(flow.Progress) {
+				select {
+				case progressed <- struct{}{}:
+				default:
+				}
+			}))
+		select {
+		case <-progressed: // A has the request: nothing of it is retransmitted
+		case <-ctx.Done():
+			t.Fatal("no progress from slow")
+		}
+	}
 	a.proc.Process.Kill()
 	<-a.exited
 	u, _ := url.Parse(urlA)
 	_, _, stderrB, _ := runServer(t, bin, append([]string{"-cert-dir", certDir, "-addr", u.Host}, flagsB...)...)
 	sent := time.Now()
-	go s.Ping(ctx) // its packets reach B
+	if !waiting {
+		go s.Ping(ctx) // its packets reach B
+	}
 	select {
 	case <-s.Done():
 	// Hang guard: 10x the longest ending (the idle timeout; measured
@@ -121,7 +146,7 @@ func takeover(t *testing.T, bin string, flagsA, flagsB []string, idle time.Durat
 	case <-time.After(10 * max(idle, flow.DefaultPeerIdleTimeout)):
 		t.Fatalf("the session outlived its killed server by %v; B's stderr:\n%s", time.Since(sent), stderrB)
 	}
-	return time.Since(sent), s.Err(), []string{stderrA.String(), stderrB.String()}
+	return time.Since(sent), s.Err(), []string{stderrA.String(), stderrB.String()}, s.Probes()
 }
 
 // leaks fails the test if out holds the key of keyText, as its text or in
@@ -164,7 +189,7 @@ func TestTimeToNotice(t *testing.T) {
 			for name, flags := range map[string][]string{"shared key": key, "no key": nil} {
 				t.Run(fmt.Sprintf("%s %d", name, i), func(t *testing.T) {
 					t.Parallel()
-					took, err, _ := takeover(t, bin, flags, flags, 0)
+					took, err, _, _ := takeover(t, bin, flags, flags, 0, false)
 					if err == nil {
 						t.Fatalf("%s: the session did not end", name)
 					}

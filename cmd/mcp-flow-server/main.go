@@ -25,6 +25,7 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
@@ -57,6 +58,7 @@ func run(args []string) int {
 	fs := flag.NewFlagSet("mcp-flow-server", flag.ContinueOnError)
 	var (
 		addr      = fs.String("addr", "127.0.0.1:4433", "address to listen on: UDP for MCP-Flow (WebTransport over HTTP/3), and TCP at the same host and port for Streamable HTTP (unless -no-tcp)")
+		udpFD     = fs.Int("udp-fd", -1, "serve MCP-Flow on the bound UDP socket inherited as this file descriptor (3 with systemd's socket activation) instead of binding -addr; TCP takes the socket's host and port. A supervisor that holds the socket across restarts keeps the address open between two processes (docs/deploy.md, \"Fleet\")")
 		noTCP     = fs.Bool("no-tcp", false, "serve MCP-Flow on UDP only: no Streamable HTTP listener on TCP (spec §10.1)")
 		path      = fs.String("path", flow.DefaultPath, "URL path of the WebTransport endpoint")
 		root      = fs.String("root", ".", "directory that the test tool read_file serves (no path may escape it; regular files only)")
@@ -162,6 +164,14 @@ func run(args []string) int {
 		return 2
 	}
 
+	var udp net.PacketConn
+	if *udpFD != -1 {
+		if udp, err = udpSocket(*udpFD); err != nil {
+			log.Error("flags", "err", err)
+			return 2
+		}
+	}
+
 	var encs []codec.Name
 	for _, e := range strings.Split(*encodings, ",") {
 		if e = strings.TrimSpace(e); e != "" {
@@ -196,6 +206,7 @@ func run(args []string) int {
 		DisableDatagrams: *noDgram,
 		AllowedOrigins:   allowed,
 		FleetKey:         fleetKey,
+		PacketConn:       udp,
 		Limits:           flow.Limits{DrainTimeout: *drain, PeerIdleTimeout: *peerIdle, KeepAlivePeriod: *keepAlive, StreamWriteStallTimeout: *stall, MaxSessions: *sessions, HandshakeTimeout: *handshake},
 		Logger:           log,
 	}
@@ -362,32 +373,6 @@ func run(args []string) int {
 	}
 	log.Info("shut down cleanly")
 	return 0
-}
-
-// drainFailures splits the error of Server.Shutdown into the sessions whose
-// clients had gone (the connection lost, spec §8.2 code 7, or closed by the
-// client during the drain), which nobody could drain, and the rest, which
-// are this server's failures (a drain past -drain, an internal error).
-func drainFailures(err error) (gone int, failed error) {
-	if err == nil {
-		return 0, nil
-	}
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		var errs []error
-		for _, e := range j.Unwrap() {
-			g, f := drainFailures(e)
-			gone += g
-			if f != nil {
-				errs = append(errs, f)
-			}
-		}
-		return gone, errors.Join(errs...)
-	}
-	var se *flow.SessionError
-	if errors.As(err, &se) && (se.Code == flow.CloseConnectionLost || se.Remote) {
-		return 1, nil
-	}
-	return 0, err
 }
 
 // joinNames is names as the -encodings flag takes them.

@@ -208,7 +208,14 @@ func (s *server) signal(sig os.Signal) <-chan error {
 // hash; the server is killed at the end of the test if it still runs.
 func runServer(t *testing.T, bin string, extra ...string) (url, hash string, stderr *flowtest.SyncBuffer, s *server) {
 	t.Helper()
+	return runServerFiles(t, bin, nil, extra...)
+}
+
+// runServerFiles is runServer with files inherited as descriptors 3, 4, …
+func runServerFiles(t *testing.T, bin string, files []*os.File, extra ...string) (url, hash string, stderr *flowtest.SyncBuffer, s *server) {
+	t.Helper()
 	proc := exec.Command(bin, append([]string{"-addr", "127.0.0.1:0", "-cert-dir", t.TempDir(), "-root", t.TempDir()}, extra...)...)
+	proc.ExtraFiles = files
 	stderr = &flowtest.SyncBuffer{}
 	proc.Stderr = stderr
 	stdout, err := proc.StdoutPipe()

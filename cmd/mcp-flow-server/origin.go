@@ -49,7 +49,7 @@ func listen(cfg flow.ServerConfig, noTCP bool) (*flow.Server, net.Listener, erro
 		return nil, nil, fmt.Errorf("-addr %q: %w", cfg.Addr, err)
 	}
 	tries := 1
-	if port == "0" && !noTCP {
+	if port == "0" && !noTCP && cfg.PacketConn == nil {
 		tries = portZeroTries
 	}
 	for i := 0; ; i++ {

@@ -7,15 +7,12 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 )
 
@@ -43,43 +40,14 @@ func TestRouteByConnectionID(t *testing.T) {
 	if os.Getenv("MCP_FLOW_LB") != "1" {
 		t.Skip("the load-balancer tests run with MCP_FLOW_LB=1 (make lb): they install nginx and njs")
 	}
-	nginxBin := browsertest.Debian(t, "nginx", "nginx")
-	module := browsertest.DebianFile(t, streamModule, "libnginx-mod-stream")
-	jsModule := browsertest.DebianFile(t, streamJSModule, "libnginx-mod-stream-js")
-	script, err := filepath.Abs("quiclb.js")
-	if err != nil {
-		t.Fatal(err)
-	}
-
-	dir := t.TempDir()
-	bins := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
-	certDir := filepath.Join(dir, "cert")
-	cert, _, err := certs.LoadOrCreateDev(certDir, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sa := serverArgs{bin: bins["mcp-flow-server"], cert: filepath.Join(certDir, certs.DevCertFile), key: filepath.Join(certDir, certs.DevKeyFile), root: dir, tally: filepath.Join(dir, "tally")}
-	sids := []string{"01", "02", "03"}
+	rig := startCIDRig(t, rigOptions{})
 	backends := map[string]string{}
-	var all []string
-	for _, sid := range sids {
-		s := startServer(t, sa, "127.0.0.1:0", "-server-id", sid)
-		backends[sid] = s.addr
-		all = append(all, s.addr)
+	for i, sid := range rig.sids {
+		backends[sid] = rig.servers[i].addr
 	}
-	lbAddr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
-	ngxDir := filepath.Join(dir, "nginx")
-	if err := os.Mkdir(ngxDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	conf := strings.Replace(nginxConf(module, ngxDir, lbAddr, all), module+";\n", module+";\nload_module "+jsModule+";\n", 1)
-	conf = strings.Replace(conf, "error_log stderr notice;", "error_log stderr info;", 1)
-	conf = strings.Replace(conf, "stream {\n", "stream {\n"+cidRouting(script, 1, backends), 1)
-	conf = strings.Replace(conf, "        proxy_pass mcp_flow_udp;\n", "        js_preread quic_lb.preread;\n        proxy_pass $quic_lb_upstream;\n", 1)
-	ngx := startNginx(t, nginxBin, ngxDir, conf)
-	t.Logf("servers %v behind nginx at %s, routing QUIC by server ID", backends, lbAddr)
+	lbAddr, ngx := rig.lbAddr, rig.ngx
 
-	tlsConf := flowtest.PinnedTLS(t, cert.HashHex())
+	tlsConf := flowtest.PinnedTLS(t, rig.hash)
 	for c := range 2 {
 		r := newRebinder(t, lbAddr)
 		ctx, cancel := context.WithTimeout(context.Background(), rebindBound)

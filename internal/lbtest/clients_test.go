@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -28,6 +29,7 @@ type flowClient struct {
 	kind string
 	url  string
 	cfg  flow.ClientConfig
+	ends *flowtest.SyncBuffer // each ended session's error, a line each (nil: not kept)
 
 	mu       sync.Mutex // held while dialling: one dial at a time
 	s        *flow.Session
@@ -42,6 +44,13 @@ func (c *flowClient) session(ctx context.Context) (*flow.Session, error) {
 	defer c.mu.Unlock()
 	if c.s != nil && c.s.State() == flow.StateReady {
 		return c.s, nil
+	}
+	if c.s != nil && c.ends != nil {
+		select {
+		case <-c.s.Done():
+			fmt.Fprintf(c.ends, "%v (liveness pings %d)\n", c.s.Err(), c.s.Probes())
+		default: // draining: it ends later, cleanly
+		}
 	}
 	for attempt := 0; ; attempt++ {
 		s, err := flow.Dial(ctx, c.url, c.cfg)

@@ -1,7 +1,6 @@
 package lbtest
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"maps"
@@ -18,9 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
-	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -56,11 +53,12 @@ var notReconnecting = map[string]string{
 	"tcp-2025": "a 2025 session lives in one server process: its restart ends it (404 from another server), and the go-sdk client fails the session's pending calls, which did not run",
 }
 
-// TestRollingRestart: three mcp-flow-servers behind nginx (UDP for
-// MCP-Flow, TCP for Streamable HTTP; hash of the client's address and port,
-// consistent), each restarted in turn with SIGTERM and replaced on its port
-// while clients of every kind that reconnects call the tally tool
-// continuously:
+// TestRollingRestart: three mcp-flow-servers sharing a fleet key behind
+// nginx routing QUIC by connection ID (the cidRig; TCP for Streamable HTTP
+// hashed on the client's address and port, consistent), each restarted in
+// turn with SIGTERM and replaced on its port, then the busiest of them
+// killed (SIGKILL) and replaced, while clients of every kind that
+// reconnects call the tally tool continuously:
 //
 //   - stdio-*: go-sdk clients spawning `mcp-flow bridge stdio` (the stdio
 //     front, which reconnects, spec §10), in each era;
@@ -70,16 +68,49 @@ var notReconnecting = map[string]string{
 //     (spec §10.1) through nginx, over HTTP/2, in each era (tcp-2025 is
 //     measured but not held to 0 lost: see notReconnecting);
 //   - flow-2026: flow clients of 2026-07-28 (stateless requests), which dial
-//     again when their session drains.
+//     again when their session drains or ends;
+//   - browser-2025, with MCP_FLOW_LB_BROWSER=1: a page in headless Chromium
+//     with one WebTransport session per client (browserCallers), opened
+//     again when it drains or ends.
 //
 // Every call must be answered exactly once (its key back, and one line for
 // it in the servers' tally file, whatever server ran it), or fail with an
 // error that says it did not run and be retried: nothing lost, nothing run
-// twice. MCP_FLOW_LB_CALLERS sets the callers per kind (default 50, split
-// between the eras). Duplicates fail the test for every kind.
+// twice. The exception is the hard kill: a call in flight on the killed
+// server fails with an error that says it may have run (the server is
+// lost); it is counted in doubt, not retried, and the tally says whether it
+// ran. So is a call that fails after the kill because its session ended
+// without a word from its server (peerGone). MCP_FLOW_LB_CALLERS sets the
+// callers per kind (default 50, split between the eras). Duplicates fail
+// the test for every kind. The test holds each server's UDP socket and
+// hands it to the server and its replacements (-udp-fd, heldUDP), so the
+// address never closes; with the fleet key, the sessions of the killed
+// server end by a stateless reset from its replacement (about one round
+// trip after it is up), never by the idle timeout:
+// TestHardKillWithoutFleetKey is the same kill without.
 func TestRollingRestart(t *testing.T) {
+	runFleet(t, fleetRun{fleetKey: true, rolling: true})
+}
+
+// TestHardKillWithoutFleetKey: the hard kill of TestRollingRestart with no
+// fleet key (each server its own random keys): the replacement's stateless
+// resets are not the killed server's, the clients ignore them, and the
+// killed server's sessions end by the idle timeout (8 s). The baseline of
+// the time to notice with the key (docs/deploy.md, "Fleet").
+func TestHardKillWithoutFleetKey(t *testing.T) {
+	runFleet(t, fleetRun{})
+}
+
+// fleetRun chooses runFleet's variants.
+type fleetRun struct {
+	fleetKey bool // the servers share a fleet key
+	rolling  bool // a rolling restart before the kill
+}
+
+// runFleet is TestRollingRestart and TestHardKillWithoutFleetKey.
+func runFleet(t *testing.T, run fleetRun) {
 	if os.Getenv("MCP_FLOW_LB") != "1" {
-		t.Skip("the load-balancer test runs with MCP_FLOW_LB=1 (make lb): it installs nginx, runs some 20 processes and 200 callers that keep both cores busy, and fails today on the defects docs/deploy.md names")
+		t.Skip("the load-balancer test runs with MCP_FLOW_LB=1 (make lb): it installs nginx, runs some 20 processes and 200 callers that keep both cores busy")
 	}
 	perKind := 50
 	if s := os.Getenv("MCP_FLOW_LB_CALLERS"); s != "" {
@@ -89,40 +120,13 @@ func TestRollingRestart(t *testing.T) {
 		}
 		perKind = n
 	}
-	nginxBin := browsertest.Debian(t, "nginx", "nginx")
-	module := browsertest.DebianFile(t, streamModule, "libnginx-mod-stream")
 	began := time.Now()
-
-	dir := t.TempDir()
-	bins := build(t, dir, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server", "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
-	t.Logf("built in %v", time.Since(began).Round(time.Millisecond))
-	// One certificate for the three, passed as a deployment passes its
-	// own (-cert, -key): clients pin one hash whatever server nginx picks.
-	certDir := filepath.Join(dir, "cert")
-	cert, _, err := certs.LoadOrCreateDev(certDir, time.Now())
-	if err != nil {
-		t.Fatal(err)
-	}
-	tally := filepath.Join(dir, "tally")
-	sa := serverArgs{bin: bins["mcp-flow-server"], cert: filepath.Join(certDir, certs.DevCertFile), key: filepath.Join(certDir, certs.DevKeyFile), root: dir, tally: tally}
-	servers := make([]*server, 3)
-	backends := make([]string, 3)
-	for i := range servers {
-		servers[i] = startServer(t, sa, "127.0.0.1:0")
-		backends[i] = servers[i].addr
-	}
-	lbPort := freePort(t)
-	lbAddr := fmt.Sprintf("127.0.0.1:%d", lbPort)
-	ngxDir := filepath.Join(dir, "nginx")
-	if err := os.Mkdir(ngxDir, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	conf := nginxConf(module, ngxDir, lbAddr, backends)
-	ngx := startNginx(t, nginxBin, ngxDir, conf)
+	rig := startCIDRig(t, rigOptions{fleetKey: run.fleetKey, holdUDP: true}, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
+	bins, lbAddr, lbPort, hash, tally := rig.bins, rig.lbAddr, rig.lbPort, rig.hash, rig.sa.tally
+	t.Logf("started in %v", time.Since(began).Round(time.Millisecond))
 	lbURL := "https://" + lbAddr + flow.DefaultPath
-	hash := cert.HashHex()
 	front, frontURL := startHTTPFront(t, bins["mcp-flow"], hash, lbURL)
-	t.Logf("servers %v behind nginx at %s (UDP and TCP); HTTP front %s", backends, lbAddr, frontURL)
+	t.Logf("HTTP front %s", frontURL)
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -132,6 +136,7 @@ func TestRollingRestart(t *testing.T) {
 	var clients []client
 	var bridgeLogs []*flowtest.SyncBuffer
 	pinned := flowtest.PinnedTLS(t, hash)
+	flowEnds := &flowtest.SyncBuffer{} // the errors that ended the flow clients' sessions
 	frontHTTP := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4 * perKind}}
 	impl := &mcp.Implementation{Name: "lbtest", Version: "1"}
 	spawn := func(kind string, n int, mk func(i int) client) {
@@ -188,12 +193,32 @@ func TestRollingRestart(t *testing.T) {
 		})
 	}
 	spawn("flow-2026", perKind, func(int) client {
-		return newFlowClient(tr, "flow-2026", lbURL, flow.ClientConfig{TLSConfig: pinned, Logger: flowtest.Quiet})
+		c := newFlowClient(tr, "flow-2026", lbURL, flow.ClientConfig{TLSConfig: pinned, Logger: flowtest.Quiet})
+		c.ends = flowEnds
+		return c
 	})
+	// The browser kind, with MCP_FLOW_LB_BROWSER=1: a page in headless
+	// Chromium, one session per client (browserCallers). Not by default:
+	// in 1 of 7 runs Chromium lost 6 of its 10 sessions ("Connection lost")
+	// during a warm-up that the loaded machine stretched to 19 s, with
+	// their calls in flight, before any restart; not understood
+	// (docs/deploy.md, "The test: make lb").
+	var browser *browserCallers
+	var browserStats string
+	if os.Getenv("MCP_FLOW_LB_BROWSER") == "1" {
+		browser = startBrowserCallers(t, lbURL, hash, perKind/callersPerClient, callersPerClient)
+		spawn("browser-2025", perKind, browser.client)
+	}
 	var closeErrs []error
 	stopCallers := sync.OnceFunc(func() {
 		close(stop)
 		callers.Wait()
+		if browser != nil {
+			var err error
+			if browserStats, err = browser.end(); err != nil {
+				closeErrs = append(closeErrs, err)
+			}
+		}
 		for _, c := range clients {
 			if err := c.close(); err != nil {
 				closeErrs = append(closeErrs, err)
@@ -208,14 +233,17 @@ func TestRollingRestart(t *testing.T) {
 	t.Logf("%d callers answered once, %v after the start", len(tr.snapshot()), time.Since(began).Round(time.Millisecond))
 
 	// The rolling restart: SIGTERM, the drain, exit 0, a replacement on the
-	// same port (nginx's list stays valid), then every caller must be
-	// answered again before the next server goes.
+	// same port (nginx's list stays valid) with the same server ID, then
+	// every caller must be answered again before the next server goes.
 	restarted := time.Now()
-	for i, s := range servers {
+	for i, s := range rig.servers {
+		if !run.rolling {
+			break
+		}
 		t0 := time.Now()
 		held := s.term(t)
 		drained := time.Since(t0)
-		servers[i] = startServer(t, sa, s.addr)
+		rig.replace(t, i)
 		up := time.Since(t0)
 		mark := tr.markNow()
 		tr.wait(t, func() string {
@@ -224,8 +252,61 @@ func TestRollingRestart(t *testing.T) {
 		t.Logf("restart %d: %s held %d sessions at SIGTERM, drained and exited 0 in %v, replacement serving %v after SIGTERM, every caller answered %v after SIGTERM; slowest by kind: %s",
 			i+1, s.addr, held, drained.Round(time.Millisecond), up.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond), tr.slowest(t0))
 	}
-	t.Logf("rolling restart of 3 servers: %v", time.Since(restarted).Round(time.Millisecond))
+	if run.rolling {
+		t.Logf("rolling restart of 3 servers: %v", time.Since(restarted).Round(time.Millisecond))
+	}
+
+	// The hard kill: SIGKILL the server holding the most sessions, a
+	// replacement on its port with its server ID (and the fleet key, if
+	// any), then every caller must be answered again.
+	victim, held := rig.busiest(t)
+	vs := rig.servers[victim]
+	ends := endings{}
+	endLogs := append([]*flowtest.SyncBuffer{flowEnds, front.stderr}, bridgeLogs...)
+	ends.mark(endLogs)
+	mark := tr.beginKill()
+	t0 := time.Now()
+	vs.kill()
+	rig.replace(t, victim)
+	up := time.Since(t0)
+	tr.wait(t, func() string {
+		return fmt.Sprintf("every caller answered after the kill of %s (laggards %v)", vs.addr, tr.laggards(mark))
+	}, settleBound, func() bool { return tr.everyCallerPast(mark) && tr.reconnected() })
+	tr.endKill()
+	t.Logf("hard kill: SIGKILL of %s (server ID %s, %d sessions open), replacement serving %v after, every caller answered %v after; by kind:",
+		vs.addr, rig.sids[victim], held, up.Round(time.Millisecond), time.Since(t0).Round(time.Millisecond))
+	kt := tr.killTimes(t0)
+	for _, kind := range slices.Sorted(maps.Keys(kt)) {
+		t.Logf("  %-10s %s", kind, kt[kind])
+	}
+	// The callers stop: each waits for its call in flight, so a session of
+	// the killed server that ends by the idle timeout (8 s after the kill)
+	// has ended, and is counted, by then.
 	stopCallers()
+	reset, idle := ends.count(endLogs)
+	t.Logf("the flow clients' sessions that ended since the kill:\n%s", flowEnds.String()[ends[flowEnds]:])
+	t.Logf("sessions of the killed server ended (flow clients' errors, the fronts' logs): by a stateless reset %d, by the idle timeout %d (fleet key: %v)", reset, idle, run.fleetKey)
+	// With the key, every session ends by the replacement's reset: the
+	// test holds the UDP socket across the kill (heldUDP), so the
+	// client's datagrams of the gap wait for the replacement. Without
+	// that (MCP_FLOW_LB_NO_HOLD=1) some end by the idle timeout: once a
+	// flow's recv() from its upstream failed with ECONNREFUSED (ICMP port
+	// unreachable: a datagram of the client's reached the closed port
+	// before the replacement bound it), nginx (1.22) still forwards the
+	// client's datagrams to the port but never reads the upstream's
+	// again, so the replacement's reset is dropped in nginx ("recv()
+	// failed (111: Connection refused)" in nginx's log, then nothing for
+	// that flow; docs/deploy.md, "Fleet"), and the check asks only for
+	// one reset at least.
+	switch {
+	case run.fleetKey && rig.heldUDP() && idle > 0:
+		t.Errorf("with a shared fleet key and the UDP socket held across the kill, %d sessions of the killed server ended by the idle timeout (%d by its replacement's stateless reset)", idle, reset)
+	case run.fleetKey && reset == 0:
+		t.Errorf("with a shared fleet key no session of the killed server ended by its replacement's stateless reset (%d by the idle timeout)", idle)
+	}
+	if !run.fleetKey && (idle == 0 || reset > 0) {
+		t.Errorf("without a fleet key the killed server's sessions cannot be reset (another key): %d ended by the idle timeout, %d by a stateless reset", idle, reset)
+	}
 	for _, err := range closeErrs {
 		// A stdio bridge that did not exit 0 on EOF, or a session that
 		// did not close cleanly.
@@ -238,16 +319,17 @@ func TestRollingRestart(t *testing.T) {
 	if logs := front.stderr.String(); strings.Contains(logs, "drain cut short") {
 		t.Errorf("the HTTP front's drain ran out with no client left: a call it counted in flight never ended; its stderr:\n%s", tail(logs))
 	}
-	for _, s := range servers {
+	for _, s := range rig.servers {
 		held := s.term(t)
 		t.Logf("at the end, %s held %d sessions", s.addr, held)
 	}
-	ngx.stop(t, syscall.SIGTERM)
+	rig.ngx.stop(t, syscall.SIGTERM)
 
 	// Every call ran exactly once: its key is in the tally once.
 	ran := readTally(t, tally)
 	dups := 0
-	lostRan := map[int]int{} // lost calls by how often they ran
+	lostRan := map[int]int{}  // lost calls by how often they ran
+	doubtRan := map[int]int{} // calls in doubt after the kill by how often they ran
 	tr.update(func() {
 		for key, n := range ran {
 			kind, ok := tr.keys[key]
@@ -264,6 +346,8 @@ func TestRollingRestart(t *testing.T) {
 			switch {
 			case tr.done[key] && ran[key] == 0:
 				t.Errorf("%s (%s) was answered but never ran", key, kind)
+			case tr.doubt[key] != "":
+				doubtRan[ran[key]]++
 			case !tr.done[key]:
 				// A lost call: did its request run anywhere?
 				lostRan[ran[key]]++
@@ -276,8 +360,11 @@ func TestRollingRestart(t *testing.T) {
 	}
 	report := tr.report()
 	t.Logf("counts (%d callers per kind, %d per client):\n%s", perKind, callersPerClient, report)
-	t.Logf("duplicated (keys in the tally more than once): %d; tally lines %d; lost calls by times run %v; stdio fronts' own reconnections (2025 hosts) %d; nginx: %s; total %v",
-		dups, total(ran), lostRan, reconnected, nginxSummary(ngxDir), time.Since(began).Round(time.Millisecond))
+	if browser != nil {
+		t.Logf("the browser callers' page (sessions opened, failed opens, Chromium): %s", browserStats)
+	}
+	t.Logf("duplicated (keys in the tally more than once): %d; tally lines %d; lost calls by times run %v; calls in doubt after the kill by times run %v; stdio fronts' own reconnections (2025 hosts) %d; nginx: %s; total %v",
+		dups, total(ran), lostRan, doubtRan, reconnected, nginxSummary(rig.ngxDir), time.Since(began).Round(time.Millisecond))
 	tr.update(func() {
 		for name, k := range tr.kinds {
 			if why, ok := notReconnecting[name]; ok {
@@ -289,8 +376,8 @@ func TestRollingRestart(t *testing.T) {
 			} else if k.lost > 0 || k.wrong > 0 {
 				t.Errorf("%s: %d calls lost, %d wrong answers", name, k.lost, k.wrong)
 			}
-			if k.issued != k.answered+k.lost+k.wrong {
-				t.Errorf("%s: issued %d ≠ answered %d + lost %d + wrong %d", name, k.issued, k.answered, k.lost, k.wrong)
+			if k.issued != k.answered+k.lost+k.wrong+k.inDoubt {
+				t.Errorf("%s: issued %d ≠ answered %d + lost %d + wrong %d + in doubt %d", name, k.issued, k.answered, k.lost, k.wrong, k.inDoubt)
 			}
 		}
 	})
@@ -300,7 +387,7 @@ func TestRollingRestart(t *testing.T) {
 		}
 	}
 	if t.Failed() {
-		t.Logf("nginx's warnings and errors:\n%s", nginxTrouble(ngxDir))
+		t.Logf("nginx's warnings and errors:\n%s", nginxTrouble(rig.ngxDir))
 		for i, l := range bridgeLogs {
 			if s := l.String(); strings.Contains(s, "level=ERROR") || strings.Contains(s, "reconnection failed") {
 				t.Logf("stdio bridge %d stderr:\n%s", i, tail(s))
@@ -308,67 +395,4 @@ func TestRollingRestart(t *testing.T) {
 		}
 		t.Logf("HTTP front stderr:\n%s", tail(front.stderr.String()))
 	}
-}
-
-// readTally counts the lines of the tally file by key.
-func readTally(t *testing.T, path string) map[string]int {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	ran := map[string]int{}
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		ran[sc.Text()]++
-	}
-	if err := sc.Err(); err != nil {
-		t.Fatal(err)
-	}
-	return ran
-}
-
-func total(m map[string]int) int {
-	n := 0
-	for _, v := range m {
-		n += v
-	}
-	return n
-}
-
-// nginxSummary counts the error log's lines by level, and the upstream
-// failures nginx saw (a server between its exit and its replacement).
-func nginxSummary(dir string) string {
-	data, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-	levels := map[string]int{}
-	refused := 0
-	for _, l := range strings.Split(string(data), "\n") {
-		if _, rest, ok := strings.Cut(l, " ["); ok {
-			if lvl, _, ok := strings.Cut(rest, "]"); ok {
-				levels[lvl]++
-			}
-		}
-		if strings.Contains(l, "Connection refused") {
-			refused++
-		}
-	}
-	var b strings.Builder
-	for _, k := range slices.Sorted(maps.Keys(levels)) {
-		fmt.Fprintf(&b, "%s %d, ", k, levels[k])
-	}
-	fmt.Fprintf(&b, "%d lines with Connection refused", refused)
-	return b.String()
-}
-
-// nginxTrouble is the first lines of nginx's error log at warn and above.
-func nginxTrouble(dir string) string {
-	data, _ := os.ReadFile(filepath.Join(dir, "error.log"))
-	var out []string
-	for _, l := range strings.Split(string(data), "\n") {
-		if (strings.Contains(l, "[warn]") || strings.Contains(l, "[error]") || strings.Contains(l, "[crit]") || strings.Contains(l, "[alert]")) && len(out) < 20 {
-			out = append(out, l)
-		}
-	}
-	return strings.Join(out, "\n")
 }

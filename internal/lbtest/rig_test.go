@@ -175,7 +175,21 @@ type serverArgs struct {
 // its announcement.
 func startServer(t *testing.T, a serverArgs, addr string, extra ...string) *server {
 	t.Helper()
+	return startServerOn(t, a, addr, nil, extra...)
+}
+
+// startServerOn is startServer, serving on udp (-udp-fd) when it is not
+// nil: a UDP socket bound to addr that the test holds across the server's
+// restarts, as systemd's socket activation does (heldUDP).
+func startServerOn(t *testing.T, a serverArgs, addr string, udp *os.File, extra ...string) *server {
+	t.Helper()
+	if udp != nil {
+		extra = append([]string{"-udp-fd", "3"}, extra...)
+	}
 	cmd := exec.Command(a.bin, append(append([]string{"-addr", addr, "-cert", a.cert, "-key", a.key, "-root", a.root, "-drain", "10s"}, debugFlag()...), extra...)...)
+	if udp != nil {
+		cmd.ExtraFiles = []*os.File{udp} // fd 3
+	}
 	cmd.Env = append(os.Environ(), "MCP_FLOW_TEST_TALLY="+a.tally)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -242,6 +256,33 @@ func freePort(t *testing.T) int {
 	}
 	t.Fatal("no port free for both UDP and TCP on 127.0.0.1")
 	return 0
+}
+
+// heldUDP binds a UDP socket on 127.0.0.1 at a port free for TCP too, and
+// returns it as a file the test holds until its end: the servers of that
+// address get it in turn (startServerOn), so that the address stays open
+// between a server's exit (or kill) and its replacement, as with systemd's
+// socket activation. Datagrams of that gap wait in the socket for the
+// replacement; without it they draw ICMP port unreachable, and nginx then
+// stops relaying that flow's answers (docs/deploy.md, "Fleet").
+func heldUDP(t *testing.T) (*os.File, string) {
+	t.Helper()
+	for range 20 {
+		port := freePort(t)
+		pc, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: port})
+		if err != nil {
+			continue // taken since freePort: another
+		}
+		f, err := pc.File()
+		pc.Close() // f is a copy of the descriptor: the socket stays
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { f.Close() })
+		return f, pc.LocalAddr().String()
+	}
+	t.Fatal("no UDP port to hold on 127.0.0.1")
+	return nil, ""
 }
 
 // nginxWorkers is worker_processes in the test's configuration.

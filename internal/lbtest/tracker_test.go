@@ -2,6 +2,7 @@ package lbtest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -9,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
 )
 
 // Callers: each makes calls one after the other, each call the tally tool
@@ -53,6 +56,8 @@ type counts struct {
 	connectErrs                   []string       // the first few of them, with their durations
 	lostWhy                       map[string]int // lost calls by class of error
 	lostErrs                      []string       // the first few lost calls' errors
+	inDoubt                       int            // calls failed in the hard kill's window with an error that says they may have run
+	doubtWhy                      map[string]int // those by class of error
 }
 
 // tracker counts every call of every kind and tells waiters when a call
@@ -68,6 +73,73 @@ type tracker struct {
 
 	mark  map[string]int       // answered calls by caller at the last mark
 	since map[string]time.Time // when each caller was first answered after the mark
+
+	// The hard kill's window (beginKill to endKill): a call that fails in
+	// it with an error that says it may have run (its server was killed
+	// with it in flight) is in doubt, not lost: the caller was told, and
+	// the tally says whether it ran. It is not retried (a retry of one that
+	// ran would run it twice).
+	killWindow bool
+	// killed is set at the kill's start and stays set: a session of the
+	// killed server can end long after the window closed (peerGone).
+	killed   bool
+	doubt    map[string]string    // key → kind, of the calls in doubt
+	firstErr map[string]time.Time // caller → its first failed attempt in the window
+	againAt  map[string]time.Time // caller → its first answer after that
+}
+
+// beginKill opens the hard kill's window and marks (markNow).
+func (tr *tracker) beginKill() map[string]int {
+	mark := tr.markNow()
+	tr.update(func() {
+		tr.killWindow, tr.killed, tr.firstErr, tr.againAt = true, true, map[string]time.Time{}, map[string]time.Time{}
+	})
+	return mark
+}
+
+// reconnected reports, under the lock, whether every caller that failed in
+// the kill's window has been answered since.
+func (tr *tracker) reconnected() bool {
+	for id := range tr.firstErr {
+		if tr.againAt[id].IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+// endKill closes the hard kill's window.
+func (tr *tracker) endKill() { tr.update(func() { tr.killWindow = false }) }
+
+// killTimes is, by kind, how long after t0 (the kill) its callers that saw
+// an error in the window saw their first (time to notice), and had their
+// first answer after it (time to reconnect): median and worst of each, and
+// how many callers saw one.
+func (tr *tracker) killTimes(t0 time.Time) map[string]string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	notice, again := map[string][]time.Duration{}, map[string][]time.Duration{}
+	for id, at := range tr.firstErr {
+		kind := id[:strings.Index(id, "-c")]
+		notice[kind] = append(notice[kind], at.Sub(t0))
+		if a, ok := tr.againAt[id]; ok {
+			again[kind] = append(again[kind], a.Sub(t0))
+		}
+	}
+	out := map[string]string{}
+	for kind := range notice {
+		out[kind] = fmt.Sprintf("%d callers saw an error: noticed %s, answered again %s", len(notice[kind]), medianWorst(notice[kind]), medianWorst(again[kind]))
+	}
+	return out
+}
+
+// medianWorst is "median M, worst W" of ds.
+func medianWorst(ds []time.Duration) string {
+	if len(ds) == 0 {
+		return "none"
+	}
+	slices.Sort(ds)
+	return fmt.Sprintf("median %v, worst %v", ds[len(ds)/2].Round(time.Millisecond), ds[len(ds)-1].Round(time.Millisecond))
 }
 
 // markNow records every caller's answered calls, and returns them: since
@@ -100,13 +172,13 @@ func (tr *tracker) slowest(t0 time.Time) string {
 }
 
 func newTracker() *tracker {
-	return &tracker{changed: make(chan struct{}), kinds: map[string]*counts{}, callers: map[string]int{}, keys: map[string]string{}, done: map[string]bool{}, history: map[string][]string{}}
+	return &tracker{changed: make(chan struct{}), kinds: map[string]*counts{}, callers: map[string]int{}, keys: map[string]string{}, done: map[string]bool{}, history: map[string][]string{}, doubt: map[string]string{}}
 }
 
 func (tr *tracker) kind(name string) *counts {
 	c := tr.kinds[name]
 	if c == nil {
-		c = &counts{retryWhy: map[string]int{}, connectFails: map[string]int{}, lostWhy: map[string]int{}}
+		c = &counts{retryWhy: map[string]int{}, connectFails: map[string]int{}, lostWhy: map[string]int{}, doubtWhy: map[string]int{}}
 		tr.kinds[name] = c
 	}
 	return c
@@ -203,6 +275,9 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 					if tr.mark != nil && tr.callers[id] == tr.mark[id]+1 {
 						tr.since[id] = time.Now()
 					}
+					if _, failed := tr.firstErr[id]; failed && tr.againAt[id].IsZero() {
+						tr.againAt[id] = time.Now()
+					}
 					close(tr.changed)
 					tr.changed = make(chan struct{})
 				})
@@ -210,6 +285,9 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 			}
 			tr.update(func() {
 				tr.history[key] = append(tr.history[key], fmt.Sprintf("attempt %d after %v: %s: %v", attempt+1, time.Since(began).Round(time.Millisecond), why, err))
+				if _, ok := tr.firstErr[id]; tr.killWindow && !ok {
+					tr.firstErr[id] = time.Now()
+				}
 			})
 			if v == didNotRun && time.Since(began) < callBound && ctx.Err() == nil {
 				tr.update(func() { k := tr.kind(kind); k.retries++; k.retryWhy[why]++ })
@@ -218,6 +296,12 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 			}
 			tr.update(func() {
 				k := tr.kind(kind)
+				if (tr.killWindow || tr.killed && peerGone(err)) && v == mayHaveRun && !errors.Is(err, context.DeadlineExceeded) {
+					k.inDoubt++
+					k.doubtWhy[why]++
+					tr.doubt[key] = kind
+					return
+				}
 				k.lost++
 				k.lostWhy[lostClass(why, err)]++
 				k.lostErrs = appendFew(k.lostErrs, fmt.Sprintf("%s (attempt %d, %s, after %v): %v", key, attempt+1, why, time.Since(began).Round(time.Millisecond), err))
@@ -226,6 +310,24 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 		}
 	}
 }
+
+// peerGoneText is how a session that ended without a word from its server
+// (a stateless reset or the idle timeout: flow.CloseConnectionLost) reads
+// in an error, the fronts' JSON-RPC errors included.
+var peerGoneText = fmt.Sprintf("%s (code %d", flow.CloseText(flow.CloseConnectionLost), flow.CloseConnectionLost)
+
+// peerGone reports whether err says that its session ended without a word
+// from the server. After the hard kill that is a session of the killed
+// server, whenever it ends: a client that does not hear the replacement's
+// stateless reset (nginx's UDP proxy drops it at times: docs/deploy.md,
+// "Fleet") learns only at its idle timeout, 8 s after the kill, and the
+// calls it sent on the session in the meantime, after the kill's window
+// may have closed (every caller answered again, on another session of the
+// HTTP front's, or between the mark and the SIGKILL), fail with it. They
+// are in doubt as those in flight at the kill: the error says that the
+// server was lost with them. No session ends so in the rolling restart
+// (every session drains), where such a failure is lost.
+func peerGone(err error) bool { return strings.Contains(err.Error(), peerGoneText) }
 
 func appendFew(s []string, e string) []string {
 	if len(s) < 10 {
@@ -256,8 +358,8 @@ func (tr *tracker) report() string {
 	var b strings.Builder
 	for _, name := range slices.Sorted(maps.Keys(tr.kinds)) {
 		k := tr.kinds[name]
-		fmt.Fprintf(&b, "%-10s issued %d, answered exactly once %d, lost %d %v, wrong answers %d; retries %d (%v) in %d calls; sessions reopened %d, failed opens %v\n",
-			name, k.issued, k.answered, k.lost, k.lostWhy, k.wrong, k.retries, k.retryWhy, k.retriedCalls, k.reconnects, k.connectFails)
+		fmt.Fprintf(&b, "%-10s issued %d, answered exactly once %d, lost %d %v, wrong answers %d, in doubt after the kill %d %v; retries %d (%v) in %d calls; sessions reopened %d, failed opens %v\n",
+			name, k.issued, k.answered, k.lost, k.lostWhy, k.wrong, k.inDoubt, k.doubtWhy, k.retries, k.retryWhy, k.retriedCalls, k.reconnects, k.connectFails)
 		for _, e := range k.lostErrs {
 			fmt.Fprintf(&b, "    lost: %s\n", e)
 		}
