@@ -122,11 +122,13 @@ func TestMover(t *testing.T) {
 	}
 }
 
-// TestThirdMigration pins quic-go v0.64's limit (spec §2.1, quic-go#5814):
-// a connection migrates twice; the third move finds none of the server's
-// connection IDs left, fails when its context ends, and leaves the session
-// on its path, answering. When quic-go lifts the limit this test fails:
-// then the docs change with it.
+// TestThirdMigration: a connection migrates twice; a third move (quic-go
+// v0.64's limit, spec §2.1, quic-go#5814) finds none of the server's spare
+// connection IDs left unless the server has issued new ones meanwhile, and
+// then fails when its context ends and leaves the session on its path,
+// answering. Either way the session answers, on the path Migrate's result
+// names. (The third move failed in every run alone; it succeeded once in a
+// run of two suites side by side, so the test does not insist on the limit.)
 func TestThirdMigration(t *testing.T) {
 	srv := startServer(t, nil)
 	s := dial(t, srv, nil)
@@ -140,13 +142,21 @@ func TestThirdMigration(t *testing.T) {
 	// long past the answer a move that could happen would get.
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
-	if err := s.Migrate(ctx); !errors.Is(err, context.DeadlineExceeded) {
-		t.Fatalf("the third move: %v, want its context's deadline", err)
-	}
-	if s.LocalAddr().String() != on {
-		t.Errorf("the failed move left the session on %v, not %v", s.LocalAddr(), on)
+	switch err := s.Migrate(ctx); {
+	case err == nil:
+		t.Logf("the third move happened: the server had issued new connection IDs")
+		if s.LocalAddr().String() == on {
+			t.Errorf("the third move succeeded, yet the session is still on %v", on)
+		}
+	case errors.Is(err, context.DeadlineExceeded):
+		t.Logf("the third move failed at its context's deadline (quic-go#5814)")
+		if s.LocalAddr().String() != on {
+			t.Errorf("the failed move left the session on %v, not %v", s.LocalAddr(), on)
+		}
+	default:
+		t.Fatalf("the third move: %v, want success or its context's deadline", err)
 	}
 	if err := s.Ping(t.Context()); err != nil {
-		t.Fatalf("ping after the failed move: %v", err)
+		t.Fatalf("ping after the third move: %v", err)
 	}
 }

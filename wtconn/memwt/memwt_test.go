@@ -211,6 +211,14 @@ func checkDatagrams(t *testing.T, c, s wtconn.Session) {
 	}
 }
 
+// isLocalNoError is the error of a stream whose QUIC connection this side
+// closed with H3_NO_ERROR (0x100): what webtransport-go's client does right
+// after its session ends.
+func isLocalNoError(err error) bool {
+	var ae *quic.ApplicationError
+	return errors.As(err, &ae) && ae.ErrorCode == 0x100 && !ae.Remote
+}
+
 // checkClose closes from the server's side: webtransport-go's client closes
 // its QUIC connection right after its session, so a close from the client
 // often reaches the server as the connection's end rather than the close
@@ -240,7 +248,12 @@ func checkClose(t *testing.T, c, s wtconn.Session) {
 			t.Errorf("%s: %v; want a *webtransport.SessionError 77 \"bye\" remote %v", what, err, remote)
 		}
 	}
-	want("a pending Read on the peer's side", <-read, true)
+	// A pending Read in webtransport-go may see the client's own close of
+	// its QUIC connection (H3_NO_ERROR, local) before the session's end
+	// reaches the stream: once in a run of two suites side by side.
+	if err := <-read; !isLocalNoError(err) {
+		want("a pending Read on the peer's side", err, true)
+	}
 	_, err := c.AcceptStream(ctx)
 	want("the peer's AcceptStream", err, true)
 	_, err = c.OpenStreamSync(ctx)
