@@ -20,6 +20,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"github.com/mcp-flow/mcp-flow/protocol"
 	"github.com/mcp-flow/mcp-flow/wire"
+	"github.com/quic-go/quic-go"
 	"github.com/quic-go/webtransport-go"
 )
 
@@ -319,10 +320,16 @@ func checkTooLarge(ctx context.Context, t Target) outcome {
 	})
 }
 
+// isClosed tells an error that ends the session: its close, a stream's
+// reset, a cut, or the peer's close of the whole QUIC connection (a server
+// of one session per connection, Deno's, ends a session so; its close can
+// overtake the -32600 it wrote just before, as it did once under load).
 func isClosed(err error) bool {
 	var se *webtransport.SessionError
 	var st *webtransport.StreamError
-	return errors.As(err, &se) || errors.As(err, &st) || errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "closed")
+	var ae *quic.ApplicationError
+	return errors.As(err, &se) || errors.As(err, &st) || (errors.As(err, &ae) && ae.Remote) ||
+		errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(err.Error(), "closed")
 }
 
 func checkParseError(ctx context.Context, t Target) outcome {
