@@ -54,8 +54,21 @@ func upFilter(caps json.RawMessage, uris []string) (want flow.Subscriptions, sub
 
 // listenForLegacy opens the 2025 session's subscription upstream, once the
 // session is READY (ServerConfig.OnSession: no notification before the
-// initialize result).
-func (c *upConn) listenForLegacy() { c.relisten() }
+// initialize result), unless the session's own resources/subscribe opened
+// one already: OnSession runs on a goroutine of its own and may come after
+// it, and replacing that subscription would race its cleanup upstream (the
+// go-sdk keeps a session's resource subscriptions per session, so a
+// listen's end unsubscribes URIs the next one asked for).
+func (c *upConn) listenForLegacy() {
+	c.relistenMu.Lock()
+	defer c.relistenMu.Unlock()
+	c.mu.Lock()
+	open := c.legacy != nil
+	c.mu.Unlock()
+	if !open {
+		c.relistenLocked()
+	}
+}
 
 // relisten (re)opens the 2025 session's subscription upstream for what
 // upFilter asks with the URIs the session subscribed to, ending the one
@@ -65,6 +78,11 @@ func (c *upConn) listenForLegacy() { c.relisten() }
 func (c *upConn) relisten() *legacyListen {
 	c.relistenMu.Lock()
 	defer c.relistenMu.Unlock()
+	return c.relistenLocked()
+}
+
+// relistenLocked is relisten with relistenMu held.
+func (c *upConn) relistenLocked() *legacyListen {
 	c.mu.Lock()
 	uris := slices.Sorted(maps.Keys(c.legacyURIs))
 	old := c.legacy
@@ -132,17 +150,26 @@ func (c *upConn) subscribeLegacy(ctx context.Context, req *flow.Request) (any, e
 	}
 	c.mu.Unlock()
 	l := c.relisten()
-	if l == nil {
-		return struct{}{}, nil
+	for l != nil {
+		select {
+		case <-l.acked:
+			return struct{}{}, nil
+		case <-l.done:
+			// Replaced before its acknowledgement by a later relisten (the
+			// session's own at READY may run after this request's): that
+			// one asks for this URI too, and answers for it.
+			c.mu.Lock()
+			next := c.legacy
+			c.mu.Unlock()
+			if next == nil || next == l {
+				return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, req.Method+": the upstream did not acknowledge the subscription (subscriptions/listen) the bridge holds for it")
+			}
+			l = next
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
 	}
-	select {
-	case <-l.acked:
-		return struct{}{}, nil
-	case <-l.done:
-		return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, req.Method+": the upstream did not acknowledge the subscription (subscriptions/listen) the bridge holds for it")
-	case <-ctx.Done():
-		return nil, context.Cause(ctx)
-	}
+	return struct{}{}, nil
 }
 
 // The 2025 resource subscription methods.
