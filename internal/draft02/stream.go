@@ -104,8 +104,13 @@ func (s *Session) ours(id uint64, err error) bool {
 
 // mapErr turns a QUIC stream reset in the WebTransport range into a
 // *webtransport.StreamError, and any error after the session's end into
-// the session's error.
+// the session's error. No error stays none: a write or read that succeeded
+// just before the session ended succeeded (a pair's run once saw the
+// $/shutdown it wrote fail with the close it caused).
 func (s *Session) mapErr(err error) error {
+	if err == nil {
+		return nil
+	}
 	var qe *quic.StreamError
 	if errors.As(err, &qe) {
 		if qe.ErrorCode == sessionGoneCode {
