@@ -46,23 +46,20 @@ func withChanges(h flow.Hooks, p *eventPrinter) flow.Hooks {
 // updates and prints each of its notifications, the acknowledgement
 // first; on a 2025 session it subscribes to uris (resources/subscribe)
 // and prints the change notifications that come unasked (over the
-// Streamable HTTP fallback too, the list changes only:
-// fallback.Client.Changes). It runs until Ctrl-C (exit 0) or the server ends it.
+// Streamable HTTP fallback too: fallback.Client.Changes, which speaks
+// 2025-11-25 only). It runs until Ctrl-C (exit 0) or the server ends it.
 func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []string, p *eventPrinter) int {
 	s := c.Session()
 	interrupted := func() bool { return errors.Is(context.Cause(ctx), errInterrupted) }
 	if s == nil {
-		// The Streamable HTTP fallback speaks 2025-11-25: the list changes
-		// come unasked on its GET stream (fallback.Client.Changes).
-		if o.mcpVersion == protocol.MCP20260728 || len(uris) > 0 {
-			t.say("mcp-flow: listen with -mcp-version %s or URIs needs MCP-Flow: over the Streamable HTTP fallback (%s) it hears the list changes only", protocol.MCP20260728, protocol.MCP20251125)
+		// The Streamable HTTP fallback speaks 2025-11-25: the changes come
+		// unasked on its GET stream, the uris' once subscribed
+		// (fallback.Client.Changes).
+		if o.mcpVersion == protocol.MCP20260728 {
+			t.say("mcp-flow: listen with -mcp-version %s needs MCP-Flow: the Streamable HTTP fallback speaks %s, whose changes it prints", protocol.MCP20260728, protocol.MCP20251125)
 			return exitUsage
 		}
-		err := c.Changes(ctx, func(method string) {
-			if n, err := jsonrpc.NewRequest(jsonrpc.ID{}, method, nil); err == nil {
-				p.print(n)
-			}
-		})
+		err := c.Changes(ctx, uris, p.print)
 		if interrupted() {
 			return exitOK
 		}

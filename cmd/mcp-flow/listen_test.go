@@ -141,10 +141,11 @@ func TestListenCommand(t *testing.T) {
 }
 
 // TestListenCommandFallback: over the Streamable HTTP fallback (a
-// 2025-11-25 session), mcp-flow listen prints the server's
-// tools/list_changed that come on the GET stream, one JSON line each, and
-// Ctrl-C ends it with 0; -mcp-version 2026-07-28 over it exits 2 (spec
-// §11.7).
+// 2025-11-25 session), mcp-flow listen URI prints the server's
+// tools/list_changed and the URI's resources/updated (subscribed with
+// resources/subscribe) that come on the GET stream, one JSON line each,
+// and Ctrl-C ends it with 0; -mcp-version 2026-07-28 over it exits 2
+// (spec §11.7).
 func TestListenCommandFallback(t *testing.T) {
 	t.Parallel()
 	bin := cli(t)
@@ -153,7 +154,7 @@ func TestListenCommandFallback(t *testing.T) {
 	if _, errs, code := runCLI(t, bin, append(base, "-mcp-version", protocol.MCP20260728, "listen")...); code != exitUsage || !strings.Contains(errs, "needs MCP-Flow") {
 		t.Fatalf("listen -mcp-version %s over the fallback: exit %d, stderr:\n%s", protocol.MCP20260728, code, errs)
 	}
-	cmd := exec.Command(bin, append(base, "listen")...)
+	cmd := exec.Command(bin, append(base, "listen", demotools.ToggledURI)...)
 	out, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -164,24 +165,35 @@ func TestListenCommandFallback(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill() })
 	lines := lineReader(t, out)
-	// The GET stream opens after the CLI's session is up, which nothing
-	// outside says: each toggle changes the tool list until a change is
-	// printed (the first usually is; a toggle takes about 50 ms here).
+	// The GET stream opens and the subscription is made after the CLI's
+	// session is up, which nothing outside says: each toggle changes the
+	// tool list and updates the toggled resource until both are printed
+	// (the first usually is; a toggle takes about 50 ms here).
 	guard := time.After(listenGuard)
-	for printed := false; !printed; {
+	seen := map[string]bool{}
+	for !seen[protocol.MethodToolsListChanged] || !seen[protocol.MethodResourceUpdated] {
 		if _, errs, code := runCLI(t, bin, "-url", url, "-cert-hash", hash, "call", "toggle"); code != 0 {
 			t.Fatalf("toggle: exit %d, stderr:\n%s", code, errs)
 		}
 		select {
 		case l, ok := <-lines:
-			var n struct{ Method string }
-			if !ok || json.Unmarshal([]byte(l), &n) != nil || n.Method != protocol.MethodToolsListChanged {
-				t.Fatalf("line %q (open %v), want %s; server:\n%s", l, ok, protocol.MethodToolsListChanged, srvErr)
+			var n struct {
+				Method string
+				Params struct{ URI string }
 			}
-			printed = true
+			if !ok || json.Unmarshal([]byte(l), &n) != nil {
+				t.Fatalf("line %q (open %v); server:\n%s", l, ok, srvErr)
+			}
+			switch {
+			case n.Method == protocol.MethodToolsListChanged:
+			case n.Method == protocol.MethodResourceUpdated && n.Params.URI == demotools.ToggledURI:
+			default:
+				t.Fatalf("line %q, want %s or %s of %s", l, protocol.MethodToolsListChanged, protocol.MethodResourceUpdated, demotools.ToggledURI)
+			}
+			seen[n.Method] = true
 		case <-time.After(100 * time.Millisecond): // not yet: toggle again
 		case <-guard:
-			t.Fatalf("no tools/list_changed in %v; server:\n%s", listenGuard, srvErr)
+			t.Fatalf("printed %v in %v, want both changes; server:\n%s", seen, listenGuard, srvErr)
 		}
 	}
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
