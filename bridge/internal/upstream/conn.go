@@ -210,6 +210,14 @@ func (c *upConn) call(ctx context.Context, method string, params json.RawMessage
 
 // callAs is call with the upstream request's id chosen by the caller.
 func (c *upConn) callAs(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage) (json.RawMessage, error) {
+	return c.callUntil(ctx, id, method, params, 0)
+}
+
+// callUntil is callAs that, when ctx ends after the request left, waits
+// up to answerWait for the upstream's answer to the notifications/cancelled
+// it sends (a go-sdk server answers a cancelled request once its handler
+// has returned; MCP lets a server answer nothing, hence the bound).
+func (c *upConn) callUntil(ctx context.Context, id jsonrpc.ID, method string, params json.RawMessage, answerWait time.Duration) (json.RawMessage, error) {
 	ch, forget := c.pending.Add(id)
 	defer forget()
 	om, err := c.send(ctx, &jsonrpc.Request{ID: id, Method: method, Params: params})
@@ -232,6 +240,16 @@ func (c *upConn) callAs(ctx context.Context, id jsonrpc.ID, method string, param
 		// On the handler's goroutine, after the session has answered the
 		// cancel: it may wait for room in the queue.
 		_, _ = c.send(c.s.Context(), &jsonrpc.Request{Method: protocol.MethodCancelled, Params: p})
+		if answerWait > 0 {
+			t := time.NewTimer(answerWait)
+			defer t.Stop()
+			select {
+			case <-ch:
+			case <-c.ended:
+			case <-c.s.Done():
+			case <-t.C:
+			}
+		}
 		return nil, context.Cause(ctx)
 	}
 }

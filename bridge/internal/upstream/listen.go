@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
@@ -18,6 +19,12 @@ import (
 // in the session's name, for every list change the upstream announces and
 // the resources the session subscribed to, and turns its events into the
 // 2025 notifications the session expects.
+
+// replacedListenWait bounds how long the bridge waits for the answer of a
+// subscription it replaced before it opens the next (relisten): a go-sdk
+// server answers at once (its handler returns when cancelled); a server
+// that answers a cancelled request not at all costs each resubscribe this.
+const replacedListenWait = 2 * time.Second
 
 // legacyListen is one subscription the bridge holds upstream for a 2025
 // session: id is its upstream request id; acked is closed by its
@@ -89,7 +96,14 @@ func (c *upConn) relistenLocked() *legacyListen {
 	c.legacy = nil
 	c.mu.Unlock()
 	if old != nil {
+		// The new listen goes once the old one has ended upstream: a
+		// go-sdk server keeps a session's subscriptions per session, not
+		// per listen, and the end of a listen unsubscribes its URIs and
+		// list changes; ended after the new one began, it would undo what
+		// the new one asked for. Its answer tells (waited for up to
+		// replacedListenWait).
 		old.cancel()
+		<-old.done
 	}
 	want, _ := upFilter(c.upCaps, uris)
 	if want.Empty() {
@@ -107,7 +121,7 @@ func (c *upConn) relistenLocked() *legacyListen {
 	c.mu.Unlock()
 	go func() {
 		defer close(l.done)
-		_, err := c.callAs(ctx, l.id, protocol.MethodListen, params)
+		_, err := c.callUntil(ctx, l.id, protocol.MethodListen, params, replacedListenWait)
 		if ctx.Err() == nil {
 			c.u.log.Warn("the upstream ended the subscription the bridge holds for a 2025 session: its changes no longer reach it", "err", err)
 		}

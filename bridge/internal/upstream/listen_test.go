@@ -5,6 +5,7 @@ package upstream_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -251,5 +252,53 @@ func TestUpstreamResourceSubscribeStdio(t *testing.T) {
 				t.Fatal("no resources/updated")
 			}
 		})
+	}
+}
+
+// TestUpstreamResubscribeKeepsUpdates: a 2025 session subscribes to the
+// fixture's resource and then, again and again, to another URI, so that
+// the bridge replaces the subscriptions/listen it holds upstream each time
+// (spec §11.7). The go-sdk v1.8 server keeps a session's subscriptions per
+// session, and a listen's end unsubscribes its URIs: had the new listen
+// been opened before the old one's end was done upstream, that end would
+// undo what the new one asked for, and the touch after the answer would
+// reach no one. Every touch after a resubscribe is heard.
+func TestUpstreamResubscribeKeepsUpdates(t *testing.T) {
+	t.Parallel()
+	fixture := buildFixture(t)
+	scfg := flow.ServerConfig{Logger: flowtest.Quiet}
+	upstream.NewStdioUpstream(upstream.StdioUpstreamConfig{Command: []string{fixture}, Protocol: upstream.UpstreamModern, Logger: flowtest.Quiet}).Configure(&scfg)
+	srv := flowtest.Serve(t, scfg)
+	events := make(chan *jsonrpc.Request, 64)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a hang guard: the test takes about 200 ms here
+	t.Cleanup(cancel)
+	s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: flowtest.ClientTLS(t), Logger: flowtest.Quiet,
+		Hooks: flow.Hooks{Notification: func(_ *flow.Session, n *jsonrpc.Request) {
+			if n.Method == protocol.MethodResourceUpdated {
+				events <- n
+			}
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if _, err := s.Call(ctx, "resources/subscribe", map[string]string{"uri": sdkfixture.TouchedURI}); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 10 {
+		if _, err := s.Call(ctx, "resources/subscribe", map[string]string{"uri": fmt.Sprintf("sdk-fixture://other/%d", i)}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.Call(ctx, "tools/call", map[string]any{"name": "touch", "arguments": map[string]any{}}); err != nil {
+			t.Fatal(err)
+		}
+		// The update goes out before touch's answer, on the same pipe, and
+		// its notification before the answer on the control stream: when
+		// the call has returned, an update heard has been delivered.
+		select {
+		case <-events:
+		default:
+			t.Fatalf("resubscribe %d: the touch after it was not heard (the old listen's end unsubscribed %s)", i, sdkfixture.TouchedURI)
+		}
 	}
 }
