@@ -130,6 +130,10 @@ func (c *httpConn) send(m jsonrpc.Message) error {
 	return nil
 }
 
+// requestScoped marks c's requests as ending with their own response
+// streams (listen.go).
+func (c *httpConn) requestScoped() {}
+
 // sendModern sends one message to a 2026-07-28 server: a request as its own
 // POST with the routing headers; notifications/cancelled closes the
 // cancelled request's response stream instead of being sent (that is the

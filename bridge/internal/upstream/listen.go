@@ -24,7 +24,14 @@ import (
 // subscription it replaced before it opens the next (relisten): a go-sdk
 // server answers at once (its handler returns when cancelled); a server
 // that answers a cancelled request not at all costs each resubscribe this.
+// Over Streamable HTTP (requestScoped) nothing is waited for.
 const replacedListenWait = 2 * time.Second
+
+// requestScoped is a link whose requests each end with a stream of their
+// own (Streamable HTTP: a cancel closes the request's response stream, and
+// a 2026-07-28 server keeps nothing of a request past it): a replaced
+// subscription's answer is not waited for, none comes.
+type requestScoped interface{ requestScoped() }
 
 // legacyListen is one subscription the bridge holds upstream for a 2025
 // session: id is its upstream request id; acked is closed by its
@@ -121,7 +128,11 @@ func (c *upConn) relistenLocked() *legacyListen {
 	c.mu.Unlock()
 	go func() {
 		defer close(l.done)
-		_, err := c.callUntil(ctx, l.id, protocol.MethodListen, params, replacedListenWait)
+		wait := replacedListenWait
+		if _, ok := c.link.(requestScoped); ok {
+			wait = 0
+		}
+		_, err := c.callUntil(ctx, l.id, protocol.MethodListen, params, wait)
 		if ctx.Err() == nil {
 			c.u.log.Warn("the upstream ended the subscription the bridge holds for a 2025 session: its changes no longer reach it", "err", err)
 		}
