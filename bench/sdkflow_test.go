@@ -2,8 +2,10 @@ package bench
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +14,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bench/workload"
 	"github.com/mcp-flow/mcp-flow/bridge"
 	"github.com/mcp-flow/mcp-flow/bridge/sdkflow"
+	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -29,6 +32,52 @@ func dialSDKFlow(b testing.TB) *sdkTarget {
 	cfg := flow.ServerConfig{Logger: quiet, Limits: flow.Limits{MaxRequestsInFlight: 1024}}
 	sdkflow.Serve(&cfg, sdkfixture.NewServer(), &sdkflow.ServerOptions{Logger: quiet})
 	return connectSDK(b, &sdkflow.ClientTransport{URL: flowtest.Serve(b, cfg).URL(), Client: flow.ClientConfig{TLSConfig: pinnedTLS(), Logger: quiet}, Logger: quiet})
+}
+
+// sdkRawBlob is the tool dialSDKFlowRaw adds to sdkfixture: blob's bytes
+// (demotools.Generate) as a raw stream, sdkflow.StreamResult.
+const sdkRawBlob = "rawblob"
+
+// dialSDKFlowRaw is dialSDKFlow with the raw path (spec §10): the server
+// has sdkfixture's tools and sdkRawBlob, whose bytes go as they are on an
+// execution stream, and the client's transport keeps raw streams
+// (KeepStreams) and reads them with sdkflow.OpenStream. Its Fetch calls
+// sdkRawBlob.
+func dialSDKFlowRaw(b testing.TB) *sdkRawTarget {
+	srv := sdkfixture.NewServer()
+	mcp.AddTool(srv, &mcp.Tool{Name: sdkRawBlob, Description: "N deterministic bytes, raw"},
+		func(ctx context.Context, req *mcp.CallToolRequest, a sdkfixture.BlobArgs) (*mcp.CallToolResult, any, error) {
+			res, err := sdkflow.StreamResult(ctx, req, "application/octet-stream", func(_ context.Context, w io.Writer) error {
+				_, err := io.Copy(w, demotools.Generate(a.Bytes))
+				return err
+			})
+			return res, nil, err
+		})
+	cfg := flow.ServerConfig{Logger: quiet, Limits: flow.Limits{MaxRequestsInFlight: 1024}}
+	sdkflow.Serve(&cfg, srv, &sdkflow.ServerOptions{Logger: quiet})
+	return &sdkRawTarget{connectSDK(b, &sdkflow.ClientTransport{URL: flowtest.Serve(b, cfg).URL(), KeepStreams: true,
+		Client: flow.ClientConfig{TLSConfig: pinnedTLS(), Logger: quiet}, Logger: quiet})}
+}
+
+// sdkRawTarget is a go-sdk client over sdkflow that fetches the raw way.
+type sdkRawTarget struct{ *sdkTarget }
+
+// Fetch calls sdkRawBlob and reads its stream with sdkflow.OpenStream.
+func (t *sdkRawTarget) Fetch(ctx context.Context, n int64) (int64, error) {
+	r, err := t.cs.CallTool(ctx, &mcp.CallToolParams{Name: sdkRawBlob, Arguments: sdkfixture.BlobArgs{Bytes: n}})
+	if err != nil {
+		return 0, err
+	}
+	link, ok := r.Content[0].(*mcp.ResourceLink)
+	if !ok {
+		return 0, fmt.Errorf("%s answered %T, not a resource_link", sdkRawBlob, r.Content[0])
+	}
+	rd, err := sdkflow.OpenStream(ctx, link.URI)
+	if err != nil {
+		return 0, err
+	}
+	defer rd.Close()
+	return workload.CopyDiscard(rd)
 }
 
 // dialSDKPipe is the pipe adapter as bridge.ServeSDK and
@@ -123,10 +172,25 @@ func connectSDK(b testing.TB, t mcp.Transport) *sdkTarget {
 	return &sdkTarget{cs: cs}
 }
 
-// sdkTransportOrders are the orders BenchmarkGoSDKTransport's rounds take
-// the four transports in: each rotation and its reverse, so that each
+// sdkTransportOrders returns the orders BenchmarkGoSDKTransport's rounds
+// take n transports in: each rotation and its reverse, so that each
 // follows each other one in turn (and pays for its garbage as often).
-var sdkTransportOrders = [][4]int{{0, 1, 2, 3}, {1, 2, 3, 0}, {2, 3, 0, 1}, {3, 0, 1, 2}, {3, 2, 1, 0}, {0, 3, 2, 1}, {1, 0, 3, 2}, {2, 1, 0, 3}}
+func sdkTransportOrders(n int) [][]int {
+	var orders [][]int
+	for r := range n {
+		o := make([]int, n)
+		for i := range o {
+			o[i] = (r + i) % n
+		}
+		orders = append(orders, o)
+	}
+	for r := range n {
+		o := slices.Clone(orders[r])
+		slices.Reverse(o)
+		orders = append(orders, o)
+	}
+	return orders
+}
 
 // sdkTransportLarge is the large result's size: base64 through the go-sdk
 // at both ends is the slow part of every transport here, as in
@@ -139,33 +203,38 @@ const sdkTransportLarge = 16 << 20
 // bounds what any transport of it can reach): echo calls/s at concurrency
 // 16, and a large result's MB/s (inline base64 at both ends, as the
 // go-sdk's API gives and takes it; over MCP-Flow it crosses on an
-// execution stream). The four take turns in rounds (sdkTransportOrders, as
-// BenchmarkEcho/flow-interleaved does: samples taken seconds apart on a
-// shared machine compare its load), each sample after a collection; each
-// ratio is the median over the rounds of two rates of the same round.
-// Beside the rates, each one's CPU time per operation (this process: all
-// four run both ends here), which a loaded machine does not inflate.
+// execution stream), and the large result the raw way too (sdkflow-raw:
+// sdkflow.StreamResult at the server, KeepStreams and OpenStream at the
+// client; no base64, no JSON string, at either end). The transports take
+// turns in rounds (sdkTransportOrders, as BenchmarkEcho/flow-interleaved
+// does: samples taken seconds apart on a shared machine compare its load),
+// each sample after a collection; each ratio is the median over the rounds
+// of two rates of the same round. Beside the rates, each one's CPU time
+// per operation (this process: all run both ends here), which a loaded
+// machine does not inflate.
 func BenchmarkGoSDKTransport(b *testing.B) {
 	ctx := context.Background()
-	targets := []struct {
+	type target struct {
 		name string
-		t    *sdkTarget
-	}{{"sdkflow", dialSDKFlow(b)}, {"pipe", dialSDKPipe(b)}, {"sdk-http", dialSDKHTTP(b)}, {"sdk-direct", dialSDKDirect(b)}}
+		t    workload.Target
+	}
+	targets := []target{{"sdkflow", dialSDKFlow(b)}, {"pipe", dialSDKPipe(b)}, {"sdk-http", dialSDKHTTP(b)}, {"sdk-direct", dialSDKDirect(b)}}
+	raw := target{"sdkflow-raw", dialSDKFlowRaw(b)}
 	defer func() {
-		for _, tg := range targets {
+		for _, tg := range append(targets, raw) {
 			tg.t.Close()
 		}
 	}()
 	ratios := [][2]string{{"sdkflow", "pipe"}, {"sdkflow", "sdk-http"}, {"sdk-direct", "sdk-http"}, {"sdkflow", "sdk-direct"}}
-	// interleave runs sample (ops operations) on each target in every
+	// interleave runs sample (ops operations) on each of targets in every
 	// round and reports each one's median rate in unit, its median CPU
 	// time per operation (this process's: both ends, and the server of
 	// none runs elsewhere; waiting for a core does not inflate it as it
 	// does a rate on a loaded machine), and the median ratios.
-	interleave := func(b *testing.B, unit string, ops int, sample func(t *sdkTarget) float64) {
+	interleave := func(b *testing.B, targets []target, ratios [][2]string, unit string, ops int, sample func(t workload.Target) float64) {
 		rate, cpu := map[string][]float64{}, map[string][]float64{}
 		ratio := map[[2]string][]float64{}
-		for _, order := range sdkTransportOrders {
+		for _, order := range sdkTransportOrders(len(targets)) {
 			got := map[string]float64{}
 			for _, i := range order {
 				runtime.GC()
@@ -188,8 +257,8 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 		reportLoad(b)
 	}
 	b.Run("echo/c=16", func(b *testing.B) {
-		per := max(b.N/len(sdkTransportOrders), 1000)
-		interleave(b, "calls/s", per, func(t *sdkTarget) float64 {
+		per := max(b.N/(2*len(targets)), 1000) // b.N over the rounds
+		interleave(b, targets, ratios, "calls/s", per, func(t workload.Target) float64 {
 			t0 := time.Now()
 			if _, err := workload.EchoCalls(ctx, t, 16, per); err != nil {
 				b.Fatal(err)
@@ -199,7 +268,7 @@ func BenchmarkGoSDKTransport(b *testing.B) {
 	})
 	const n = sdkTransportLarge
 	b.Run("large/"+sizeName(n), func(b *testing.B) {
-		interleave(b, "MB/s", 1, func(t *sdkTarget) float64 {
+		interleave(b, append(slices.Clone(targets), raw), append(ratios, [2]string{"sdkflow-raw", "sdk-http"}, [2]string{"sdkflow-raw", "sdkflow"}), "MB/s", 1, func(t workload.Target) float64 {
 			t0 := time.Now()
 			if got, err := t.Fetch(ctx, n); err != nil || got != n {
 				b.Fatalf("fetched %d of %d bytes: %v", got, n, err)

@@ -51,6 +51,15 @@ type ClientTransport struct {
 	// (default DefaultInlineLimit). A call whose stream is larger fails
 	// with -32603, and the stream is released.
 	InlineLimit int64
+	// KeepStreams: a raw execution stream of a result (one no upstream
+	// bridge moved out of a content block, such as StreamResult's) is not
+	// inlined but named by a resource_link block (URI KeptPrefix…, name
+	// "stream-<tag>" and an extension, its MIME type), whose bytes
+	// OpenStream reads as they come (spec §10). Default false: every
+	// stream is inlined, as every go-sdk client expects. Moved content
+	// (text, images, blobs past the server's threshold) is inlined either
+	// way.
+	KeepStreams bool
 	// Logger receives the connection's logs (default slog.Default()).
 	Logger *slog.Logger
 }
@@ -64,7 +73,7 @@ func (t *ClientTransport) Connect(context.Context) (mcp.Connection, error) {
 	if limit <= 0 {
 		limit = DefaultInlineLimit
 	}
-	return newClientConn(core.StdioConfig{URL: t.URL, Client: t.Client, InlineLimit: limit, Logger: t.Logger, ExitOnDisconnect: true}), nil
+	return newClientConn(core.StdioConfig{URL: t.URL, Client: t.Client, InlineLimit: limit, Logger: t.Logger, ExitOnDisconnect: true}, t.KeepStreams), nil
 }
 
 // clientConn is the go-sdk client's connection, and its core's Front.
@@ -84,14 +93,18 @@ type clientConn struct {
 	wmu       sync.Mutex // held while the core takes a message
 	closed    bool       // under wmu: no more messages for the core
 	closeOnce sync.Once
+
+	keptMu     sync.Mutex
+	kept       map[string]struct{} // the URIs of its kept streams not yet opened (rawread.go)
+	keptClosed bool
 }
 
-func newClientConn(cfg core.StdioConfig) *clientConn {
+func newClientConn(cfg core.StdioConfig, keep bool) *clientConn {
 	c := &clientConn{in: newInbox()}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	// The session's end (ExitOnDisconnect) fails Read; the go-sdk then
 	// closes the connection. On the core's watcher: it must not wait.
-	c.core = core.New(cfg, clientFront{c, cfg.InlineLimit}, func(err error) { c.in.close(&core.ServerLostError{URL: cfg.URL, Err: err}, false) })
+	c.core = core.New(cfg, clientFront{c, cfg.InlineLimit, keep}, func(err error) { c.in.close(&core.ServerLostError{URL: cfg.URL, Err: err}, false) })
 	return c
 }
 
@@ -132,6 +145,7 @@ func (c *clientConn) Close() error {
 		c.wmu.Lock()
 		c.closed = true
 		c.wmu.Unlock()
+		c.dropKept()
 		_ = c.core.Finish()
 	})
 	return nil
@@ -144,6 +158,7 @@ func (c *clientConn) SessionID() string { return "" }
 type clientFront struct {
 	c     *clientConn
 	limit int64
+	keep  bool // KeepStreams: it keeps raw streams (rawread.go)
 }
 
 func (f clientFront) Emit(m jsonrpc.Message) { f.c.in.put(m) }

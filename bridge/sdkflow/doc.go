@@ -16,4 +16,9 @@
 // execution streams, $/cancel as notifications/cancelled, progress as the
 // session sends it, $/shutdown and the session's end closing the go-sdk
 // session). inbox.go holds the messages for the client's Read.
+//
+// Raw streams (spec §10): a tool's bytes on an execution stream as they
+// are, no base64 and no JSON string at either end. rawserve.go: the
+// server's StreamResult (inline content over the go-sdk's other
+// transports); rawread.go: the client's KeepStreams and OpenStream.
 package sdkflow

@@ -53,16 +53,18 @@ func Serve(cfg *flow.ServerConfig, srv *mcp.Server, opts *ServerOptions) *Server
 	if opts == nil {
 		opts = &ServerOptions{}
 	}
-	connect := func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (func(jsonrpc.Message) error, func(), error) {
+	connect := func(ctx context.Context, recv func(jsonrpc.Message), end func(error)) (upstream.Link, error) {
 		c := &serverConn{recv: recv, end: end, in: make(chan jsonrpc.Message), done: make(chan struct{})}
 		ss, err := srv.Connect(context.WithoutCancel(ctx), transport{c}, nil)
 		if err != nil {
-			return nil, nil, err
+			return upstream.Link{}, err
 		}
-		return c.send, func() {
+		served.Store(ss, c) // before the first message: StreamResult finds it
+		return upstream.Link{Send: c.send, Raw: c.takeRaw, Close: func() {
 			c.Close() // srv's read ends: its session ends, its handlers' contexts too
 			_ = ss.Wait()
-		}, nil
+			served.Delete(ss)
+		}}, nil
 	}
 	up := upstream.NewLinkUpstream(connect, opts.Threshold, opts.Logger)
 	up.Configure(cfg)
@@ -84,6 +86,9 @@ type serverConn struct {
 	in        chan jsonrpc.Message
 	done      chan struct{}
 	closeOnce sync.Once
+
+	rawMu sync.Mutex
+	raws  map[string]rawStream // StreamResult's streams not yet sent (raw.go)
 }
 
 // send passes m to the go-sdk server's Read; it waits until Read takes it

@@ -30,21 +30,52 @@ import (
 
 // inline rewrites a result with execution streams for a plain MCP client
 // (ref/stream is no MCP content type): see the top of this file. A stream
-// that fails fails the call: a truncated payload is never passed on.
-func (b *Core) inline(ctx context.Context, resp *flow.Response) (*mcpjson.Splice, error) {
+// that fails fails the call: a truncated payload is never passed on. A
+// front that keeps raw streams (Keeper) names each with a resource_link
+// instead, and its stream is left for the client to read.
+func (b *Core) inline(ctx context.Context, s *flow.Session, resp *flow.Response) (*mcpjson.Splice, error) {
 	out := mcpjson.NewSplice(resp.Result)
 	if len(resp.Refs) == 0 {
 		return out, nil
 	}
-	defer resp.Close()
+	keeper, _ := b.front.(Keeper)
+	var kept []string
 	for _, ref := range resp.Refs {
+		if keeper != nil {
+			if block, _ := original(ref); block == nil {
+				if uri, ok := keeper.Keep(s, resp, ref); ok {
+					kept = append(kept, uri)
+					out.Replace(ref.Start, ref.End, linkBlock(uri, linkName(ref.StreamTag, ref.MimeType), ref.MimeType, -1))
+					continue
+				}
+			}
+		}
 		block, err := b.inlineStream(ctx, resp, ref)
 		if err != nil {
+			for _, uri := range kept {
+				keeper.Drop(uri)
+			}
+			_ = resp.Close()
 			return nil, err
 		}
 		out.ReplaceSplice(ref.Start, ref.End, block)
 	}
+	if kept == nil {
+		_ = resp.Close()
+	}
 	return out, nil
+}
+
+// Keeper is a Front that hands raw execution streams (those no upstream
+// bridge moved out of a block: no original recorded) to its client as
+// they are, to be read when the client chooses (package bridge/sdkflow's
+// ClientTransport.KeepStreams, spec §10). Keep takes the stream of ref and
+// returns the URI of the resource_link that names it in the result (ok
+// false: inline it as usual); Drop forgets a kept stream whose call
+// failed. Both are called on the request's goroutine and must not wait.
+type Keeper interface {
+	Keep(s *flow.Session, resp *flow.Response, ref flow.StreamRef) (uri string, ok bool)
+	Drop(uri string)
 }
 
 // original returns what an upstream bridge recorded in the _meta of a
@@ -94,7 +125,7 @@ func (b *Core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.S
 		// An upstream bridge moved this block's payload: put it back.
 		return mcpjson.Restore(block, field, head)
 	}
-	if isText(mime) && utf8.Valid(head) {
+	if IsText(mime) && utf8.Valid(head) {
 		out := append(make([]byte, 0, len(head)+len(head)/8+32), `{"type":"text","text":`...)
 		out, _ = jsontext.AppendQuote(out, head)
 		return mcpjson.NewSplice(append(out, '}')), nil
@@ -108,14 +139,17 @@ func (b *Core) inlineStream(ctx context.Context, resp *flow.Response, ref flow.S
 	return mcpjson.NewSplice(append(out, `"}}`...)), nil
 }
 
-// linkBlock is a resource_link content block naming an offloaded stream.
+// linkBlock is a resource_link content block naming an offloaded stream
+// (or a kept one: size -1, left out).
 func linkBlock(uri, name, mime string, size int64) []byte {
 	out := append([]byte(`{"type":"resource_link","uri":`), quote(uri)...)
 	out = append(append(out, `,"name":`...), quote(name)...)
 	if mime != "" {
 		out = append(append(out, `,"mimeType":`...), quote(mime)...)
 	}
-	out = strconv.AppendInt(append(out, `,"size":`...), size, 10)
+	if size >= 0 {
+		out = strconv.AppendInt(append(out, `,"size":`...), size, 10)
+	}
 	return append(out, '}')
 }
 
@@ -148,7 +182,9 @@ func quote[T []byte | string](s T) []byte {
 	return out
 }
 
-func isText(mime string) bool {
+// IsText reports whether a stream of this MIME type is inlined as text
+// when its bytes are valid UTF-8 (spec §10).
+func IsText(mime string) bool {
 	return strings.HasPrefix(mime, "text/") || strings.HasPrefix(mime, "application/json")
 }
 

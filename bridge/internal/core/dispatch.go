@@ -393,7 +393,7 @@ func (b *Core) callOn(ctx, cctx context.Context, s *flow.Session, m *jsonrpc.Req
 	case err != nil:
 		return &Reply{resp: jsonrpc.NewErrorResponse(m.ID, jsonrpc.NewError(jsonrpc.CodeInternalError, "MCP-Flow: "+err.Error()))}, nil
 	}
-	result, err := b.inline(cctx, resp)
+	result, err := b.inline(cctx, s, resp)
 	if err != nil {
 		if serr := s.Err(); serr != nil {
 			err = &ServerLostError{URL: b.cfg.URL, Err: fmt.Errorf("%w (%v)", serr, err)}

@@ -2,7 +2,8 @@
 // one plain MCP client ↔ one MCP-Flow client session. A front (package
 // stdiofront, httpfront) reads its client, hands each message to its Core
 // (Receive, Dispatch, Answer), and implements Front, the one way the core
-// reaches the client: Emit, EmitBatch, EmitResult, Offload. The core
+// reaches the client: Emit, EmitBatch, EmitResult, Offload (and Keeper,
+// for a front that hands raw execution streams on as they are). The core
 // imports no front and no upstream, only plainio.
 //
 // Files, each calling only files listed after it where it calls one at all
@@ -26,7 +27,8 @@
 //     (UnreachableError, Diagnose), and which causes retrying will not
 //     mend.
 //   - content.go: results with execution streams rewritten as MCP content
-//     (an upstream's original block back through mcpjson.Restore).
+//     (an upstream's original block back through mcpjson.Restore), or a
+//     raw stream named by a resource_link for a Keeper front.
 //   - core.go: Core and its state; Front, what a front implements.
 //   - config.go: StdioConfig, the MCP-Flow side of every front.
 package core

@@ -14,6 +14,8 @@
 //     sending, per era; answers, SSE streams and the HTTP+SSE fallback;
 //     its config (HTTPUpstreamConfig), state and requests.
 //   - upstream.go: Upstream, its hooks on a flow.ServerConfig, and handle.
+//   - rawout.go: the raw streams an in-process server's result names
+//     (Link.Raw), sent as they are on execution streams.
 //   - init.go: a session's connection opened, its handshake, the probe.
 //   - offload.go: large content moved onto execution streams, the block
 //     it replaced kept under mcpjson.OriginalKey.

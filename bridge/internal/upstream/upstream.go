@@ -166,5 +166,10 @@ func (u *Upstream) handle(ctx context.Context, req *flow.Request) (any, error) {
 	if !c.clientModern && c.upModern.Load() && isInputRequired(res) {
 		return nil, errInputRequired(req.Method)
 	}
+	if rl, ok := c.link.(rawLink); ok {
+		if res, err = rawOut(ctx, req, rl, res); err != nil {
+			return nil, err
+		}
+	}
 	return u.offload(req, res)
 }
