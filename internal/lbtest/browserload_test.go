@@ -28,6 +28,12 @@ import (
 // page (the workers of its client's session long-poll /next?s=N on the
 // test's HTTP server) and waits for the page's outcome (/done), so that
 // the page's calls are counted by the tracker like every other kind's.
+// A session that drains or ends is opened again by the page. When
+// Chromium's network service crashes (a bug of Chromium 156's: a
+// minidump each time, SIGTRAP in its WebTransport client's connect state
+// machine, docs/deploy.md "The test: make lb"), every session of the page
+// goes at once: crashed counts the calls then in flight in doubt, and the
+// driver's report (pageStats) says why each QUIC connection closed.
 type browserCallers struct {
 	queues []chan string // by session: keys for the page's workers
 	stop   chan struct{} // closed at the end: /next answers 204
