@@ -31,7 +31,9 @@ import (
 // A session that drains or ends is opened again by the page. When
 // Chromium's network service crashes (a bug of Chromium 156's: a
 // minidump each time, SIGTRAP in its WebTransport client's connect state
-// machine, docs/deploy.md "The test: make lb"), every session of the page
+// machine when a connection closes between its handshake and the answer
+// to its CONNECT, as a server's last Close does; docs/deploy.md "The test:
+// make lb"), every session of the page
 // goes at once: crashed counts the calls then in flight in doubt, and the
 // driver's report (pageStats) says why each QUIC connection closed.
 type browserCallers struct {
