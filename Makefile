@@ -149,8 +149,9 @@ oidc:
 # lb: three mcp-flow-servers sharing a fleet key behind nginx with njs
 # routing QUIC by the server ID in connection IDs (TCP hashed), through a
 # rolling restart with SIGTERM and then a SIGKILL of the busiest, with
-# LB_CALLERS callers of each client kind calling throughout: no call lost
-# or run twice (internal/lbtest, docs/deploy.md); the same kill without a
+# LB_CALLERS callers of each client kind (a page in headless Chromium
+# among them) calling throughout: no call lost or run twice
+# (internal/lbtest, docs/deploy.md); the same kill without a
 # fleet key (the idle timeout's baseline); clients' address changes routed
 # by connection ID; ten 64 MiB generate streams across a NAT rebinding and
 # ten across an active migration through the balancer; then the time a

@@ -84,8 +84,15 @@ type tracker struct {
 	// killed server can end long after the window closed (peerGone).
 	killed   bool
 	doubt    map[string]string    // key → kind, of the calls in doubt
+	lostAt   map[string]lostCall  // key → when and why, of the lost calls
 	firstErr map[string]time.Time // caller → its first failed attempt in the window
 	againAt  map[string]time.Time // caller → its first answer after that
+}
+
+// lostCall is when a lost call failed, and its class in counts.lostWhy.
+type lostCall struct {
+	at    time.Time
+	class string
 }
 
 // beginKill opens the hard kill's window and marks (markNow).
@@ -172,7 +179,7 @@ func (tr *tracker) slowest(t0 time.Time) string {
 }
 
 func newTracker() *tracker {
-	return &tracker{changed: make(chan struct{}), kinds: map[string]*counts{}, callers: map[string]int{}, keys: map[string]string{}, done: map[string]bool{}, history: map[string][]string{}, doubt: map[string]string{}}
+	return &tracker{changed: make(chan struct{}), kinds: map[string]*counts{}, callers: map[string]int{}, keys: map[string]string{}, done: map[string]bool{}, history: map[string][]string{}, doubt: map[string]string{}, lostAt: map[string]lostCall{}}
 }
 
 func (tr *tracker) kind(name string) *counts {
@@ -304,6 +311,7 @@ func (tr *tracker) run(ctx context.Context, stop <-chan struct{}, kind, id strin
 				}
 				k.lost++
 				k.lostWhy[lostClass(why, err)]++
+				tr.lostAt[key] = lostCall{time.Now(), lostClass(why, err)}
 				k.lostErrs = appendFew(k.lostErrs, fmt.Sprintf("%s (attempt %d, %s, after %v): %v", key, attempt+1, why, time.Since(began).Round(time.Millisecond), err))
 			})
 			break
