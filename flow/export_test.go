@@ -60,3 +60,17 @@ func Refusing(s *Session) bool {
 	defer s.mu.Unlock()
 	return s.dr.refusing()
 }
+
+// AwaitFreshHook makes srv's Shutdown call hook when it begins waiting for
+// the first request of n fresh connections, and wait up to wait (0:
+// FreshWait). Call it before Shutdown.
+func AwaitFreshHook(srv *Server, wait time.Duration, hook func(n int)) {
+	srv.freshWait, srv.onAwaitFresh = wait, hook
+}
+
+// FreshConns returns how many of srv's connections have made no request.
+func FreshConns(srv *Server) int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	return len(srv.fresh)
+}

@@ -53,6 +53,15 @@ type Server struct {
 	resourceSubs map[*Session]map[string]struct{}
 	closing      bool
 	conns        sync.WaitGroup // one per accepted QUIC connection
+	// fresh are the accepted connections that have made no request yet,
+	// and freshGone is closed when one leaves it (fresh.go).
+	fresh     map[*quic.Conn]struct{}
+	freshGone chan struct{}
+	// freshWait and onAwaitFresh are set by the tests only
+	// (export_test.go): the wait instead of FreshWait, and a hook called
+	// when Shutdown begins waiting for fresh connections.
+	freshWait    time.Duration
+	onAwaitFresh func(n int)
 	// refuse, if set before Serve (only by the tests, export_test.go),
 	// makes the QUIC stack refuse a new connection from the address with
 	// CONNECTION_REFUSED when it returns true, as a full accept queue does.
@@ -125,7 +134,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	s.h3 = &http3.Server{
 		TLSConfig:  http3.ConfigureTLSConfig(tlsConf),
 		QUICConfig: lim.quicConfig(),
-		Handler:    handler,
+		Handler:    s.requestSeen(handler),
 	}
 	s.h3.QUICConfig.MaxIncomingStreams, s.h3.QUICConfig.MaxIncomingUniStreams = 100, 100
 	webtransport.ConfigureHTTP3Server(s.h3)
@@ -233,7 +242,9 @@ func (s *Server) accept(ln *quic.EarlyListener) error {
 		if err != nil {
 			return err
 		}
+		s.addFresh(conn)
 		s.conns.Go(func() {
+			defer s.dropFresh(conn)
 			if err := s.wt.ServeQUICConn(conn); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				s.log.Debug("QUIC connection ended", "remote", conn.RemoteAddr(), "err", err)
 			}
@@ -539,7 +550,10 @@ func (s *Server) stopAccepting() []*Session {
 
 // Shutdown stops taking sessions, sends $/shutdown on every session, waits
 // until they have drained (or ctx ends, when what is left is cut off) and
-// closes the server.
+// closes the server. Before it closes, a connection that has made no
+// request yet gets up to FreshWait to make its CONNECT, answered 503
+// (fresh.go: a browser whose connection is closed before its CONNECT is
+// answered may crash).
 func (s *Server) Shutdown(ctx context.Context) error {
 	sessions := s.stopAccepting()
 	var wg sync.WaitGroup
@@ -548,6 +562,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		wg.Go(func() { errs[i] = sess.Shutdown(ctx, "server shutting down") })
 	}
 	wg.Wait()
+	if n := s.awaitFresh(ctx); n > 0 {
+		s.log.Debug("closing connections that made no request", "connections", n, "waited", FreshWait)
+	}
 	err := errors.Join(errs...)
 	if cerr := s.Close(); err == nil {
 		err = cerr
