@@ -128,7 +128,9 @@ func NPMInstall(t testing.TB, dir string, markers []string, args ...string) {
 // and the benchmarks): they take turns on an flock of dir itself (no lock
 // file is left behind), and the one that comes second finds the packages
 // there. A failed install is tried once more (a registry's transient error,
-// a half-written cache); logf says so.
+// a half-written cache); logf says so. What npm installed is kept as a
+// copy that a folder with the same package.json, lock file and node links
+// instead of running npm again (npmcache.go; NPMCacheEnv).
 func InstallNPM(logf func(string, ...any), dir string, markers []string, args ...string) error {
 	installed := present(dir, markers)
 	if installed() {
@@ -147,6 +149,24 @@ func installNPMLocked(logf func(string, ...any), dir string, installed func() bo
 	if _, err := exec.LookPath("npm"); err != nil {
 		return fmt.Errorf("npm (Debian package npm) is missing: %w", err)
 	}
+	cache, unlock := openNPMCache(logf, dir, args)
+	defer unlock()
+	if cache != nil {
+		linked, err := cache.link(dir)
+		switch {
+		case err != nil:
+			logf("npm folders' copy for %s not linked (%v); running npm", dir, err)
+		case linked && installed():
+			logf("npm %s in %s: linked from %s", strings.Join(args, " "), dir, cache.dir)
+			return nil
+		case linked:
+			// npm writes files in place: not into the copy's.
+			logf("the copy %s lacks what %s needs; running npm", cache.dir, dir)
+			if err := os.RemoveAll(filepath.Join(dir, "node_modules")); err != nil {
+				return err
+			}
+		}
+	}
 	var err error
 	for try := 0; try < 2 && !installed(); try++ {
 		if try > 0 {
@@ -164,6 +184,11 @@ func installNPMLocked(logf func(string, ...any), dir string, installed func() bo
 			err = fmt.Errorf("npm %s succeeded but what it should install is missing", strings.Join(args, " "))
 		}
 		return err
+	}
+	if cache != nil {
+		if err := cache.keep(dir); err != nil {
+			logf("npm folders' copy of %s not kept: %v", dir, err)
+		}
 	}
 	return nil
 }
@@ -193,15 +218,21 @@ func lockDir(dir string) (unlock func(), err error) {
 	if err != nil {
 		return func() {}, nil
 	}
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+	if err := flockEx(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("install lock on %s: %w", dir, err)
 	}
 	return func() {
-		syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+		unflock(f)
 		f.Close()
 	}, nil
 }
+
+// flockEx waits for an exclusive flock on f.
+func flockEx(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
+
+// unflock lets f's flock go.
+func unflock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
 
 // lastLines returns the last n lines of out, for a failure's message.
 func lastLines(out []byte, n int) string {

@@ -1,6 +1,7 @@
 package browsertest
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -59,5 +60,88 @@ func TestAptWaitsForLock(t *testing.T) {
 	}
 	if waits == 0 {
 		t.Fatal("apt-get update succeeded without meeting the held lock: the test held nothing")
+	}
+}
+
+// TestNPMCopyLinked installs a folder with the real npm (a dependency packed
+// from a folder of the test's own: nothing is fetched), then a second folder
+// with the same package.json and package-lock.json: the second gets the
+// first's node_modules from the copies (its files are the copy's, hard
+// links) without npm; with the copies off, a third runs npm and gets files
+// of its own. Without the copies (link never finding one), the second's
+// files are its own and the test fails.
+func TestNPMCopyLinked(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		Need(t, "npm (Debian package npm)", err)
+	}
+	root := t.TempDir()
+	t.Setenv(NPMCacheEnv, filepath.Join(root, "copies"))
+	write := func(path, s string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	npm := func(dir string, args ...string) {
+		t.Helper()
+		cmd := exec.Command("npm", args...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("npm %v in %s: %v\n%s", args, dir, err, out)
+		}
+	}
+	write(filepath.Join(root, "dep", "package.json"), `{"name":"dep","version":"1.0.0","main":"index.js"}`)
+	write(filepath.Join(root, "dep", "index.js"), "module.exports = 1;\n")
+	npm(filepath.Join(root, "dep"), "pack", "--pack-destination", root)
+	pkg := `{"name":"app","version":"1.0.0","private":true,"dependencies":{"dep":"file:../dep-1.0.0.tgz"}}`
+	dirs := []string{filepath.Join(root, "a"), filepath.Join(root, "b"), filepath.Join(root, "c")}
+	write(filepath.Join(dirs[0], "package.json"), pkg)
+	npm(dirs[0], "install", "--package-lock-only", "--no-audit", "--no-fund")
+	lockFile, err := os.ReadFile(filepath.Join(dirs[0], "package-lock.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range dirs[1:] {
+		write(filepath.Join(d, "package.json"), pkg)
+		write(filepath.Join(d, "package-lock.json"), string(lockFile))
+	}
+	marker := []string{"node_modules/dep/index.js"}
+	args := []string{"ci", "--no-audit", "--no-fund", "--ignore-scripts"}
+	install := func(dir string) (logs string) {
+		t.Helper()
+		var b strings.Builder
+		logf := func(format string, a ...any) {
+			t.Logf(format, a...)
+			b.WriteString(fmt.Sprintf(format, a...) + "\n")
+		}
+		if err := InstallNPM(logf, dir, marker, args...); err != nil {
+			t.Fatalf("InstallNPM %s: %v", dir, err)
+		}
+		return b.String()
+	}
+	same := func(a, b string) bool {
+		t.Helper()
+		fa, err := os.Stat(filepath.Join(a, marker[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		fb, err := os.Stat(filepath.Join(b, marker[0]))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return os.SameFile(fa, fb)
+	}
+	if logs := install(dirs[0]); strings.Contains(logs, "linked from") {
+		t.Fatalf("the first install was linked from a copy that cannot exist yet:\n%s", logs)
+	}
+	if logs := install(dirs[1]); !strings.Contains(logs, "linked from") || !same(dirs[0], dirs[1]) {
+		t.Fatalf("the second folder, the same package.json and lock file, did not get the first's copy (same file: %v):\n%s", same(dirs[0], dirs[1]), logs)
+	}
+	t.Setenv(NPMCacheEnv, "off")
+	if logs := install(dirs[2]); strings.Contains(logs, "linked from") || same(dirs[0], dirs[2]) {
+		t.Fatalf("with %s=off, the third folder got the copy:\n%s", NPMCacheEnv, logs)
 	}
 }
