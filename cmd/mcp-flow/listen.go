@@ -52,15 +52,20 @@ func listen(ctx context.Context, c *fallback.Client, o options, t *term, uris []
 	s := c.Session()
 	interrupted := func() bool { return errors.Is(context.Cause(ctx), errInterrupted) }
 	if s == nil {
-		// The Streamable HTTP fallback speaks 2025-11-25: the changes come
-		// unasked on its GET stream, the uris' once subscribed
+		// The Streamable HTTP fallback: in 2025-11-25 the changes come
+		// unasked on its GET stream, the uris' once subscribed; in
+		// 2026-07-28 on subscriptions/listen requests held open
 		// (fallback.Client.Changes).
+		version := protocol.MCP20251125
 		if o.mcpVersion == protocol.MCP20260728 {
-			t.say("mcp-flow: listen with -mcp-version %s needs MCP-Flow: the Streamable HTTP fallback speaks %s, whose changes it prints", protocol.MCP20260728, protocol.MCP20251125)
-			return exitUsage
+			version = protocol.MCP20260728
 		}
-		err := c.Changes(ctx, uris, p.print)
-		if interrupted() {
+		err := c.Changes(ctx, version, uris, p.print)
+		switch {
+		case err == nil: // a 2026-07-28 listen the server answered
+			t.say("mcp-flow: the server ended the subscription")
+			return exitOK
+		case interrupted():
 			return exitOK
 		}
 		return failure(ctx, t, o, err, "listening")

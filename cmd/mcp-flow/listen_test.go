@@ -3,8 +3,10 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"io"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -140,68 +142,122 @@ func TestListenCommand(t *testing.T) {
 	}
 }
 
-// TestListenCommandFallback: over the Streamable HTTP fallback (a
-// 2025-11-25 session), mcp-flow listen URI prints the server's
-// tools/list_changed and the URI's resources/updated (subscribed with
-// resources/subscribe) that come on the GET stream, one JSON line each,
-// and Ctrl-C ends it with 0; -mcp-version 2026-07-28 over it exits 2
-// (spec §11.7).
+// TestListenCommandFallback: over the Streamable HTTP fallback, mcp-flow
+// listen URI prints the server's tools/list_changed and the URI's
+// resources/updated, one JSON line each, and Ctrl-C ends it with 0: in
+// 2025-11-25 (a session whose GET stream brings them, the URI subscribed
+// with resources/subscribe) and with -mcp-version 2026-07-28 (one
+// subscriptions/listen request held open, whose acknowledgement is the
+// first line); a 2026-07-28 listen whose server is killed ends at once
+// with 3 (spec §11.7).
 func TestListenCommandFallback(t *testing.T) {
 	t.Parallel()
 	bin := cli(t)
-	url, hash, _, srvErr := startServer(t, server(t))
+	url, hash, srvCmd, srvErr := startServer(t, server(t))
 	base := []string{"-url", url, "-cert-hash", hash, "-transport", "streamable-http"}
-	if _, errs, code := runCLI(t, bin, append(base, "-mcp-version", protocol.MCP20260728, "listen")...); code != exitUsage || !strings.Contains(errs, "needs MCP-Flow") {
-		t.Fatalf("listen -mcp-version %s over the fallback: exit %d, stderr:\n%s", protocol.MCP20260728, code, errs)
-	}
-	cmd := exec.Command(bin, append(base, "listen", demotools.ToggledURI)...)
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stderr = io.Discard
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill() })
-	lines := lineReader(t, out)
-	// The GET stream opens and the subscription is made after the CLI's
-	// session is up, which nothing outside says: each toggle changes the
-	// tool list and updates the toggled resource until both are printed
-	// (the first usually is; a toggle takes about 50 ms here).
-	guard := time.After(listenGuard)
-	seen := map[string]bool{}
-	for !seen[protocol.MethodToolsListChanged] || !seen[protocol.MethodResourceUpdated] {
-		if _, errs, code := runCLI(t, bin, "-url", url, "-cert-hash", hash, "call", "toggle"); code != 0 {
-			t.Fatalf("toggle: exit %d, stderr:\n%s", code, errs)
+	start := func(version string) (*exec.Cmd, <-chan string) {
+		t.Helper()
+		cmd := exec.Command(bin, append(base, "-mcp-version", version, "listen", demotools.ToggledURI)...)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
 		}
+		cmd.Stderr = io.Discard
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+		return cmd, lineReader(t, out)
+	}
+	// hear toggles until both changes are printed: the listen is made after
+	// the CLI's session is up, which nothing outside says (the first toggle
+	// usually is heard; one takes about 50 ms here).
+	hear := func(version string, lines <-chan string) {
+		t.Helper()
+		guard := time.After(listenGuard)
+		seen := map[string]bool{}
+		for !seen[protocol.MethodToolsListChanged] || !seen[protocol.MethodResourceUpdated] {
+			if _, errs, code := runCLI(t, bin, "-url", url, "-cert-hash", hash, "call", "toggle"); code != 0 {
+				t.Fatalf("toggle: exit %d, stderr:\n%s", code, errs)
+			}
+			select {
+			case l, ok := <-lines:
+				var n struct {
+					Method string
+					Params struct{ URI string }
+				}
+				if !ok || json.Unmarshal([]byte(l), &n) != nil {
+					t.Fatalf("%s: line %q (open %v); server:\n%s", version, l, ok, srvErr)
+				}
+				switch {
+				case n.Method == protocol.MethodToolsListChanged:
+				case n.Method == protocol.MethodResourceUpdated && n.Params.URI == demotools.ToggledURI:
+				default:
+					t.Fatalf("%s: line %q, want %s or %s of %s", version, l, protocol.MethodToolsListChanged, protocol.MethodResourceUpdated, demotools.ToggledURI)
+				}
+				seen[n.Method] = true
+			case <-time.After(100 * time.Millisecond): // not yet: toggle again
+			case <-guard:
+				t.Fatalf("%s: printed %v in %v, want both changes; server:\n%s", version, seen, listenGuard, srvErr)
+			}
+		}
+	}
+	interrupt := func(version string, cmd *exec.Cmd, lines <-chan string) {
+		t.Helper()
+		if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+			t.Fatal(err)
+		}
+		for range lines {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("%s: listen over the fallback after Ctrl-C: %v", version, err)
+		}
+	}
+	cmd, lines := start(protocol.MCP20251125)
+	hear(protocol.MCP20251125, lines)
+	interrupt(protocol.MCP20251125, cmd, lines)
+
+	for _, kill := range []bool{false, true} {
+		cmd, lines := start(protocol.MCP20260728)
 		select {
-		case l, ok := <-lines:
-			var n struct {
+		case l := <-lines:
+			var ack struct {
 				Method string
-				Params struct{ URI string }
+				Params struct {
+					Notifications flow.Subscriptions
+				}
 			}
-			if !ok || json.Unmarshal([]byte(l), &n) != nil {
-				t.Fatalf("line %q (open %v); server:\n%s", l, ok, srvErr)
+			if json.Unmarshal([]byte(l), &ack) != nil || ack.Method != protocol.MethodSubscriptionsAcknowledged ||
+				!ack.Params.Notifications.ToolsListChanged || !slices.Equal(ack.Params.Notifications.ResourceSubscriptions, []string{demotools.ToggledURI}) {
+				t.Fatalf("%s: first line %q, want %s of tools/list_changed and %s", protocol.MCP20260728, l, protocol.MethodSubscriptionsAcknowledged, demotools.ToggledURI)
 			}
-			switch {
-			case n.Method == protocol.MethodToolsListChanged:
-			case n.Method == protocol.MethodResourceUpdated && n.Params.URI == demotools.ToggledURI:
-			default:
-				t.Fatalf("line %q, want %s or %s of %s", l, protocol.MethodToolsListChanged, protocol.MethodResourceUpdated, demotools.ToggledURI)
-			}
-			seen[n.Method] = true
-		case <-time.After(100 * time.Millisecond): // not yet: toggle again
-		case <-guard:
-			t.Fatalf("printed %v in %v, want both changes; server:\n%s", seen, listenGuard, srvErr)
+		case <-time.After(listenGuard):
+			t.Fatalf("%s: no acknowledgement in %v; server:\n%s", protocol.MCP20260728, listenGuard, srvErr)
 		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	for range lines {
-	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("listen over the fallback after Ctrl-C: %v", err)
+		if !kill {
+			hear(protocol.MCP20260728, lines)
+			interrupt(protocol.MCP20260728, cmd, lines)
+			continue
+		}
+		// The server goes away: the listen's stream breaks and the CLI
+		// says so with 3 (it took 20 ms here; the guard is a hang guard).
+		if err := srvCmd.Process.Kill(); err != nil {
+			t.Fatal(err)
+		}
+		ended := make(chan error, 1)
+		go func() {
+			for range lines {
+			}
+			ended <- cmd.Wait()
+		}()
+		select {
+		case err := <-ended:
+			var ee *exec.ExitError
+			if !errors.As(err, &ee) || ee.ExitCode() != exitConnect {
+				t.Fatalf("%s: listen after its server was killed: %v, want exit %d", protocol.MCP20260728, err, exitConnect)
+			}
+		case <-time.After(listenGuard):
+			t.Fatalf("%s: listen still running %v after its server was killed", protocol.MCP20260728, listenGuard)
+		}
 	}
 }
