@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -27,13 +28,30 @@ import (
 // front's log records whose message is only ("" for all).
 func frontWith(t *testing.T, srv *flow.Server, cfg bridge.HTTPConfig, only string) (ts *httptest.Server, records chan map[string]string) {
 	t.Helper()
+	return frontBuffered(t, srv, cfg, only, 0)
+}
+
+// smallSendBuffer is the send buffer (SO_SNDBUF) of frontBuffered's connections
+// when it is asked for small buffers: with rawPOST's small receive buffer,
+// a client that reads nothing stops the front's writes after some tens of
+// KiB rather than the megabytes loopback's autotuned buffers take.
+const smallSendBuffer = 8 << 10
+
+// frontBuffered is frontWith; with sndBuf > 0 each connection the front accepts
+// has a send buffer of sndBuf bytes (Linux doubles it).
+func frontBuffered(t *testing.T, srv *flow.Server, cfg bridge.HTTPConfig, only string, sndBuf int) (ts *httptest.Server, records chan map[string]string) {
+	t.Helper()
 	tlsConf, _ := certs.ClientTLSConfig(certs.ClientOptions{PinnedHashes: [][32]byte{flowtest.Cert.Hash()}})
 	records = make(chan map[string]string, 64)
 	cfg.Stdio.URL = srv.URL()
 	cfg.Stdio.Client = flow.ClientConfig{TLSConfig: tlsConf, Logger: flowtest.Quiet}
 	cfg.Stdio.Logger = slog.New(recordHandler{ch: records, only: only})
 	front := bridge.NewHTTPFront(cfg)
-	ts = httptest.NewServer(front)
+	ts = httptest.NewUnstartedServer(front)
+	if sndBuf > 0 {
+		ts.Listener = sendBufferListener{ts.Listener, sndBuf}
+	}
+	ts.Start()
 	t.Cleanup(func() {
 		ts.CloseClientConnections()
 		front.Close()
@@ -42,12 +60,36 @@ func frontWith(t *testing.T, srv *flow.Server, cfg bridge.HTTPConfig, only strin
 	return ts, records
 }
 
+// sendBufferListener sets each accepted TCP connection's send buffer.
+type sendBufferListener struct {
+	net.Listener
+	size int
+}
+
+func (l sendBufferListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if tc, ok := c.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(l.size)
+	}
+	return c, err
+}
+
 // rawPOST writes one POST on a connection of its own and returns the
-// connection unread (closed with the test).
+// connection unread (closed with the test). Its receive buffer is small
+// (4 KiB, set before the handshake so that the window it offers is).
 func rawPOST(t *testing.T, url string, hdr map[string]string, body string) net.Conn {
 	t.Helper()
 	addr := strings.TrimPrefix(url, "http://")
-	c, err := net.Dial("tcp", addr)
+	d := net.Dialer{Control: func(_, _ string, rc syscall.RawConn) error {
+		var serr error
+		if err := rc.Control(func(fd uintptr) {
+			serr = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_RCVBUF, 4<<10)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,11 +129,13 @@ func TestHTTPFrontStatelessUnreadProgressCancels(t *testing.T) {
 func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
 	t.Parallel()
 	srv, _, _ := statelessServer(t)
-	ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxSessionHeld: 1 << 20}, "")
-	text := strings.Repeat("x", 2<<20)
+	// An answer twice the cap (2 MiB past 1 MiB took 16 s under -race in
+	// a pair of suites; the sizes only need to be apart).
+	ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxSessionHeld: 256 << 10}, "")
+	text := strings.Repeat("x", 512<<10)
 	r, body := send(t, ts.URL, "POST", modernBody(1, "tools/call", `{"name":"echo","arguments":{"text":"`+text+`"}}`), modern("tools/call", "echo"))
 	if r.StatusCode != http.StatusOK || !strings.Contains(body, `"code":-32603`) || !strings.Contains(body, "MaxSessionHeld") || len(body) > 4096 {
-		t.Fatalf("a 2 MiB answer past a 1 MiB MaxSessionHeld: %d %.300s (%d bytes)", r.StatusCode, body, len(body))
+		t.Fatalf("a 512 KiB answer past a 256 KiB MaxSessionHeld: %d %.300s (%d bytes)", r.StatusCode, body, len(body))
 	}
 	r, body = send(t, ts.URL, "POST", modernBody(2, "tools/call", `{"name":"echo","arguments":{"text":"small"}}`), modern("tools/call", "echo"))
 	if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
@@ -109,12 +153,15 @@ func TestHTTPFrontStatelessHeldAnswers(t *testing.T) {
 func TestHTTPFrontUnreadStreamCut(t *testing.T) {
 	t.Parallel()
 	srv, _ := holdServer(t)
-	ts, records := frontWith(t, srv, bridge.HTTPConfig{WriteTimeout: 3 * time.Second}, "SSE stream cut")
+	ts, records := frontBuffered(t, srv, bridge.HTTPConfig{WriteTimeout: 3 * time.Second}, "SSE stream cut", smallSendBuffer)
 	sid := openSession(t, ts.URL, "2025-11-25")
-	// More than loopback's socket buffers take from a reader that reads
-	// nothing (a 128 KiB receive buffer, a send buffer of up to 4 MiB),
-	// within the 16 MiB frame limit.
-	text := strings.Repeat("y", 10<<20)
+	// Far more than the connection's buffers take from a reader that
+	// reads nothing (rawPOST's 4 KiB receive buffer, smallSendBuffer: some
+	// tens of KiB with the kernel's doubling and the HTTP server's own 4
+	// KiB). With loopback's autotuned buffers (up to 4 MiB) it took 10 MiB,
+	// whose echo under -race took 8 to over 20 s, 53 s in a pair of
+	// suites.
+	text := strings.Repeat("y", 1<<20)
 	rawPOST(t, ts.URL, map[string]string{"MCP-Session-Id": sid, "MCP-Protocol-Version": "2025-11-25"},
 		`{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"text":"`+text+`"}}}`)
 	select {
@@ -159,13 +206,16 @@ func TestHTTPFrontUnreadStreamCut(t *testing.T) {
 // ClientKey) and for a 2025 session. Another client is not affected.
 func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 	t.Parallel()
-	pad := strings.Repeat("p", 700_000)
-	// setup serves a front whose clients have 1 MiB of bodies each; hold
+	// Sizes are relative to the bounds: one body under MaxClientBodies,
+	// two over it. (700 kB bodies and 1 MiB bounds took 30 s under -race
+	// in a pair of suites; these a tenth of the bytes.)
+	pad := strings.Repeat("p", 90_000)
+	// setup serves a front whose clients have 128 KiB of bodies each; hold
 	// starts a call of the "hold" tool and returns once it reached the
 	// tool, with the channel its answer comes on.
 	setup := func(t *testing.T) (string, *holdTool, func(map[string]string, string) <-chan string) {
 		srv, h, _ := statelessServer(t)
-		ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxBody: 1 << 20, MaxClientBodies: 1 << 20,
+		ts, _ := frontWith(t, srv, bridge.HTTPConfig{MaxBody: 1 << 17, MaxClientBodies: 1 << 17,
 			ClientKey: func(r *http.Request) string { return r.Header.Get("X-Client") }}, "")
 		return ts.URL, h, func(hdr map[string]string, body string) <-chan string {
 			done := make(chan string, 1)
@@ -196,11 +246,11 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 		echo := modernBody(2, "tools/call", `{"name":"echo","arguments":{"text":"`+pad+`"}}`)
 		r, body := send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "a"))
 		if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "MaxClientBodies") {
-			t.Fatalf("client a's second 700 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
+			t.Fatalf("client a's second 90 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
 		}
 		r, body = send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "b"))
 		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
-			t.Fatalf("client b's 700 kB body meanwhile: %d %.200s", r.StatusCode, body)
+			t.Fatalf("client b's 90 kB body meanwhile: %d %.200s", r.StatusCode, body)
 		}
 		h.releaseAll()
 		if a := <-done; !strings.HasPrefix(a, "200 ") || !strings.Contains(a, "released") {
@@ -208,7 +258,7 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 		}
 		r, body = send(t, url, "POST", echo, with(modern("tools/call", "echo"), "X-Client", "a"))
 		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"result"`) {
-			t.Fatalf("client a's 700 kB body once the first is answered: %d %.200s", r.StatusCode, body)
+			t.Fatalf("client a's 90 kB body once the first is answered: %d %.200s", r.StatusCode, body)
 		}
 	})
 	t.Run("2025-11-25", func(t *testing.T) {
@@ -218,7 +268,7 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 		echo := `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"text":"` + pad + `"}}}`
 		r, body := send(t, url, "POST", echo, withSession(sid))
 		if r.StatusCode != http.StatusServiceUnavailable || !strings.Contains(body, "MaxClientBodies") {
-			t.Fatalf("the session's second 700 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
+			t.Fatalf("the session's second 90 kB body while its first waits for its answer: %d %.200s, want 503", r.StatusCode, body)
 		}
 		h.releaseAll()
 		if a := <-done; !strings.HasPrefix(a, "200 ") || !strings.Contains(a, "released") {
@@ -226,7 +276,7 @@ func TestHTTPFrontBodiesHeldUntilAnswered(t *testing.T) {
 		}
 		r, body = send(t, url, "POST", echo, withSession(sid))
 		if r.StatusCode != http.StatusOK || !strings.Contains(body, `"id":2,"result"`) {
-			t.Fatalf("the session's 700 kB body once the first is answered: %d %.200s", r.StatusCode, body)
+			t.Fatalf("the session's 90 kB body once the first is answered: %d %.200s", r.StatusCode, body)
 		}
 	})
 }
