@@ -49,11 +49,11 @@ func (c *Client) Changes(ctx context.Context, version string, uris []string, on 
 	default:
 		return fmt.Errorf("fallback: Changes speaks %s or %s, not %q", protocol.MCP20251125, protocol.MCP20260728, version)
 	}
-	if c.h != nil && version == protocol.MCP20260728 {
-		return c.h.listen(ctx, flow.Subscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: uris}, on)
-	}
 	if c.h == nil {
 		return ErrNotHTTP
+	}
+	if version == protocol.MCP20260728 {
+		return c.h.listen(ctx, flow.Subscriptions{ToolsListChanged: true, PromptsListChanged: true, ResourcesListChanged: true, ResourceSubscriptions: uris}, on)
 	}
 	h := c.h
 	notify := func(method string, params any) {
@@ -73,7 +73,7 @@ func (c *Client) Changes(ctx context.Context, version string, uris []string, on 
 		},
 	})
 	cs, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: h.url, HTTPClient: h.hc},
-		&mcp.ClientSessionOptions{ProtocolVersion: version})
+		&mcp.ClientSessionOptions{ProtocolVersion: protocol.MCP20251125})
 	if err != nil {
 		return fmt.Errorf("fallback: Streamable HTTP session for changes: %w", err)
 	}
