@@ -2,6 +2,7 @@ package flow
 
 import (
 	"net"
+	"testing"
 	"time"
 )
 
@@ -73,4 +74,12 @@ func FreshConns(srv *Server) int {
 	srv.mu.Lock()
 	defer srv.mu.Unlock()
 	return len(srv.fresh)
+}
+
+// SetStreamEndingHook makes every execution stream of this process run f
+// between its FIN or reset and its release, until t ends. Tests that use it
+// must not run in parallel with others.
+func SetStreamEndingHook(t testing.TB, f func()) {
+	streamEndingHook.Store(&f)
+	t.Cleanup(func() { streamEndingHook.Store(nil) })
 }

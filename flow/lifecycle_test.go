@@ -219,6 +219,30 @@ func TestProgressDatagramsAndFallback(t *testing.T) {
 	}
 }
 
+// TestStreamSlotFreeAtFIN: a stream's maxConcurrentStreams slot is free
+// once the client has read the stream to its end (spec §5.3): with a limit
+// of 1, a second stream right after the first one's FIN is not refused,
+// however long the server takes to finish its record of the first (here
+// 300 ms, a test hook; a loaded machine once took long enough in
+// TestLimits, whose fifth call after four read streams got -32000). Seen
+// failing with the slot given back only at the end of that record. Not
+// parallel: the hook is the process's.
+func TestStreamSlotFreeAtFIN(t *testing.T) {
+	flow.SetStreamEndingHook(t, func() { time.Sleep(300 * time.Millisecond) })
+	srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.MaxConcurrentStreams = 1 })
+	s := dial(t, srv, nil)
+	for i := range 3 {
+		r := callTool(t, s, "generate", map[string]any{"bytes": 10, "streams": 1})
+		sr, err := r.Stream(context.Background(), r.Refs[0].StreamTag)
+		if err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if n, err := io.Copy(io.Discard, sr); err != nil || n != 10 {
+			t.Fatalf("call %d: %d bytes, %v", i, n, err)
+		}
+	}
+}
+
 func TestLimits(t *testing.T) {
 	t.Run("maxConcurrentStreams", func(t *testing.T) {
 		release := make(chan struct{})

@@ -90,7 +90,8 @@ type Session struct {
 	streamCalls map[uint32]*call     // our answered requests whose execution streams are unsettled
 	handling    map[jsonrpc.ID]*inbound
 	unanswered  int           // of handling, those whose answer is not sent: MaxRequestsInFlight counts them
-	openStreams int           // execution streams we are writing
+	openStreams int           // execution streams we are writing, until each has settled (a drain waits for them)
+	streamSlots int           // of those, the ones MaxConcurrentStreams counts: until the FIN or reset is queued
 	dr          drainRef      // the graceful shutdown, $/shutdown (drain.go)
 	timers      []*time.Timer // the handshake and idle timeouts (keepTimer)
 	reports     reportLimiter // error replies and log lines about datagrams and streams

@@ -50,11 +50,12 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 		s.mu.Unlock()
 		return nil, jsonrpc.NewError(jsonrpc.CodeInvalidRequest, "request already answered or cancelled")
 	}
-	if s.openStreams >= s.lim.MaxConcurrentStreams {
+	if s.streamSlots >= s.lim.MaxConcurrentStreams {
 		s.mu.Unlock()
 		return nil, jsonrpc.NewError(jsonrpc.CodeStreamLimitExceeded, fmt.Sprintf("stream limit exceeded: %d execution streams open (maxConcurrentStreams, spec §5.3)", s.lim.MaxConcurrentStreams))
 	}
 	s.openStreams++
+	s.streamSlots++
 	r.in.nextTag++
 	w := &StreamWriter{s: s, in: r.in, id: id, tag: r.in.nextTag, mime: mimeType, pace: s.newPacer()}
 	s.mu.Unlock()
@@ -70,6 +71,7 @@ func (r *Request) OpenStream(mimeType string) (*StreamWriter, error) {
 	}
 	if err != nil {
 		s.openStreams--
+		s.streamSlots--
 		s.mu.Unlock()
 		if w.st != nil {
 			w.st.CancelWrite(StreamCode(jsonrpc.CodeRequestCancelled))
@@ -164,7 +166,9 @@ func (w *StreamWriter) write(p []byte) (int, error) {
 func (w *StreamWriter) Close() error {
 	var err error
 	w.once.Do(func() {
+		w.freeSlot()
 		err = w.st.Close()
+		streamEnding()
 		outcome, code := "ok", jsonrpc.Code(0)
 		var se *webtransport.StreamError
 		if errors.As(err, &se) { // the peer stopped reading it first
@@ -192,7 +196,9 @@ func (w *StreamWriter) Fail(cause error) {
 
 func (w *StreamWriter) reset(code jsonrpc.Code, msg string, notify bool) {
 	w.once.Do(func() {
+		w.freeSlot()
 		w.st.CancelWrite(StreamCode(code))
+		streamEnding()
 		if notify {
 			if err := w.s.Notify(protocol.MethodStreamError, StreamErrorParams{RequestID: w.id, StreamTag: w.tag, Error: msg}); err != nil {
 				w.s.log.Debug("$/streamError not sent", "err", err)
@@ -220,6 +226,26 @@ func (w *StreamWriter) openEvent() Event {
 // endAtClose emits the EventStream of a stream the session's end cut off
 // before its handler closed or failed it (which then emits none).
 func (w *StreamWriter) endAtClose() { w.ended("reset", jsonrpc.CodeRequestCancelled) }
+
+// freeSlot gives the stream's MaxConcurrentStreams slot back before its
+// FIN or reset leaves (spec §5.3 counts streams open at once): a peer that
+// has read a stream to its end and opens work at once must find the slot
+// free, not wait for the rest of the stream's ending (release).
+func (w *StreamWriter) freeSlot() {
+	w.s.mu.Lock()
+	w.s.streamSlots--
+	w.s.mu.Unlock()
+}
+
+// streamEndingHook, when set (tests only: export_test.go), runs between a
+// stream's FIN or reset and its release.
+var streamEndingHook atomic.Pointer[func()]
+
+func streamEnding() {
+	if h := streamEndingHook.Load(); h != nil {
+		(*h)()
+	}
+}
 
 func (w *StreamWriter) release() {
 	s := w.s
