@@ -133,6 +133,24 @@ func takeover(t *testing.T, bin string, flagsA, flagsB []string, idle time.Durat
 	}
 	a.proc.Process.Kill()
 	<-a.exited
+	if waiting {
+		// B starts only once the liveness ping is out: before it, QUIC's
+		// own keep-alive PING could reach B first and bring the reset
+		// with no ping of ours sent (seen in a pair under load). The
+		// lost ping is retransmitted to B.
+		// Hang guard: the ping goes within two KeepAlivePeriods (2 s
+		// each by default) of the last frame; 10x that.
+		guard := time.After(40 * time.Second)
+		for s.Probes() == 0 {
+			select {
+			case <-s.Done():
+				t.Fatalf("the session ended before any liveness ping: %v", s.Err())
+			case <-guard:
+				t.Fatal("no liveness ping 40 s after A was killed")
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
 	u, _ := url.Parse(urlA)
 	_, _, stderrB, _ := runServer(t, bin, append([]string{"-cert-dir", certDir, "-addr", u.Host}, flagsB...)...)
 	sent := time.Now()
