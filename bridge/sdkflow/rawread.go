@@ -59,13 +59,17 @@ func OpenStream(ctx context.Context, uri string) (io.ReadCloser, error) {
 	k := v.(*keptStream)
 	k.c.forgetKept(uri)
 	r := &keptReader{ctx: ctx}
+	var once sync.Once
+	r.cancel = func() {
+		once.Do(func() {
+			_ = k.s.Notify(protocol.MethodCancel, flow.CancelParams{RequestID: k.resp.ID, Reason: context.Cause(ctx).Error()})
+		})
+	}
 	// $/cancel when ctx ends before the stream does.
-	r.stop = context.AfterFunc(ctx, func() {
-		_ = k.s.Notify(protocol.MethodCancel, flow.CancelParams{RequestID: k.resp.ID, Reason: context.Cause(ctx).Error()})
-	})
+	r.stop = context.AfterFunc(ctx, r.cancel)
 	sr, err := k.resp.Stream(ctx, k.tag)
 	if err != nil {
-		r.stop()
+		r.stopCancel()
 		_ = k.resp.Close() // what did not arrive is refused
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -78,10 +82,22 @@ func OpenStream(ctx context.Context, uri string) (io.ReadCloser, error) {
 
 // keptReader is OpenStream's reader.
 type keptReader struct {
-	ctx  context.Context
-	sr   *flow.StreamReader
-	stop func() bool // stops the $/cancel at ctx's end
-	err  error
+	ctx    context.Context
+	sr     *flow.StreamReader
+	stop   func() bool // stops the $/cancel at ctx's end
+	cancel func()      // sends the $/cancel, once
+	err    error
+}
+
+// stopCancel stops the $/cancel at ctx's end; if ctx has ended all the
+// same, it sends it. A context closes its Done before it runs its
+// AfterFuncs, so a reader that saw ctx end can still stop the AfterFunc
+// before it ran: the $/cancel would never leave and the server's writer
+// would wait on (spec §7.1).
+func (r *keptReader) stopCancel() {
+	if r.stop() && r.ctx.Err() != nil {
+		r.cancel()
+	}
 }
 
 func (r *keptReader) Read(p []byte) (int, error) {
@@ -109,7 +125,7 @@ func (r *keptReader) Read(p []byte) (int, error) {
 
 // end settles the reader with err and releases the stream.
 func (r *keptReader) end(err error) {
-	r.stop()
+	r.stopCancel()
 	r.err = err
 	_ = r.sr.Close()
 }
