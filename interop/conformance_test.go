@@ -216,7 +216,10 @@ type clientSuite struct {
 	// may indicate network delays": on a loaded machine the go-sdk client
 	// gets it directly too), read from the suite's checks.json files.
 	strict []string
-	out    []byte
+	// failures holds each failed check as scenario: id: message, read
+	// from the same files (the suite prints them only with --verbose).
+	failures []string
+	out      []byte
 }
 
 // suiteCheck is one check of the suite's checks.json files (--output-dir).
@@ -275,6 +278,9 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 		rel, _ := filepath.Rel(results, filepath.Dir(path))
 		scenario := resultTimeRE.ReplaceAllString(filepath.ToSlash(rel), "")
 		for _, c := range checks {
+			if c.Status == "FAILURE" {
+				r.failures = append(r.failures, scenario+": "+c.ID+": "+c.ErrorMessage)
+			}
 			if c.Status != "WARNING" {
 				continue
 			}
@@ -333,15 +339,15 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 		fmt.Printf("  %-48s direct %s  chain %s\n", name, mark(direct.scenarios[name]), mark(chained.scenarios[name]))
 	}
 	if len(direct.scenarios) == 0 || direct.failed != 0 {
-		t.Errorf("the go-sdk client itself fails:\n%s", direct.out)
+		t.Errorf("the go-sdk client itself fails (%q):\n%s", direct.failures, direct.out)
 	}
 	for name, ok := range direct.scenarios {
 		if ok && !chained.scenarios[name] {
-			t.Errorf("scenario %s passes directly but not through the chain", name)
+			t.Errorf("scenario %s passes directly but not through the chain; failed checks: %q", name, chained.failures)
 		}
 	}
 	if chained.failed != 0 || len(chained.strict) != 0 || len(chained.scenarios) != len(direct.scenarios) {
-		t.Errorf("chain: %d failed, warnings %q, %d scenarios:\n%s", chained.failed, chained.strict, len(chained.scenarios), chained.out)
+		t.Errorf("chain: %d failed (%q), warnings %q, %d scenarios:\n%s", chained.failed, chained.failures, chained.strict, len(chained.scenarios), chained.out)
 	}
 }
 
