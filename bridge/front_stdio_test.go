@@ -17,7 +17,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -26,6 +25,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -33,12 +33,13 @@ func buildCLI(t *testing.T) string {
 	return buildBinary(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 }
 
-// buildBinary builds the command pkg into a temporary directory.
+// buildBinary builds the command pkg once for this test binary (gobuild;
+// TestMain removes it).
 func buildBinary(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
+	out, err := gobuild.Build(pkg)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return out
 }

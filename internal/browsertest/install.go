@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
+
+	"github.com/mcp-flow/mcp-flow/internal/dirlock"
 )
 
 // Install steps wait for a lock another installer holds (another clone's
@@ -211,28 +212,8 @@ func present(dir string, markers []string) func() bool {
 
 // lockDir takes an exclusive flock on the folder dir, shared with the test
 // binaries of every package (and of another clone of the repository, for
-// the dpkg folder), and returns its release. Without the folder there is
-// nothing to share, and nothing is locked.
-func lockDir(dir string) (unlock func(), err error) {
-	f, err := os.Open(dir)
-	if err != nil {
-		return func() {}, nil
-	}
-	if err := flockEx(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("install lock on %s: %w", dir, err)
-	}
-	return func() {
-		unflock(f)
-		f.Close()
-	}, nil
-}
-
-// flockEx waits for an exclusive flock on f.
-func flockEx(f *os.File) error { return syscall.Flock(int(f.Fd()), syscall.LOCK_EX) }
-
-// unflock lets f's flock go.
-func unflock(f *os.File) { _ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN) }
+// the dpkg folder), and returns its release (dirlock.Lock).
+func lockDir(dir string) (unlock func(), err error) { return dirlock.Lock(dir) }
 
 // lastLines returns the last n lines of out, for a failure's message.
 func lastLines(out []byte, n int) string {

@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+
+	"github.com/mcp-flow/mcp-flow/internal/dirlock"
 )
 
 // The npm folders' shared copies. An npm install of the suite's five folders
@@ -93,7 +95,7 @@ func openNPMCache(logf func(string, ...any), dir string, args []string) (c *npmC
 		lock, err = os.OpenFile(filepath.Join(root, key+".lock"), os.O_RDWR|os.O_CREATE, 0o644)
 	}
 	if err == nil {
-		if err = flockEx(lock); err != nil {
+		if err = dirlock.LockFile(lock); err != nil {
 			lock.Close()
 		}
 	}
@@ -101,7 +103,7 @@ func openNPMCache(logf func(string, ...any), dir string, args []string) (c *npmC
 		logf("npm folders' copies (%s) not used for %s: %v", root, dir, err)
 		return nil, func() {}
 	}
-	return &npmCache{dir: filepath.Join(root, key)}, func() { unflock(lock); lock.Close() }
+	return &npmCache{dir: filepath.Join(root, key)}, func() { dirlock.Unlock(lock); lock.Close() }
 }
 
 // link gives dir the copy's node_modules as hard links and reports whether

@@ -26,6 +26,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/bridge/internal/upstream"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"golang.org/x/sys/unix"
 )
@@ -39,7 +40,9 @@ func TestMain(m *testing.M) {
 		flowtest.UpstreamChild(mode)
 		return
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	gobuild.Cleanup()
+	os.Exit(code)
 }
 
 // childUpstream serves the test binary as a stdio upstream in mode.

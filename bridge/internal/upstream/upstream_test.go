@@ -9,8 +9,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +19,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -35,11 +34,12 @@ func upstreamServer(t *testing.T) *flow.Server {
 
 // buildFixture builds the go-sdk fixture's command (sdk-fixture, a stdio
 // MCP server) and returns its path.
+// It is built once for this test binary (gobuild; TestMain removes it).
 func buildFixture(t *testing.T) string {
 	t.Helper()
-	fixture := filepath.Join(t.TempDir(), "sdk-fixture")
-	if b, err := exec.Command("go", "build", "-o", fixture, "github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, b)
+	fixture, err := gobuild.Build("github.com/mcp-flow/mcp-flow/bench/sdkfixture/cmd/sdk-fixture")
+	if err != nil {
+		t.Fatal(err)
 	}
 	return fixture
 }
