@@ -75,7 +75,19 @@ func TestFleetKeyResets(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
-			took, err, logs, probes := takeover(t, bin, c.flagsA, c.flagsB, fleetIdle, c.waiting)
+			idle, flagsA := fleetIdle, c.flagsA
+			if c.waiting {
+				// B starts only after the liveness ping (takeover), and
+				// the ping, lost to the dead A, reaches B by QUIC's
+				// retransmission: 5 s from A's last packet left too
+				// little for that under two suites (the session ended
+				// by its idle timeout 1.2 s after B started, in a pair;
+				// 1.8 s from B's start to the reset on a quiet machine).
+				// 15 s on both sides (QUIC takes the smaller).
+				idle = 3 * fleetIdle
+				flagsA = append([]string{"-peer-idle-timeout", idle.String()}, flagsA...)
+			}
+			took, err, logs, probes := takeover(t, bin, flagsA, c.flagsB, idle, c.waiting)
 			t.Logf("%s: the client noticed %v after B took the address (%d liveness pings): %v", c.name, took.Round(time.Millisecond), probes, err)
 			if c.waiting && probes == 0 {
 				t.Errorf("%s: the waiting client sent no liveness ping", c.name)
