@@ -16,8 +16,11 @@ all: build
 build:
 	$(GO) build -o bin/ ./cmd/...
 
+# GOFMT_CHECK fails, naming them, when Go files need gofmt.
+GOFMT_CHECK = test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+
 vet:
-	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt needed"; exit 1; }
+	@$(GOFMT_CHECK)
 	$(GO) vet $(PKGS)
 
 race:
@@ -75,11 +78,14 @@ ALLOCPKGS  := ./bridge/
 # (80 CPU-s); with it the clones' packages are the same to the cache.
 CACHEDIR := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mcp-flow
 IN_TURN   = mkdir -p $(CACHEDIR) && flock $(CACHEDIR)
+# (The recipe names no $(MAKE), so that make -n test prints it and runs
+# nothing.)
 test: export GOFLAGS := -trimpath $(GOFLAGS)
 test:
 	@mkdir -p $(TESTOUT); status=0; \
 	$(GO) run ./internal/setup 2> $(TESTOUT)/setup.log & setup=$$!; \
-	$(IN_TURN) $(MAKE) --no-print-directory vet || status=1; \
+	( $(GOFMT_CHECK) ) || status=1; \
+	$(IN_TURN) $(GO) vet $(PKGS) || status=1; \
 	$(IN_TURN) $(GO) test -race -count=1 -vet=off -exec=true $(CORE) > /dev/null 2>&1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -vet=off -parallel=$(TESTPARALLEL) -timeout=25m $(CORE) || status=1; \
 	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
