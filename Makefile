@@ -68,7 +68,7 @@ ALLOCPKGS  := ./bridge/
 # finds the first's work in the cache. A flock(1) on the project's cache
 # folder (where browsertest keeps its npm copies); uncontended, it costs
 # nothing. The runs themselves go on side by side.
-# The go test runs are -vet=off: make vet has run go vet's whole default
+# The go test runs are -vet=off: the recipe has run go vet's whole default
 # set on every package first, a superset of the checks go test would run
 # again (25 CPU-s for the packages of the run without the race detector,
 # 13 for the race run's, measured on a fresh build cache).
