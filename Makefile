@@ -58,9 +58,11 @@ SLOWEST  ?= 15
 GOTESTSUM = $(GO) tool gotestsum --format standard-quiet
 ALLOCTESTS := ^TestParseCost$$
 ALLOCPKGS  := ./bridge/
-# IN_TURN: go vet and the compiles of the test binaries (go test -exec=true
-# builds them, runs nothing, and leaves them in the build cache, links
-# included) take turns with those of any other make test on the machine,
+# IN_TURN: go vet and the compiles of the test binaries (go list -export
+# -test -deps compiles every package they need into the build cache and
+# links nothing: go test links a test binary again on every run, so
+# go test -exec=true linked each twice) take turns with those of any other
+# make test on the machine,
 # a second clone's suite beside this one: two go commands that miss the
 # build cache at once both compile everything they miss, and on a fresh
 # machine the compiles (vet 124 CPU-s, the race build 142, the rest 82)
@@ -80,17 +82,22 @@ CACHEDIR := $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/mcp-flow
 IN_TURN   = mkdir -p $(CACHEDIR) && flock $(CACHEDIR)
 # (The recipe names no $(MAKE), so that make -n test prints it and runs
 # nothing.)
+# The commands the tests run as subprocesses (mcp-flow, mcp-flow-server,
+# the fixtures) are built once for the run into $(TESTOUT)/bin
+# (internal/gobuild's MCP_FLOW_GOBUILD_DIR), which the run removes; each
+# test linked its own before: 154 links a suite, 68 CPU-s in link alone.
 test: export GOFLAGS := -trimpath $(GOFLAGS)
+test: export MCP_FLOW_GOBUILD_DIR := $(abspath $(TESTOUT))/bin
 test:
-	@mkdir -p $(TESTOUT); status=0; \
+	@rm -rf $$MCP_FLOW_GOBUILD_DIR; mkdir -p $(TESTOUT); status=0; \
 	$(GO) run ./internal/setup 2> $(TESTOUT)/setup.log & setup=$$!; \
 	( $(GOFMT_CHECK) ) || status=1; \
 	$(IN_TURN) $(GO) vet $(PKGS) || status=1; \
-	$(IN_TURN) $(GO) test -race -count=1 -vet=off -exec=true $(CORE) > /dev/null 2>&1; \
+	$(IN_TURN) $(GO) list -race -export -test -deps $(CORE) > /dev/null 2>&1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/race.json -- -race -count=1 -vet=off -parallel=$(TESTPARALLEL) -timeout=25m $(CORE) || status=1; \
 	wait $$setup || { echo "set-up: some installs failed (the tests that need them say what is missing):"; cat $(TESTOUT)/setup.log; }; \
 	pkgs="$$($(GO) list $(LONGEST)) $$($(GO) list $(PKGS) | grep -vxF "$$($(GO) list $(CORE) $(LONGEST))")"; \
-	$(IN_TURN) $(GO) test -count=1 -vet=off -exec=true $$pkgs > /dev/null 2>&1; \
+	$(IN_TURN) $(GO) list -export -test -deps $$pkgs > /dev/null 2>&1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/test.json -- -count=1 -vet=off -parallel=$(TESTPARALLEL) -timeout=25m $$pkgs || status=1; \
 	$(GOTESTSUM) --jsonfile $(TESTOUT)/alloc.json -- -count=1 -vet=off -timeout=10m -run '$(ALLOCTESTS)' $(ALLOCPKGS) || status=1; \
 	echo "== the $(SLOWEST) slowest tests"; \
@@ -98,6 +105,7 @@ test:
 	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/test.json --threshold 1ns; \
 	  $(GO) tool gotestsum tool slowest --jsonfile $(TESTOUT)/alloc.json --threshold 1ns | sed 's/^/alloc /'; } \
 	  | $(GO) run ./internal/slowest -n $(SLOWEST); \
+	rm -rf $$MCP_FLOW_GOBUILD_DIR; \
 	exit $$status
 
 # fuzz: every fuzz target for FUZZTIME each.

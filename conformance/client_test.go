@@ -2,8 +2,6 @@ package conformance
 
 import (
 	"context"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"sort"
 	"testing"
@@ -11,15 +9,12 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 func buildCmd(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return gobuild.For(t, pkg)
 }
 
 func clientTarget(bin string, env ...string) ClientTarget {

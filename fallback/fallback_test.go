@@ -8,8 +8,6 @@ import (
 	"errors"
 	"io"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
@@ -19,6 +17,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/fallback"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 )
@@ -28,15 +27,10 @@ var bin string
 
 func TestMain(m *testing.M) {
 	os.Exit(flowtest.LeaveNothing(func() int {
-		dir, err := os.MkdirTemp("", "fallback-test")
-		if err != nil {
+		defer gobuild.Cleanup()
+		var err error
+		if bin, err = gobuild.Build("github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server"); err != nil {
 			panic(err)
-		}
-		defer os.RemoveAll(dir)
-		bin = filepath.Join(dir, "mcp-flow-server")
-		cmd := exec.Command("go", "build", "-o", bin, "../cmd/mcp-flow-server")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			panic("go build ../cmd/mcp-flow-server: " + err.Error() + "\n" + string(out))
 		}
 		return m.Run()
 	}))

@@ -28,6 +28,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 func need(t *testing.T, what string, err error, out []byte) {
@@ -55,9 +56,9 @@ func npmPeers(t *testing.T) (node, suite string) {
 
 func goBuild(t *testing.T, pkg string) string {
 	t.Helper()
-	out := filepath.Join(t.TempDir(), filepath.Base(pkg))
-	if b, err := exec.Command("go", "build", "-o", out, pkg).CombinedOutput(); err != nil {
-		need(t, "go build "+pkg, err, b)
+	out, err := gobuild.Path(t, pkg)
+	if err != nil {
+		need(t, "go build "+pkg, err, nil)
 	}
 	return out
 }

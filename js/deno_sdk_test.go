@@ -22,6 +22,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 // denoSDKKnown are the conformance checks a TypeScript SDK server on Deno
@@ -61,10 +62,7 @@ func TestDenoSDKServer(t *testing.T) {
 
 	t.Run("cli", func(t *testing.T) {
 		t.Parallel()
-		cli := filepath.Join(t.TempDir(), "mcp-flow")
-		if out, err := exec.Command("go", "build", "-o", cli, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow").CombinedOutput(); err != nil {
-			t.Fatalf("go build mcp-flow: %v\n%s", err, out)
-		}
+		cli := gobuild.For(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 		run := func(args ...string) (stdout []byte, stderr string, err error) {
 			// A hang guard: the 64 MiB call took 2.4 s on this machine.
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/internal/browsertest"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 // TestPackedPackageInFreshApp installs the package as a web developer does
@@ -235,9 +236,5 @@ func gzipSize(t *testing.T, p string) string {
 // stopped with SIGTERM, and waited for, at the end of the test.
 func startMCPFlowServer(t *testing.T) (srvURL, hash string) {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server").CombinedOutput(); err != nil {
-		t.Fatalf("go build mcp-flow-server: %v\n%s", err, out)
-	}
-	return flowtest.ServerProcess(t, bin)
+	return flowtest.ServerProcess(t, gobuild.For(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server"))
 }

@@ -7,13 +7,13 @@ import (
 	neturl "net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
 	"github.com/mcp-flow/mcp-flow/internal/lossrelay"
@@ -184,11 +184,7 @@ func TestShutdownWithVanishedClient(t *testing.T) {
 // buildServer builds mcp-flow-server into a temporary directory.
 func buildServer(t *testing.T) string {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	return bin
+	return gobuild.For(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 }
 
 // server is a running mcp-flow-server.

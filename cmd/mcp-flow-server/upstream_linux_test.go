@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/mcp-flow/mcp-flow/jsonrpc"
 	"golang.org/x/sys/unix"
 )
@@ -32,10 +32,7 @@ func TestMain(m *testing.M) {
 // SIGTERM it ends its upstream process (which ignores end of input and
 // SIGTERM) with SIGKILL after two -upstream-stop-grace, before it exits 0.
 func TestUpstreamFlags(t *testing.T) {
-	bin := filepath.Join(t.TempDir(), "mcp-flow-server")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := gobuild.For(t, "github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -24,6 +24,7 @@ import (
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 // The CLI as a user meets it (issue 14): each test runs the built mcp-flow
@@ -41,15 +42,7 @@ var cliBin struct {
 func cli(t *testing.T) string {
 	t.Helper()
 	cliBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-flow-cli")
-		if err != nil {
-			cliBin.err = err
-			return
-		}
-		cliBin.path = filepath.Join(dir, "mcp-flow")
-		if b, err := exec.Command("go", "build", "-o", cliBin.path, ".").CombinedOutput(); err != nil {
-			cliBin.err = fmt.Errorf("go build: %v\n%s", err, b)
-		}
+		cliBin.path, cliBin.err = gobuild.Build("github.com/mcp-flow/mcp-flow/cmd/mcp-flow")
 	})
 	if cliBin.err != nil {
 		t.Fatal(cliBin.err)
@@ -67,15 +60,7 @@ var serverBin struct {
 func server(t *testing.T) string {
 	t.Helper()
 	serverBin.once.Do(func() {
-		dir, err := os.MkdirTemp("", "mcp-flow-server")
-		if err != nil {
-			serverBin.err = err
-			return
-		}
-		serverBin.path = filepath.Join(dir, "mcp-flow-server")
-		if b, err := exec.Command("go", "build", "-o", serverBin.path, "../mcp-flow-server").CombinedOutput(); err != nil {
-			serverBin.err = fmt.Errorf("go build: %v\n%s", err, b)
-		}
+		serverBin.path, serverBin.err = gobuild.Build("github.com/mcp-flow/mcp-flow/cmd/mcp-flow-server")
 	})
 	if serverBin.err != nil {
 		t.Fatal(serverBin.err)
@@ -89,13 +74,8 @@ func TestMain(m *testing.M) {
 		return
 	}
 	os.Exit(flowtest.LeaveNothing(func() int {
-		code := m.Run()
-		for _, p := range []string{cliBin.path, serverBin.path} {
-			if p != "" {
-				os.RemoveAll(filepath.Dir(p))
-			}
-		}
-		return code
+		defer gobuild.Cleanup()
+		return m.Run()
 	}))
 }
 

@@ -19,18 +19,15 @@ import (
 	"github.com/mcp-flow/mcp-flow/demotools"
 	"github.com/mcp-flow/mcp-flow/flow"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 	"github.com/mcp-flow/mcp-flow/protocol"
 )
 
-// build compiles a command of this module into dir.
+// build returns a command of this module built for t (gobuild.For; dir
+// is not used).
 func build(t *testing.T, dir, pkg string) string {
 	t.Helper()
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go build %s: %v\n%s", pkg, err, b)
-	}
-	return out
+	return gobuild.For(t, pkg)
 }
 
 // startServer runs mcp-flow-server as a subprocess on a free port and

@@ -17,11 +17,23 @@ import (
 
 	"github.com/mcp-flow/mcp-flow/certs"
 	"github.com/mcp-flow/mcp-flow/internal/flowtest"
+	"github.com/mcp-flow/mcp-flow/internal/gobuild"
 )
 
 // Build builds the commands cmds of this module (mcp-flow-server,
 // mcp-flow) into dir, in one go build, and returns their paths.
 func Build(dir string, cmds ...string) ([]string, error) {
+	if os.Getenv(gobuild.DirEnv) != "" { // make test's run builds each once (dir is not used)
+		var bins []string
+		for _, c := range cmds {
+			bin, err := gobuild.Build("github.com/mcp-flow/mcp-flow/cmd/" + c)
+			if err != nil {
+				return nil, err
+			}
+			bins = append(bins, bin)
+		}
+		return bins, nil
+	}
 	args := []string{"build", "-o", dir + string(filepath.Separator)}
 	var bins []string
 	for _, c := range cmds {

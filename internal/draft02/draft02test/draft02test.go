@@ -46,18 +46,22 @@ type Peer struct {
 // them in the cache and only link (0.5 s). Seven test files start the
 // peer, three of them in the race run at once, and a second clone's suite
 // beside it shares the cache: without the turns the same compile ran up to
-// six times at once.
+// six times at once. Under make test the run builds it once for all its
+// test binaries (gobuild.PathWith); the peer's own module is built with
+// make test's GOFLAGS (-trimpath) and -mod=mod.
 func Build(t testing.TB) string {
 	t.Helper()
 	dir, err := peerDir()
 	if err != nil {
 		t.Fatal(err)
 	}
-	bin := filepath.Join(t.TempDir(), "draft02peer")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	build.Dir = dir
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
-	if err := gobuild.Run(build); err != nil {
+	bin, err := gobuild.PathWith(t, filepath.Join(dir, "draft02peer"), func(out string) *exec.Cmd {
+		build := exec.Command("go", "build", "-o", out, ".")
+		build.Dir = dir
+		build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS="+strings.TrimSpace(os.Getenv("GOFLAGS")+" -mod=mod"))
+		return build
+	})
+	if err != nil {
 		t.Fatalf("building interop/draft02peer: %v", err)
 	}
 	return bin
