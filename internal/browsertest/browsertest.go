@@ -11,10 +11,14 @@ package browsertest
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -78,7 +82,8 @@ func DebianFile(t testing.TB, path, pkg string) string {
 }
 
 // NPM installs dir's npm packages when marker (a path under dir, such as
-// node_modules/playwright-core) is missing, then runs `npm run build`, both
+// node_modules/playwright-core) is missing, then runs `npm run build`
+// unless the build's inputs are those of its last run (buildInputs), both
 // under dir's lock (InstallNPM): test binaries of several packages build
 // the same folder (js/ serves the browser, closetest, the CLI's inspector
 // and its own tests). (npm install, not npm ci: npm 11's ci refuses a lock
@@ -97,7 +102,67 @@ func NPM(t testing.TB, dir, marker string) {
 			Need(t, "npm install in "+dir, err)
 		}
 	}
+	inputs, err := buildInputs(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stamp := filepath.Join(dir, "dist", buildStamp)
+	if last, err := os.ReadFile(stamp); err == nil && string(last) == inputs {
+		return
+	}
+	os.Remove(stamp)
 	Run(t, dir, "npm", "run", "build")
+	if err := os.WriteFile(stamp, []byte(inputs), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// buildStamp is the file in dist/ (where `npm run build` writes) that
+// holds the build's inputs at its last run. A suite's tests asked for the
+// same build some 40 times: npm, node and esbuild 30 CPU-s a suite
+// (process accounting, a fresh pair of suites side by side).
+const buildStamp = ".mcp-flow-build-inputs"
+
+// buildInputs is a digest of what `npm run build` in dir reads: every file
+// under dir but the installed packages and the build's output
+// (node_modules and dist folders, at any depth), Go files and hidden ones,
+// by name and content, and the installed packages' versions
+// (node_modules/.package-lock.json).
+func buildInputs(dir string) (string, error) {
+	h := sha256.New()
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if path != dir && (strings.HasPrefix(name, ".") || d.IsDir() && (name == "node_modules" || name == "dist")) {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !d.Type().IsRegular() || strings.HasSuffix(name, ".go") {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(dir, path)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(h, "%s\x00%d\x00", filepath.ToSlash(rel), len(b))
+		h.Write(b)
+		return nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("the build's inputs in %s: %w", dir, err)
+	}
+	lock, _ := os.ReadFile(filepath.Join(dir, "node_modules", ".package-lock.json"))
+	fmt.Fprintf(h, "lock\x00%d\x00", len(lock))
+	h.Write(lock)
+	return hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // Run runs a set-up command in dir; a failure is Need's.

@@ -145,3 +145,55 @@ func TestNPMCopyLinked(t *testing.T) {
 		t.Fatalf("with %s=off, the third folder got the copy:\n%s", NPMCacheEnv, logs)
 	}
 }
+
+// TestNPMBuildOnce: NPM runs a folder's `npm run build` (real npm) once
+// for the same inputs, again when an input changes, and not for a Go file
+// or the build's own output; another spelling of the folder is the same
+// folder. The build here counts its runs in dist/.
+func TestNPMBuildOnce(t *testing.T) {
+	if _, err := exec.LookPath("npm"); err != nil {
+		Need(t, "npm", err)
+	}
+	dir := t.TempDir()
+	write := func(name, text string) {
+		t.Helper()
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("package.json", `{"name":"stamp-test","version":"1.0.0","private":true,
+  "scripts":{"build":"node -e \"const fs=require('fs');fs.mkdirSync('dist',{recursive:true});fs.appendFileSync('dist/runs','x')\""}}`)
+	write("src/page.js", "export const a = 1;\n")
+	runs := func() int {
+		t.Helper()
+		b, err := os.ReadFile(filepath.Join(dir, "dist", "runs"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(b)
+	}
+	NPM(t, dir, "package.json")
+	NPM(t, dir, "package.json")
+	if n := runs(); n != 1 {
+		t.Fatalf("the same inputs built %d times, want 1", n)
+	}
+	write("x_test.go", "package x\n")
+	write("dist/page.js", "built\n")
+	NPM(t, dir, "package.json")
+	if n := runs(); n != 1 {
+		t.Fatalf("a Go file or the build's output started a build: %d runs, want 1", n)
+	}
+	t.Chdir(dir)
+	NPM(t, ".", "package.json")
+	if n := runs(); n != 1 {
+		t.Fatalf("the folder as . built again: %d runs, want 1", n)
+	}
+	write("src/page.js", "export const a = 2;\n")
+	NPM(t, dir, "package.json")
+	if n := runs(); n != 2 {
+		t.Fatalf("a changed input: %d runs, want 2", n)
+	}
+}
