@@ -214,6 +214,7 @@ func Cleanup() {
 	defer mu.Unlock()
 	if dir != "" {
 		os.RemoveAll(dir)
-		dir, builds = "", map[string]*build{}
+		dir = ""
 	}
+	builds = map[string]*build{}
 }

@@ -12,6 +12,7 @@ import (
 // runs; Cleanup removes it; a package that does not build fails with the
 // go command's output.
 func TestBuildOnce(t *testing.T) {
+	t.Setenv(DirEnv, "") // this binary's own folder, not make test's run's
 	const pkg = "github.com/mcp-flow/mcp-flow/internal/slowest"
 	paths := make([]string, 4)
 	var wg sync.WaitGroup
@@ -50,6 +51,7 @@ func TestBuildOnce(t *testing.T) {
 func TestBuildOncePerRun(t *testing.T) {
 	shared := t.TempDir()
 	t.Setenv(DirEnv, shared)
+	forget()
 	const pkg = "github.com/mcp-flow/mcp-flow/internal/slowest"
 	commands := 0
 	command := func(out string) *exec.Cmd {
