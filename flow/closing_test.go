@@ -83,6 +83,59 @@ func wantEnd(t *testing.T, side string, e *flow.SessionError, code webtransport.
 	}
 }
 
+// TestDrainDeadlineAnswersNothing: a handler that the drain deadline
+// cancels answers at once, and that answer must not reach the client
+// before the close: the call cut off by the deadline fails with code 3
+// (spec §7.2, §8.2), not with its handler's answer. The session's close
+// waits, between its context's cancel and its close, until the server has
+// dealt with the handler's answer and up to a second more for the client
+// to read it (a test hook). Seen failing (the call answered by its
+// handler, err nil) with the answer written after the cancel; in pair 32
+// the same race failed TestSessionEndings/drain_deadline once (-race).
+func TestDrainDeadlineAnswersNothing(t *testing.T) {
+	answered := make(chan struct{})
+	var once sync.Once
+	srv, _, sessions := endings(t, func(c *flow.ServerConfig) {
+		c.Limits.DrainTimeout = 300 * time.Millisecond
+		c.Hooks.Observe = func(e flow.Event) {
+			if e.Kind == flow.EventRequest && e.Inbound && e.Method == "tools/call" {
+				once.Do(func() { close(answered) })
+			}
+		}
+	})
+	s := dial(t, srv, nil)
+	callErr := make(chan error, 1)
+	callDone := make(chan struct{})
+	var hookOnce sync.Once
+	flow.SetClosingHook(t, func() {
+		hookOnce.Do(func() { // the server's close, the first
+			select {
+			case <-answered:
+			case <-time.After(5 * time.Second):
+				t.Error("the cancelled handler's answer was not dealt with within 5 s")
+			}
+			select {
+			case <-callDone:
+			case <-time.After(time.Second):
+			}
+		})
+	})
+	go func() {
+		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 100, "delayMs": 100}})
+		callErr <- err
+		close(callDone)
+	}()
+	ss := receive(t, sessions, "server session")
+	err := ss.Shutdown(context.Background(), "test")
+	var se *flow.SessionError
+	if !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
+		t.Fatalf("server Shutdown with a call in flight past the deadline: %v, want code 3", err)
+	}
+	if err := receive(t, callErr, "call end"); !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
+		t.Errorf("the call cut off by the drain deadline failed with %v, want code 3", err)
+	}
+}
+
 // TestSessionEndings: each way a session ends has its own close code and
 // words, and both sides report the same one (spec §8.2).
 func TestSessionEndings(t *testing.T) {
@@ -112,8 +165,8 @@ func TestSessionEndings(t *testing.T) {
 		if !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
 			t.Fatalf("server Shutdown with a call in flight past the deadline: %v, want code 3", err)
 		}
-		if !errors.As(receive(t, callErr, "call end"), &se) || se.Code != flow.CloseDrainTimeout {
-			t.Errorf("the call cut off by the drain deadline failed with %v, want code 3", se)
+		if err := receive(t, callErr, "call end"); !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
+			t.Errorf("the call cut off by the drain deadline failed with %v, want code 3", err)
 		}
 		wantEnd(t, "client", ended(t, s), flow.CloseDrainTimeout, true)
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseDrainTimeout, false)

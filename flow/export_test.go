@@ -76,6 +76,15 @@ func FreshConns(srv *Server) int {
 	return len(srv.fresh)
 }
 
+// SetClosingHook makes every session of this process that ends run f
+// after its context is cancelled (its handlers see their ends) and before
+// it closes, until t ends. Tests that use it must not run in parallel with
+// others.
+func SetClosingHook(t testing.TB, f func()) {
+	closingHook.Store(&f)
+	t.Cleanup(func() { closingHook.Store(nil) })
+}
+
 // SetStreamEndingHook makes every execution stream of this process run f
 // between its FIN or reset and its release, until t ends. Tests that use it
 // must not run in parallel with others.

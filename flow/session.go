@@ -280,6 +280,15 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		return err
 	}
 	s.wmu.Lock()
+	if s.ctx.Err() != nil {
+		// The session has ended (closeWith cancelled its context before
+		// it closes): its close code is its last word. The answer of a
+		// handler that the end cancelled goes nowhere; written here it
+		// could reach the peer before the close, and a call cut off by a
+		// drain deadline would read as answered (spec §7.2, §8.2).
+		s.wmu.Unlock()
+		return s.Err()
+	}
 	if s.ctrl == nil {
 		// A server session that a shutdown reached before its client opened
 		// the control stream: nothing can be written yet.
@@ -372,6 +381,9 @@ func (s *Session) closeWith(e *SessionError) {
 	s.closeMu.Unlock()
 	s.setState(StateClosed)
 	s.cancel()
+	if h := closingHook.Load(); h != nil {
+		(*h)()
+	}
 	s.mu.Lock()
 	for _, t := range s.timers {
 		t.Stop()

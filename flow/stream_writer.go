@@ -241,6 +241,10 @@ func (w *StreamWriter) freeSlot() {
 // stream's FIN or reset and its release.
 var streamEndingHook atomic.Pointer[func()]
 
+// closingHook, when set (tests only: export_test.go), runs in closeWith
+// between the session's context's cancel and its close.
+var closingHook atomic.Pointer[func()]
+
 func streamEnding() {
 	if h := streamEndingHook.Load(); h != nil {
 		(*h)()
