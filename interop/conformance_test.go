@@ -220,7 +220,13 @@ type clientSuite struct {
 	// failures holds each failed check as scenario: id: message, read
 	// from the same files (the suite prints them only with --verbose).
 	failures []string
-	out      []byte
+	// timelines holds, for each scenario with a failed check, when its
+	// mock received each GET and closed each stream (the suite's
+	// incoming-request and outgoing-stream-close checks): sse-retry's
+	// timing measures from the tool call's stream close to the last GET,
+	// whichever GET that is.
+	timelines map[string][]string
+	out       []byte
 }
 
 // suiteCheck is one check of the suite's checks.json files (--output-dir).
@@ -228,8 +234,11 @@ type suiteCheck struct {
 	ID           string `json:"id"`
 	Status       string `json:"status"`
 	ErrorMessage string `json:"errorMessage"`
+	Timestamp    string `json:"timestamp"`
+	Description  string `json:"description"`
 	Details      struct {
-		SlightlyLate bool `json:"slightlyLate"`
+		SlightlyLate bool   `json:"slightlyLate"`
+		Method       string `json:"method"`
 	} `json:"details"`
 }
 
@@ -254,7 +263,7 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 	if m == nil {
 		need(t, "the conformance client suite in a private network namespace (unshare -n as root, else unshare -rn)", err, out)
 	}
-	r := clientSuite{scenarios: map[string]bool{}, out: out}
+	r := clientSuite{scenarios: map[string]bool{}, timelines: map[string][]string{}, out: out}
 	r.passed, _ = strconv.Atoi(string(m[1]))
 	r.failed, _ = strconv.Atoi(string(m[2]))
 	r.warnings, _ = strconv.Atoi(string(m[3]))
@@ -278,9 +287,11 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 		// <dir>/<scenario>-<time>/checks.json, the time ISO 8601 with - for : and .
 		rel, _ := filepath.Rel(results, filepath.Dir(path))
 		scenario := resultTimeRE.ReplaceAllString(filepath.ToSlash(rel), "")
+		failed := false
 		for _, c := range checks {
 			if c.Status == "FAILURE" {
 				r.failures = append(r.failures, scenario+": "+c.ID+": "+c.ErrorMessage)
+				failed = true
 			}
 			if c.Status != "WARNING" {
 				continue
@@ -293,6 +304,11 @@ func runClientSuite(t *testing.T, node, suite, command string, env ...string) cl
 				continue
 			}
 			r.strict = append(r.strict, scenario+": "+c.ID+": "+c.ErrorMessage)
+		}
+		for _, c := range checks {
+			if failed && (c.ID == "incoming-request" && c.Details.Method == "GET" || c.ID == "outgoing-stream-close") {
+				r.timelines[scenario] = append(r.timelines[scenario], c.Timestamp+" "+c.Description)
+			}
 		}
 		return nil
 	})
@@ -344,7 +360,7 @@ func TestOfficialConformanceClientSuite(t *testing.T) {
 	}
 	for name, ok := range direct.scenarios {
 		if ok && !chained.scenarios[name] {
-			t.Errorf("scenario %s passes directly but not through the chain; failed checks: %q", name, chained.failures)
+			t.Errorf("scenario %s passes directly but not through the chain; failed checks: %q; its mock's GETs and stream closes:\n%s", name, chained.failures, strings.Join(chained.timelines[name], "\n"))
 		}
 	}
 	if chained.failed != 0 || len(chained.strict) != 0 || len(chained.scenarios) != len(direct.scenarios) {
