@@ -104,7 +104,6 @@ func TestDrainDeadlineAnswersNothing(t *testing.T) {
 		}
 	})
 	s := dial(t, srv, nil)
-	callErr := make(chan error, 1)
 	callDone := make(chan struct{})
 	var hookOnce sync.Once
 	flow.SetClosingHook(t, func() {
@@ -120,6 +119,16 @@ func TestDrainDeadlineAnswersNothing(t *testing.T) {
 			}
 		})
 	})
+	cutOffByDrain(t, s, sessions, callDone)
+}
+
+// cutOffByDrain calls the slow tool on s, shuts the server's session down
+// (from sessions) with the call in flight past its drain deadline, and
+// wants code 3 from both the Shutdown and the call; it closes callDone
+// once the call has returned.
+func cutOffByDrain(t *testing.T, s *flow.Session, sessions <-chan *flow.Session, callDone chan struct{}) {
+	t.Helper()
+	callErr := make(chan error, 1)
 	go func() {
 		_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 100, "delayMs": 100}})
 		callErr <- err
@@ -154,20 +163,7 @@ func TestSessionEndings(t *testing.T) {
 	t.Run("drain deadline", func(t *testing.T) {
 		srv, ends, sessions := endings(t, func(c *flow.ServerConfig) { c.Limits.DrainTimeout = 300 * time.Millisecond })
 		s := dial(t, srv, nil)
-		callErr := make(chan error, 1)
-		go func() {
-			_, err := s.Call(context.Background(), "tools/call", map[string]any{"name": "slow", "arguments": map[string]any{"steps": 100, "delayMs": 100}})
-			callErr <- err
-		}()
-		ss := receive(t, sessions, "server session")
-		err := ss.Shutdown(context.Background(), "test")
-		var se *flow.SessionError
-		if !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
-			t.Fatalf("server Shutdown with a call in flight past the deadline: %v, want code 3", err)
-		}
-		if err := receive(t, callErr, "call end"); !errors.As(err, &se) || se.Code != flow.CloseDrainTimeout {
-			t.Errorf("the call cut off by the drain deadline failed with %v, want code 3", err)
-		}
+		cutOffByDrain(t, s, sessions, make(chan struct{}))
 		wantEnd(t, "client", ended(t, s), flow.CloseDrainTimeout, true)
 		wantEnd(t, "server", receive(t, ends, "server session end"), flow.CloseDrainTimeout, false)
 	})
