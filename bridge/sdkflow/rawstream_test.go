@@ -156,9 +156,7 @@ func TestRawStream(t *testing.T) {
 			if _, err := sdkflow.OpenStream(ctx, link.URI); !errors.Is(err, sdkflow.ErrUnknownStream) {
 				t.Fatalf("a second open: %v, want ErrUnknownStream", err)
 			}
-			if got := srv.streams.Load() - before; got != 1 {
-				t.Fatalf("%d execution streams sent, want 1", got)
-			}
+			srv.waitStreams(t, before, 1)
 
 			// A default client: the same bytes, inline.
 			_, plain := connect(t, ctx, srv.flow, version, nil)
@@ -175,9 +173,7 @@ func TestRawStream(t *testing.T) {
 			if _, ok := r.Content[0].(*mcp.TextContent); !ok {
 				t.Fatalf("default client, text: %T, want text content", r.Content[0])
 			}
-			if got := srv.streams.Load() - before; got != 3 {
-				t.Fatalf("%d execution streams sent, want 3", got)
-			}
+			srv.waitStreams(t, before, 3)
 		})
 	}
 }
