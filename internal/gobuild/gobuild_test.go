@@ -13,6 +13,7 @@ import (
 // go command's output.
 func TestBuildOnce(t *testing.T) {
 	t.Setenv(DirEnv, "") // this binary's own folder, not make test's run's
+	t.Cleanup(Cleanup)   // a failure below leaves no binary behind either
 	const pkg = "github.com/mcp-flow/mcp-flow/internal/slowest"
 	paths := make([]string, 4)
 	var wg sync.WaitGroup
@@ -52,6 +53,7 @@ func TestBuildOncePerRun(t *testing.T) {
 	shared := t.TempDir()
 	t.Setenv(DirEnv, shared)
 	forget()
+	t.Cleanup(Cleanup)
 	const pkg = "github.com/mcp-flow/mcp-flow/internal/slowest"
 	commands := 0
 	command := func(out string) *exec.Cmd {
