@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mcp-flow/mcp-flow/codec"
@@ -692,6 +693,10 @@ func checkProgressFallback(ctx context.Context, t Target) outcome {
 	})
 }
 
+// datagramResend is how often checkDatagramUnsupported sends its datagram
+// again while no error has come.
+const datagramResend = 250 * time.Millisecond
+
 // checkDatagramUnsupported sends a progress datagram where the session has
 // none. The guide (§4.2) gives -32004 when the server indicated
 // datagramsSupported: false; with optOut, this project's rule: the client
@@ -715,7 +720,27 @@ func checkDatagramUnsupported(optOut bool) func(context.Context, Target) outcome
 			if err := p.sess.SendDatagram(d); err != nil {
 				return skip("not applicable: the server's QUIC connection takes no datagrams (%v)", err)
 			}
+			// A datagram may be lost (QUIC does not send it again; a
+			// socket whose buffer is full drops it, as under two suites
+			// side by side on loopback): the same datagram goes again
+			// every datagramResend until the error comes, each worth one.
+			stop := make(chan struct{})
+			var resends sync.WaitGroup
+			resends.Go(func() {
+				tick := time.NewTicker(datagramResend)
+				defer tick.Stop()
+				for {
+					select {
+					case <-stop:
+						return
+					case <-tick.C:
+						_ = p.sess.SendDatagram(d)
+					}
+				}
+			})
 			e, err := p.notice()
+			close(stop)
+			resends.Wait()
 			if err != nil {
 				return fail("no null-id error: %v", err)
 			}
