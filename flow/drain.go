@@ -653,6 +653,7 @@ func (s *Session) finish() bool {
 	fin := s.ctrl != nil && d != nil && d.fin(s.workLocked())
 	s.mu.Unlock()
 	if fin {
+		_ = s.flushLocked() // the frames accepted before it (sendWith)
 		_ = s.ctrl.Close()
 	}
 	return fin

@@ -92,3 +92,11 @@ func SetStreamEndingHook(t testing.TB, f func()) {
 	streamEndingHook.Store(&f)
 	t.Cleanup(func() { streamEndingHook.Store(nil) })
 }
+
+// SetYieldHook makes every session of this process run f where a sender
+// that is to write the pending control frames yields (sendWith), until t
+// ends. Tests that use it must not run in parallel with others.
+func SetYieldHook(t testing.TB, f func()) {
+	yieldHook.Store(&f)
+	t.Cleanup(func() { yieldHook.Store(nil) })
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -56,9 +57,13 @@ type Session struct {
 	log     *slog.Logger
 	codecs  codecSet
 
-	enc     atomic.Pointer[codecBox]
-	fr      *wire.FrameReader
-	wmu     writeLock // serialises writes to ctrl, so each frame is one write
+	enc atomic.Pointer[codecBox]
+	fr  *wire.FrameReader
+	wmu writeLock // serialises writes to ctrl, so each frame is one write
+	// pending holds frames accepted for the control stream and not yet
+	// written, whole and in order (sendWith: a group commit); under wmu,
+	// as flushing is.
+	pending []byte
 	nextID  atomic.Uint32
 	state   atomic.Int32
 	touched atomic.Int64 // unix nanos of the last control frame
@@ -101,9 +106,11 @@ type Session struct {
 	// them (endLiveStreams).
 	live      map[liveStream]struct{}
 	liveEnded bool
-	// server is set once, when the session is made (here, beside
-	// liveEnded, so that the two bools share a word: TestSessionSize).
-	server bool
+	// server is set once, when the session is made; flushing (under wmu)
+	// while a sender is to write pending. Here, beside liveEnded, so that
+	// the three bools share a word (TestSessionSize).
+	server   bool
+	flushing bool
 
 	ctx      context.Context
 	cancel   context.CancelFunc
@@ -299,8 +306,36 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		s.wmu.Unlock()
 		return ErrShuttingDown
 	}
-	_, err = writeStalling(s.ctrl, buf, s.lim.StreamWriteStallTimeout)
-	s.wmu.Unlock()
+	switch {
+	case len(buf) > coalesceMax:
+		// Too large to copy: written as it is, after the frames before it.
+		err = s.flushLocked()
+		if err == nil {
+			_, err = writeStalling(s.ctrl, buf, s.lim.StreamWriteStallTimeout)
+		}
+		s.wmu.Unlock()
+	case s.flushing:
+		// The sender that is to write will write this frame too.
+		s.pending = append(s.pending, buf...)
+		s.wmu.Unlock()
+	default:
+		s.pending = append(s.pending, buf...)
+		s.flushing = true
+		s.wmu.Unlock()
+		// Let the goroutines that are ready run first: the frames they
+		// send meanwhile leave in the same write, and so in the same
+		// packet (as grpc-go's writer yields before a small flush). With
+		// nothing else ready it returns at once.
+		if h := yieldHook.Load(); h != nil {
+			(*h)()
+		} else {
+			runtime.Gosched()
+		}
+		s.wmu.Lock()
+		err = s.flushLocked()
+		s.flushing = false
+		s.wmu.Unlock()
+	}
 	if errors.Is(err, ErrWriteStalled) {
 		// The peer reads nothing of the control stream, and a frame may
 		// be cut in two: the session cannot go on (spec §8.2).
@@ -314,6 +349,37 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		s.observe(Event{Kind: EventControl, Bytes: int64(len(buf)), Encoding: c.Name()})
 	}
 	return nil
+}
+
+// yieldHook, when set (tests only: export_test.go), runs in sendWith in
+// place of the yield before a write of pending frames.
+var yieldHook atomic.Pointer[func()]
+
+// coalesceMax is the largest frame sendWith copies to write it with
+// others (a tools/call and its answer are a few hundred bytes); a larger
+// one is written from its own buffer.
+const coalesceMax = 16 << 10
+
+// flushLocked writes the pending frames in one write, under wmu. Once the
+// session's context has ended nothing more is written, and they are
+// dropped (see sendWith). A write that fails leaves the control stream
+// broken, and the session with it: the frames are dropped too.
+func (s *Session) flushLocked() error {
+	if len(s.pending) == 0 {
+		return nil
+	}
+	var err error
+	if s.ctx.Err() != nil {
+		err = s.Err()
+	} else {
+		_, err = writeStalling(s.ctrl, s.pending, s.lim.StreamWriteStallTimeout)
+	}
+	if cap(s.pending) > 4*coalesceMax {
+		s.pending = nil
+	} else {
+		s.pending = s.pending[:0]
+	}
+	return err
 }
 
 func (s *Session) reply(resp *jsonrpc.Response) {
@@ -484,6 +550,7 @@ func (s *Session) fail(code webtransport.SessionErrorCode, reply *jsonrpc.Respon
 	}
 	s.wmu.Lock()
 	if s.ctrl != nil {
+		_ = s.flushLocked() // the reply first
 		_ = s.ctrl.Close()
 	}
 	s.wmu.Unlock()

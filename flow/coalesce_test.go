@@ -1,0 +1,182 @@
+package flow_test
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mcp-flow/mcp-flow/flow"
+	"github.com/mcp-flow/mcp-flow/jsonrpc"
+)
+
+// TestControlFramesCoalesce: frames sent at once on a session's control
+// stream leave in one write (sendWith's group commit), so that a burst of
+// small messages takes a packet or two, not one each. The server sends 32
+// notifications from 32 goroutines and holds the one that is to write
+// where it yields: the other 31 have their frames taken and return while
+// it is held, and the client then gets all 32, whole, before the result
+// that follows them. Fails when each sender writes its own frame: no
+// sender yields (or, were the write lock held while it does, the others
+// wait for the held one). Not parallel: the hook is the process's.
+func TestControlFramesCoalesce(t *testing.T) {
+	const n = 32
+	var armed atomic.Bool
+	yielded, release := make(chan struct{}), make(chan struct{})
+	flow.SetYieldHook(t, func() {
+		if armed.CompareAndSwap(true, false) {
+			close(yielded)
+			<-release
+		}
+	})
+	fail := make(chan string, 1)
+	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		armed.Store(true)
+		var returned sync.WaitGroup
+		returned.Add(n)
+		errs := make(chan error, n)
+		for i := range n {
+			go func() {
+				defer returned.Done()
+				errs <- req.Session.Notify("notifications/message", map[string]any{"level": "info", "data": i})
+			}()
+		}
+		select {
+		case <-yielded:
+		case <-time.After(10 * time.Second):
+			fail <- "no sender yielded before writing the pending frames"
+			close(release)
+			returned.Wait()
+			return map[string]any{}, nil
+		}
+		// Each of the other 31 returns once its frame is taken.
+		for range n - 1 {
+			select {
+			case err := <-errs:
+				if err != nil {
+					fail <- "Notify: " + err.Error()
+				}
+			case <-time.After(10 * time.Second):
+				fail <- "the other senders waited for the held one"
+				close(release)
+				returned.Wait()
+				return map[string]any{}, nil
+			}
+		}
+		close(release)
+		returned.Wait()
+		if err := <-errs; err != nil {
+			fail <- "Notify of the held sender: " + err.Error()
+		}
+		return map[string]any{}, nil
+	})
+	srv := customServer(t, handler, nil)
+	var mu sync.Mutex
+	seen := map[int]bool{}
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Hooks.Notification = func(_ *flow.Session, m *jsonrpc.Request) {
+			var p struct{ Data int }
+			if json.Unmarshal(m.Params, &p) == nil {
+				mu.Lock()
+				seen[p.Data] = true
+				mu.Unlock()
+			}
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := s.Call(ctx, "burst", nil); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case msg := <-fail:
+		t.Fatal(msg)
+	default:
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != n {
+		t.Fatalf("the client got %d of the %d notifications before the result", len(seen), n)
+	}
+}
+
+// TestPendingFramesBeforeFIN: frames taken for a write that has not
+// happened yet are written before the control stream's FIN (spec §7.2: a
+// reply is written before the FIN or not at all). The server's handler
+// has a notification sent from a goroutine that is held where it yields,
+// so that the notification, the handler's result and the server's
+// $/shutdown are all pending when the server's drain, with nothing left
+// in flight, sends its FIN; the FIN finds them and writes them first, and
+// the call is answered. Fails without finish's flush: the FIN goes first
+// and the three are lost.
+func TestPendingFramesBeforeFIN(t *testing.T) {
+	var armed atomic.Bool
+	yielded, release := make(chan struct{}), make(chan struct{})
+	var releaseOnce sync.Once
+	let := func() { releaseOnce.Do(func() { close(release) }) }
+	defer let()
+	flow.SetYieldHook(t, func() {
+		if armed.CompareAndSwap(true, false) {
+			close(yielded)
+			<-release
+		}
+	})
+	var notified sync.WaitGroup
+	notified.Add(1)
+	t.Cleanup(notified.Wait) // the held sender ends with the test
+	sessions := make(chan *flow.Session, 1)
+	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		armed.Store(true)
+		sessions <- req.Session
+		go func() {
+			defer notified.Done()
+			_ = req.Session.Notify("notifications/message", map[string]any{"level": "info", "data": "pending"})
+		}()
+		select {
+		case <-yielded:
+		case <-time.After(10 * time.Second):
+			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "no sender yielded")
+		}
+		return map[string]any{"answered": true}, nil
+	})
+	srv := customServer(t, handler, nil)
+	var got atomic.Int32
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Hooks.Notification = func(*flow.Session, *jsonrpc.Request) { got.Add(1) }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	type answer struct {
+		r   *flow.Response
+		err error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		r, err := s.Call(ctx, "x", nil)
+		answered <- answer{r, err}
+	}()
+	select {
+	case <-yielded:
+	case <-ctx.Done():
+		t.Fatal("no sender yielded")
+	}
+	shut := make(chan error, 1)
+	server := <-sessions
+	go func() { shut <- server.Shutdown(ctx, "test") }()
+	a := <-answered
+	let()
+	if a.err != nil {
+		t.Fatalf("the call whose answer was pending at the drain's FIN: %v", a.err)
+	}
+	if string(a.r.Result) != `{"answered":true}` {
+		t.Fatalf("result %s", a.r.Result)
+	}
+	if got.Load() != 1 {
+		t.Fatalf("%d notifications before the result, want the pending one", got.Load())
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("the server's Shutdown: %v", err)
+	}
+}
