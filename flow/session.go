@@ -59,11 +59,12 @@ type Session struct {
 
 	enc atomic.Pointer[codecBox]
 	fr  *wire.FrameReader
-	wmu writeLock // serialises writes to ctrl, so each frame is one write
+	wmu writeLock // serialises writes to ctrl: each frame goes whole, in order
 	// pending holds frames accepted for the control stream and not yet
-	// written, whole and in order (sendWith: a group commit); under wmu,
-	// as flushing is.
-	pending []byte
+	// written, whole and in order (sendWith: a group commit), in a buffer
+	// of bufPool's while there are any (an idle session holds none); under
+	// wmu, as flushing is.
+	pending *[]byte
 	nextID  atomic.Uint32
 	state   atomic.Int32
 	touched atomic.Int64 // unix nanos of the last control frame
@@ -316,10 +317,10 @@ func (s *Session) sendWith(c codec.Codec, m jsonrpc.Message, batch []jsonrpc.Mes
 		s.wmu.Unlock()
 	case s.flushing:
 		// The sender that is to write will write this frame too.
-		s.pending = append(s.pending, buf...)
+		s.take(buf)
 		s.wmu.Unlock()
 	default:
-		s.pending = append(s.pending, buf...)
+		s.take(buf)
 		s.flushing = true
 		s.wmu.Unlock()
 		// Let the goroutines that are ready run first: the frames they
@@ -365,21 +366,31 @@ const coalesceMax = 16 << 10
 // dropped (see sendWith). A write that fails leaves the control stream
 // broken, and the session with it: the frames are dropped too.
 func (s *Session) flushLocked() error {
-	if len(s.pending) == 0 {
+	p := s.pending
+	if p == nil {
 		return nil
 	}
+	s.pending = nil
 	var err error
 	if s.ctx.Err() != nil {
 		err = s.Err()
 	} else {
-		_, err = writeStalling(s.ctrl, s.pending, s.lim.StreamWriteStallTimeout)
+		_, err = writeStalling(s.ctrl, *p, s.lim.StreamWriteStallTimeout)
 	}
-	if cap(s.pending) > 4*coalesceMax {
-		s.pending = nil
-	} else {
-		s.pending = s.pending[:0]
+	if cap(*p) <= 1<<20 {
+		*p = (*p)[:0]
+		bufPool.Put(p)
 	}
 	return err
+}
+
+// take adds the frame buf to the pending ones, under wmu.
+func (s *Session) take(buf []byte) {
+	if s.pending == nil {
+		s.pending = bufPool.Get().(*[]byte)
+		*s.pending = (*s.pending)[:0]
+	}
+	*s.pending = append(*s.pending, buf...)
 }
 
 func (s *Session) reply(resp *jsonrpc.Response) {
