@@ -3,6 +3,7 @@ package flow_test
 import (
 	"context"
 	"encoding/json"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,17 +24,11 @@ import (
 // wait for the held one). Not parallel: the hook is the process's.
 func TestControlFramesCoalesce(t *testing.T) {
 	const n = 32
-	var armed atomic.Bool
-	yielded, release := make(chan struct{}), make(chan struct{})
-	flow.SetYieldHook(t, func() {
-		if armed.CompareAndSwap(true, false) {
-			close(yielded)
-			<-release
-		}
-	})
+	h := holdYield(t)
+	yielded, let := h.yielded, h.let
 	fail := make(chan string, 1)
 	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
-		armed.Store(true)
+		h.arm()
 		var returned sync.WaitGroup
 		returned.Add(n)
 		errs := make(chan error, n)
@@ -47,7 +42,7 @@ func TestControlFramesCoalesce(t *testing.T) {
 		case <-yielded:
 		case <-time.After(10 * time.Second):
 			fail <- "no sender yielded before writing the pending frames"
-			close(release)
+			let()
 			returned.Wait()
 			return map[string]any{}, nil
 		}
@@ -60,12 +55,12 @@ func TestControlFramesCoalesce(t *testing.T) {
 				}
 			case <-time.After(10 * time.Second):
 				fail <- "the other senders waited for the held one"
-				close(release)
+				let()
 				returned.Wait()
 				return map[string]any{}, nil
 			}
 		}
-		close(release)
+		let()
 		returned.Wait()
 		if err := <-errs; err != nil {
 			fail <- "Notify of the held sender: " + err.Error()
@@ -112,32 +107,12 @@ func TestControlFramesCoalesce(t *testing.T) {
 // the call is answered. Fails without finish's flush: the FIN goes first
 // and the three are lost.
 func TestPendingFramesBeforeFIN(t *testing.T) {
-	var armed atomic.Bool
-	yielded, release := make(chan struct{}), make(chan struct{})
-	var releaseOnce sync.Once
-	let := func() { releaseOnce.Do(func() { close(release) }) }
-	defer let()
-	flow.SetYieldHook(t, func() {
-		if armed.CompareAndSwap(true, false) {
-			close(yielded)
-			<-release
-		}
-	})
-	var notified sync.WaitGroup
-	notified.Add(1)
-	t.Cleanup(notified.Wait) // the held sender ends with the test
+	h := holdYield(t)
 	sessions := make(chan *flow.Session, 1)
 	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
-		armed.Store(true)
 		sessions <- req.Session
-		go func() {
-			defer notified.Done()
-			_ = req.Session.Notify("notifications/message", map[string]any{"level": "info", "data": "pending"})
-		}()
-		select {
-		case <-yielded:
-		case <-time.After(10 * time.Second):
-			return nil, jsonrpc.NewError(jsonrpc.CodeInternalError, "no sender yielded")
+		if err := h.notify(req, "pending"); err != nil {
+			return nil, err
 		}
 		return map[string]any{"answered": true}, nil
 	})
@@ -158,7 +133,7 @@ func TestPendingFramesBeforeFIN(t *testing.T) {
 		answered <- answer{r, err}
 	}()
 	select {
-	case <-yielded:
+	case <-h.yielded:
 	case <-ctx.Done():
 		t.Fatal("no sender yielded")
 	}
@@ -166,7 +141,7 @@ func TestPendingFramesBeforeFIN(t *testing.T) {
 	server := <-sessions
 	go func() { shut <- server.Shutdown(ctx, "test") }()
 	a := <-answered
-	let()
+	h.let()
 	if a.err != nil {
 		t.Fatalf("the call whose answer was pending at the drain's FIN: %v", a.err)
 	}
@@ -178,5 +153,81 @@ func TestPendingFramesBeforeFIN(t *testing.T) {
 	}
 	if err := <-shut; err != nil {
 		t.Fatalf("the server's Shutdown: %v", err)
+	}
+}
+
+// TestLargeFrameAfterPending: a frame too large to be copied into the
+// pending ones (over 16 KiB) is written after those taken before it, so
+// the control stream keeps the order frames were sent in. A notification
+// is held pending (its sender held where it yields), then the handler's
+// result of 64 KiB is sent: the client sees the notification before the
+// result. Fails when the large frame is written without the pending ones
+// first: the result arrives alone, and the notification after it.
+func TestLargeFrameAfterPending(t *testing.T) {
+	h := holdYield(t)
+	big := strings.Repeat("x", 64<<10)
+	handler := flow.HandlerFunc(func(ctx context.Context, req *flow.Request) (any, error) {
+		if err := h.notify(req, "first"); err != nil {
+			return nil, err
+		}
+		return map[string]any{"text": big}, nil
+	})
+	srv := customServer(t, handler, nil)
+	var got atomic.Int32
+	s := dial(t, srv, func(c *flow.ClientConfig) {
+		c.Hooks.Notification = func(*flow.Session, *jsonrpc.Request) { got.Add(1) }
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r, err := s.Call(ctx, "x", nil)
+	h.let()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Result) < len(big) {
+		t.Fatalf("a result of %d bytes, want over %d", len(r.Result), len(big))
+	}
+	if got.Load() != 1 {
+		t.Fatal("the result came before the notification sent ahead of it")
+	}
+}
+
+// held is the first sender that yields after arm (flow.SetYieldHook): it
+// waits there until let, or the test's end. yielded is closed when it does.
+type held struct {
+	arm     func()
+	yielded <-chan struct{}
+	let     func()
+	senders sync.WaitGroup // notify's goroutines
+}
+
+func holdYield(t *testing.T) *held {
+	var armed atomic.Bool
+	y, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	h := &held{arm: func() { armed.Store(true) }, yielded: y, let: func() { once.Do(func() { close(release) }) }}
+	t.Cleanup(func() { h.let(); h.senders.Wait() })
+	flow.SetYieldHook(t, func() {
+		if armed.CompareAndSwap(true, false) {
+			close(y)
+			<-release
+		}
+	})
+	return h
+}
+
+// notify has the handler's session send a notification with data from a
+// goroutine of its own that is held where it yields, and waits until it
+// is held.
+func (h *held) notify(req *flow.Request, data string) error {
+	h.arm()
+	h.senders.Go(func() {
+		_ = req.Session.Notify("notifications/message", map[string]any{"level": "info", "data": data})
+	})
+	select {
+	case <-h.yielded:
+		return nil
+	case <-time.After(10 * time.Second):
+		return jsonrpc.NewError(jsonrpc.CodeInternalError, "no sender yielded")
 	}
 }
