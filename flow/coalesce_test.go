@@ -116,11 +116,7 @@ func TestPendingFramesBeforeFIN(t *testing.T) {
 		}
 		return map[string]any{"answered": true}, nil
 	})
-	srv := customServer(t, handler, nil)
-	var got atomic.Int32
-	s := dial(t, srv, func(c *flow.ClientConfig) {
-		c.Hooks.Notification = func(*flow.Session, *jsonrpc.Request) { got.Add(1) }
-	})
+	s, got := countingClient(t, handler)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	type answer struct {
@@ -172,11 +168,7 @@ func TestLargeFrameAfterPending(t *testing.T) {
 		}
 		return map[string]any{"text": big}, nil
 	})
-	srv := customServer(t, handler, nil)
-	var got atomic.Int32
-	s := dial(t, srv, func(c *flow.ClientConfig) {
-		c.Hooks.Notification = func(*flow.Session, *jsonrpc.Request) { got.Add(1) }
-	})
+	s, got := countingClient(t, handler)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r, err := s.Call(ctx, "x", nil)
@@ -230,4 +222,14 @@ func (h *held) notify(req *flow.Request, data string) error {
 	case <-time.After(10 * time.Second):
 		return jsonrpc.NewError(jsonrpc.CodeInternalError, "no sender yielded")
 	}
+}
+
+// countingClient serves handler and dials it; got counts the notifications
+// the client receives.
+func countingClient(t *testing.T, handler flow.Handler) (s *flow.Session, got *atomic.Int32) {
+	got = new(atomic.Int32)
+	s = dial(t, customServer(t, handler, nil), func(c *flow.ClientConfig) {
+		c.Hooks.Notification = func(*flow.Session, *jsonrpc.Request) { got.Add(1) }
+	})
+	return s, got
 }
