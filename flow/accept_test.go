@@ -34,7 +34,18 @@ func TestDialBurstNoRefusal(t *testing.T) {
 	// 10 s, which is not what this test is about.
 	const patient = 60 * time.Second
 	srv := startServer(t, func(c *flow.ServerConfig) { c.Limits.HandshakeTimeout = patient })
-	var refused, failed atomic.Int32
+	if r := dialBurst(t, srv, n, patient); r > 0 {
+		t.Errorf("%d of %d dials refused with CONNECTION_REFUSED", r, n)
+	}
+}
+
+// dialBurst dials n sessions to srv at once with redials disabled and
+// pings on each; it returns how many dials were refused with
+// CONNECTION_REFUSED, and fails t on any other error. patient is the
+// handshake timeout, and half the time each dial and ping may take.
+func dialBurst(t *testing.T, srv *flow.Server, n int, patient time.Duration) (refused int) {
+	t.Helper()
+	var nrefused atomic.Int32
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	errs := make(chan error, n)
@@ -45,11 +56,9 @@ func TestDialBurstNoRefusal(t *testing.T) {
 			defer cancel()
 			s, err := flow.Dial(ctx, srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t), RefusedRetries: -1, Limits: flow.Limits{HandshakeTimeout: patient}})
 			if err != nil {
-				var te *quic.TransportError
-				if errors.As(err, &te) && te.ErrorCode == quic.ConnectionRefused {
-					refused.Add(1)
+				if isRefused(err) {
+					nrefused.Add(1)
 				} else {
-					failed.Add(1)
 					errs <- err
 				}
 				return
@@ -66,9 +75,127 @@ func TestDialBurstNoRefusal(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	if r := refused.Load(); r > 0 {
+	return int(nrefused.Load())
+}
+
+// TestSparesTakeBurst: the spares alone (the one acceptor is held) take a
+// burst of 100 handshakes, 68 more than quic-go's accept queue holds,
+// with none refused, and each spare ends with the connection it took.
+// Without the spares, 68 are refused and the queued 32 never served.
+func TestSparesTakeBurst(t *testing.T) {
+	hold := make(chan struct{})
+	srv := acceptingServer(t, func(srv *flow.Server) { flow.SetAccepting(srv, 1, 256, time.Minute, hold) })
+	t.Cleanup(func() { close(hold) }) // before the server's Close (cleanups run last first)
+	const n = 100
+	if r := dialBurst(t, srv, n, 60*time.Second); r > 0 {
 		t.Errorf("%d of %d dials refused with CONNECTION_REFUSED", r, n)
 	}
+	waitSpares(t, srv, 0, 30*time.Second)
+}
+
+// TestSparesBoundedAndIdle: handshakes that fail before quic-go queues
+// their connection (an ALPN the server does not speak) leave their spares
+// waiting; no more than maxSpares wait, and each ends after spareIdle.
+func TestSparesBoundedAndIdle(t *testing.T) {
+	const idle = 2 * time.Second
+	srv := acceptingServer(t, func(srv *flow.Server) { flow.SetAccepting(srv, 1, 3, idle, nil) })
+	for range 5 {
+		failHandshake(t, srv)
+	}
+	if n := flow.Spares(srv); n != 3 {
+		t.Errorf("%d spares wait after 5 failed handshakes, want maxSpares, 3", n)
+	}
+	waitSpares(t, srv, 0, 15*idle)
+}
+
+// TestSparesEndWithServer: spares waiting when the server closes end
+// before Serve returns (acceptingServer's cleanup checks Serve's return).
+func TestSparesEndWithServer(t *testing.T) {
+	served := make(chan error, 1)
+	srv := newAcceptingServer(t, func(srv *flow.Server) { flow.SetAccepting(srv, 1, 256, time.Hour, nil) }, served)
+	failHandshake(t, srv)
+	failHandshake(t, srv)
+	if n := flow.Spares(srv); n != 2 {
+		t.Fatalf("%d spares wait after 2 failed handshakes, want 2", n)
+	}
+	srv.Close()
+	select {
+	case err := <-served:
+		if !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("Serve has not returned 30 s after Close")
+	}
+	if n := flow.Spares(srv); n != 0 {
+		t.Errorf("%d spares still wait after Serve returned", n)
+	}
+}
+
+// failHandshake starts a QUIC handshake with srv that fails before
+// quic-go queues the connection: the client offers only an ALPN the
+// server does not speak.
+func failHandshake(t *testing.T, srv *flow.Server) {
+	t.Helper()
+	tc := clientTLS(t).Clone()
+	tc.NextProtos = []string{"not-h3"}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	conn, err := quic.DialAddr(ctx, srv.Addr().String(), tc, nil)
+	if err == nil {
+		conn.CloseWithError(0, "")
+		t.Fatal("a handshake offering ALPN not-h3 succeeded")
+	}
+	var te *quic.TransportError
+	if !errors.As(err, &te) || !te.ErrorCode.IsCryptoError() {
+		t.Fatalf("handshake offering ALPN not-h3: %v, want a TLS alert", err)
+	}
+}
+
+// waitSpares waits up to d for srv's spares to number want.
+func waitSpares(t *testing.T, srv *flow.Server, want int, d time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for flow.Spares(srv) != want {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d spares after %v, want %d", flow.Spares(srv), d, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// acceptingServer serves the test tools with set applied before Serve
+// (flow.SetAccepting) and, at the test's end, closes it and checks that
+// Serve returned http.ErrServerClosed.
+func acceptingServer(t *testing.T, set func(*flow.Server)) *flow.Server {
+	t.Helper()
+	served := make(chan error, 1)
+	srv := newAcceptingServer(t, set, served)
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+			t.Errorf("Serve: %v", err)
+		}
+	})
+	return srv
+}
+
+// newAcceptingServer is acceptingServer leaving the close to the caller:
+// Serve's return goes to served.
+func newAcceptingServer(t *testing.T, set func(*flow.Server), served chan<- error) *flow.Server {
+	t.Helper()
+	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
+	srv, err := flow.NewServer(flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: mux, Capabilities: caps, Logger: testLogger(t),
+		Limits: flow.Limits{HandshakeTimeout: 60 * time.Second}}) // a burst's handshakes queue behind each other
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(srv)
+	if err := srv.Listen(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { served <- srv.Serve() }()
+	return srv
 }
 
 // refusingServer serves the test tools and refuses the first n QUIC
@@ -80,36 +207,21 @@ func refusingServer(t *testing.T, n int32, onAttempt func()) (srv *flow.Server, 
 	attempts = new(atomic.Int32)
 	var mu sync.Mutex
 	seen := map[string]bool{} // address → refused
-	mux, caps := flowtest.ToolsMux(t, demotools.Config{})
-	srv, err := flow.NewServer(flow.ServerConfig{Addr: "127.0.0.1:0", TLSConfig: certs.ServerTLSConfig(testCert), Handler: mux, Capabilities: caps, Logger: testLogger(t)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	flow.RefuseConnections(srv, func(addr net.Addr) bool {
-		mu.Lock()
-		defer mu.Unlock()
-		if r, ok := seen[addr.String()]; ok {
-			return r // another Initial packet of the same connection
-		}
-		a := attempts.Add(1)
-		if onAttempt != nil {
-			onAttempt()
-		}
-		seen[addr.String()] = n < 0 || a <= n
-		return seen[addr.String()]
-	})
-	if err := srv.Listen(); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	return srv, attempts
+	return acceptingServer(t, func(srv *flow.Server) {
+		flow.RefuseConnections(srv, func(addr net.Addr) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			if r, ok := seen[addr.String()]; ok {
+				return r // another Initial packet of the same connection
+			}
+			a := attempts.Add(1)
+			if onAttempt != nil {
+				onAttempt()
+			}
+			seen[addr.String()] = n < 0 || a <= n
+			return seen[addr.String()]
+		})
+	}), attempts
 }
 
 func isRefused(err error) bool {

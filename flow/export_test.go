@@ -100,3 +100,22 @@ func SetYieldHook(t testing.TB, f func()) {
 	yieldHook.Store(&f)
 	t.Cleanup(func() { yieldHook.Store(nil) })
 }
+
+// SetAccepting makes srv accept with the given number of acceptors (1 at
+// least), at most maxSpares spares that wait idle each, and, if hold is
+// not nil, acceptors that wait for it to close before they begin (so that
+// the spares alone accept). Call it before Serve.
+func SetAccepting(srv *Server, acceptors, maxSpares int, idle time.Duration, hold <-chan struct{}) {
+	srv.acceptPlan = acceptPlan{acceptors: acceptors, maxSpares: maxSpares, spareIdle: idle, hold: hold}
+}
+
+// Spares returns how many goroutines of srv's accepting are spares
+// waiting, or about to, in its listener's Accept.
+func Spares(srv *Server) int {
+	srv.mu.Lock()
+	defer srv.mu.Unlock()
+	if srv.acc == nil {
+		return 0
+	}
+	return int(srv.acc.spares.Load())
+}

@@ -44,6 +44,7 @@ type Server struct {
 	mu       sync.Mutex
 	pc       net.PacketConn
 	ln       *quic.EarlyListener
+	acc      *accepting      // ln's (accept.go)
 	tr       *quic.Transport // ln's, on pc
 	sessions map[*Session]struct{}
 	// listeners are the subscriptions/listen requests being served (listen.go).
@@ -67,20 +68,9 @@ type Server struct {
 	// CONNECTION_REFUSED when it returns true, as a full accept queue does.
 	// It runs for each Initial packet of a connection not yet made.
 	refuse func(net.Addr) bool
+	// acceptPlan is defaultAcceptPlan, or a test's (export_test.go).
+	acceptPlan acceptPlan
 }
-
-// acceptors is how many goroutines wait in the QUIC listener's Accept at
-// once. quic-go hands a connection whose handshake has begun to a waiting
-// Accept, or else queues it (32 at most) and refuses the next one with
-// CONNECTION_REFUSED. webtransport.Server.Serve has one accepting goroutine,
-// and after each Accept it takes the mutex that every new connection's
-// set-up takes too: under a burst it waited behind them, and 8 to 112 of 200
-// concurrent dials were refused. One goroutine without the mutex still fell
-// behind now and then (9 to 23 of 200 in 2 of 10 runs: the scheduler ran
-// handshakes before it). With this many waiting, a burst of up to
-// acceptors+32 handshakes is taken with no goroutine needing to run first;
-// a waiting goroutine costs a few KiB. See docs/design.md, "Accepting".
-const acceptors = 256
 
 // NewServer checks cfg and returns a server that is not yet listening.
 func NewServer(cfg ServerConfig) (*Server, error) {
@@ -114,7 +104,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, codecs: codecs, sessions: map[*Session]struct{}{}}
+	s := &Server{cfg: cfg, lim: lim, log: cfg.Logger, codecs: codecs, sessions: map[*Session]struct{}{}, acceptPlan: defaultAcceptPlan}
 	tlsConf := cfg.TLSConfig.Clone()
 	tlsConf.MinVersion = tls.VersionTLS13 // spec §9: TLS 1.3 only
 	mux := http.NewServeMux()
@@ -180,17 +170,16 @@ func (s *Server) Serve() error {
 		return http.ErrServerClosed
 	}
 	// The listener is the one webtransport.Server.Serve would make, with its
-	// accept loop replaced by acceptors (see there).
-	qconf := s.h3.QUICConfig
-	if s.refuse != nil {
-		plain := qconf
-		qconf = qconf.Clone()
-		qconf.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
-			if s.refuse(ci.RemoteAddr) {
-				return nil, errors.New("refused by a test")
-			}
-			return plain, nil
+	// accept loop replaced by accepting's (accept.go).
+	acc := &accepting{s: s, plan: s.acceptPlan}
+	plain := s.h3.QUICConfig
+	qconf := plain.Clone()
+	qconf.GetConfigForClient = func(ci *quic.ClientInfo) (*quic.Config, error) {
+		if s.refuse != nil && s.refuse(ci.RemoteAddr) {
+			return nil, errors.New("refused by a test")
 		}
+		acc.initial()
+		return plain, nil
 	}
 	tr := s.transport(pc)
 	ln, err := tr.ListenEarly(s.h3.TLSConfig, qconf)
@@ -206,20 +195,15 @@ func (s *Server) Serve() error {
 		tr.Close()
 		return http.ErrServerClosed
 	}
-	s.ln, s.tr = ln, tr
+	s.ln, s.tr, s.acc = ln, tr, acc
 	s.mu.Unlock()
-	errs := make(chan error, acceptors)
-	var accepting sync.WaitGroup
-	for range acceptors {
-		accepting.Go(func() { errs <- s.accept(ln) })
-	}
-	accepting.Wait()
+	err = acc.run(ln) // until ln closes
 	ln.Close()
 	s.conns.Wait()
 	if s.isClosing() {
 		return http.ErrServerClosed
 	}
-	return <-errs
+	return err
 }
 
 // transport is the QUIC transport of the server's socket, with the keys
@@ -231,25 +215,6 @@ func (s *Server) transport(pc net.PacketConn) *quic.Transport {
 		tr.StatelessResetKey, tr.TokenGeneratorKey = k.statelessResetKey(), k.tokenGeneratorKey()
 	}
 	return tr
-}
-
-// accept hands each QUIC connection it takes to the WebTransport server on
-// a goroutine of its own and goes straight back to Accept, until the
-// listener closes.
-func (s *Server) accept(ln *quic.EarlyListener) error {
-	for {
-		conn, err := ln.Accept(context.Background())
-		if err != nil {
-			return err
-		}
-		s.addFresh(conn)
-		s.conns.Go(func() {
-			defer s.dropFresh(conn)
-			if err := s.wt.ServeQUICConn(conn); err != nil && !errors.Is(err, http.ErrServerClosed) {
-				s.log.Debug("QUIC connection ended", "remote", conn.RemoteAddr(), "err", err)
-			}
-		})
-	}
 }
 
 // ListenAndServe is Listen then Serve.

@@ -1,0 +1,116 @@
+package flow
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/quic-go/quic-go"
+)
+
+// Accepting QUIC connections (docs/design.md, "Accepting").
+//
+// quic-go hands a connection whose handshake has begun to a goroutine
+// waiting in the listener's Accept, or else queues it (32 at most) and
+// refuses the next one with CONNECTION_REFUSED. So a burst of handshakes
+// needs about as many goroutines waiting in Accept, or about to, as it has
+// handshakes beyond 32, however late the scheduler runs them.
+// webtransport.Server.Serve's one accepting goroutine fell behind such
+// bursts. Goroutines that wait all the time have a cost: their stacks
+// (about 4 KiB each) and every collection's scan of them. A server that
+// kept 256 waiting held 1 MiB of stacks more than one with 8, and a go-sdk
+// echo call over it spent 44-46 µs of CPU scanning stacks instead of 27-29
+// (docs/BENCHMARKS.md).
+//
+// So a few acceptors wait all the time, and each new connection starts a
+// spare as quic-go first hears of it: GetConfigForClient runs on the
+// connection's first Initial, before quic-go starts the handshake's own
+// goroutines. A spare takes one connection and ends, or ends after
+// spareIdle with none (its handshake failed, or another goroutine took
+// the connection). At most maxSpares wait at once, so Initials that never
+// finish a handshake cannot make more.
+
+// acceptPlan is how many goroutines accept, and for how long a spare waits.
+type acceptPlan struct {
+	acceptors int           // wait in Accept all the time; 1 at least
+	maxSpares int           // spares waiting at once, at most
+	spareIdle time.Duration // a spare with no connection ends after this
+	// hold, if not nil (tests only, export_test.go), is closed when the
+	// acceptors may begin: until then the spares alone accept.
+	hold <-chan struct{}
+}
+
+// defaultAcceptPlan is every Server's but the tests'.
+var defaultAcceptPlan = acceptPlan{acceptors: 8, maxSpares: 256, spareIdle: 10 * time.Second}
+
+// accepting is one Serve's accepting goroutines.
+type accepting struct {
+	s      *Server
+	plan   acceptPlan
+	wg     sync.WaitGroup
+	ln     atomic.Pointer[quic.EarlyListener] // set once the acceptors run
+	spares atomic.Int32                       // waiting, or about to
+}
+
+// initial starts a spare for a connection quic-go has just heard of (from
+// GetConfigForClient, on quic-go's goroutine: it must not block), unless
+// maxSpares are waiting already.
+func (a *accepting) initial() {
+	ln := a.ln.Load()
+	if ln == nil {
+		return // before run: the acceptors and quic-go's queue take it
+	}
+	if a.spares.Add(1) > int32(a.plan.maxSpares) {
+		a.spares.Add(-1)
+		return
+	}
+	a.wg.Go(func() {
+		defer a.spares.Add(-1)
+		ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
+		conn, err := ln.Accept(ctx)
+		cancel()
+		if err == nil {
+			a.s.serveConn(conn)
+		}
+	})
+}
+
+// run starts the acceptors on ln and returns, with the first acceptor's
+// error, once ln is closed and every acceptor and spare has returned (a
+// spare waiting in Accept returns when ln closes).
+func (a *accepting) run(ln *quic.EarlyListener) error {
+	errs := make(chan error, a.plan.acceptors)
+	for range a.plan.acceptors {
+		a.wg.Go(func() {
+			if a.plan.hold != nil {
+				<-a.plan.hold
+			}
+			for {
+				conn, err := ln.Accept(context.Background())
+				if err != nil {
+					errs <- err
+					return
+				}
+				a.s.serveConn(conn)
+			}
+		})
+	}
+	a.ln.Store(ln)
+	a.wg.Wait()
+	return <-errs
+}
+
+// serveConn hands conn to the WebTransport server on a goroutine of its
+// own, one of s.conns.
+func (s *Server) serveConn(conn *quic.Conn) {
+	s.addFresh(conn)
+	s.conns.Go(func() {
+		defer s.dropFresh(conn)
+		if err := s.wt.ServeQUICConn(conn); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			s.log.Debug("QUIC connection ended", "remote", conn.RemoteAddr(), "err", err)
+		}
+	})
+}
