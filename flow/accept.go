@@ -28,10 +28,11 @@ import (
 // So a few acceptors wait all the time, and each new connection starts a
 // spare as quic-go first hears of it: GetConfigForClient runs on the
 // connection's first Initial, before quic-go starts the handshake's own
-// goroutines. A spare takes one connection and ends, or ends after
-// spareIdle with none (its handshake failed, or another goroutine took
-// the connection). At most maxSpares wait at once, so Initials that never
-// finish a handshake cannot make more.
+// goroutines. A spare takes one connection and ends; when an acceptor
+// takes a connection instead, it ends a waiting spare (retire); a spare
+// that neither happens to ends after spareIdle (its handshake failed). At
+// most maxSpares wait at once, so Initials that never finish a handshake
+// cannot make more.
 
 // acceptPlan is how many goroutines accept, and for how long a spare waits.
 type acceptPlan struct {
@@ -53,7 +54,13 @@ type accepting struct {
 	wg     sync.WaitGroup
 	ln     atomic.Pointer[quic.EarlyListener] // set once the acceptors run
 	spares atomic.Int32                       // waiting, or about to
+
+	mu      sync.Mutex
+	waiting map[*spare]struct{} // the spares in Accept, to retire
 }
+
+// spare is one spare's way out of Accept.
+type spare struct{ cancel context.CancelFunc }
 
 // initial starts a spare for a connection quic-go has just heard of (from
 // GetConfigForClient, on quic-go's goroutine: it must not block), unless
@@ -67,15 +74,42 @@ func (a *accepting) initial() {
 		a.spares.Add(-1)
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
+	sp := &spare{cancel}
+	a.mu.Lock()
+	if a.waiting == nil {
+		a.waiting = map[*spare]struct{}{}
+	}
+	a.waiting[sp] = struct{}{}
+	a.mu.Unlock()
 	a.wg.Go(func() {
 		defer a.spares.Add(-1)
-		ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
 		conn, err := ln.Accept(ctx)
+		a.mu.Lock()
+		delete(a.waiting, sp)
+		a.mu.Unlock()
 		cancel()
 		if err == nil {
 			a.s.serveConn(conn)
 		}
 	})
+}
+
+// retire ends one waiting spare, if any: an acceptor took the connection
+// it was started for (the one waiting longest in Accept gets the next
+// connection: quic-go's queue is a channel), and one goroutine waits in
+// Accept for each handshake under way, as before it.
+func (a *accepting) retire() {
+	a.mu.Lock()
+	var sp *spare
+	for sp = range a.waiting {
+		delete(a.waiting, sp)
+		break
+	}
+	a.mu.Unlock()
+	if sp != nil {
+		sp.cancel() // its Accept returns, or has returned a connection it serves
+	}
 }
 
 // run starts the acceptors on ln and returns, with the first acceptor's
@@ -94,6 +128,7 @@ func (a *accepting) run(ln *quic.EarlyListener) error {
 					errs <- err
 					return
 				}
+				a.retire()
 				a.s.serveConn(conn)
 			}
 		})

@@ -93,6 +93,26 @@ func TestSparesTakeBurst(t *testing.T) {
 	waitSpares(t, srv, 0, 30*time.Second)
 }
 
+// TestSparesRetired: when an acceptor takes a connection a spare was
+// started for, that acceptor ends a waiting spare, so that after each
+// dial one goroutine fewer waits, not one more until spareIdle (seen:
+// with the CLI's ten pings, eight spares still waited). Without retire,
+// nine of ten spares still wait here.
+func TestSparesRetired(t *testing.T) {
+	srv := acceptingServer(t, func(srv *flow.Server) { flow.SetAccepting(srv, 8, 256, time.Hour, nil) })
+	for range 10 {
+		s, err := flow.Dial(t.Context(), srv.URL(), flow.ClientConfig{TLSConfig: clientTLS(t), Logger: testLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := s.Ping(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		s.Close()
+	}
+	waitSpares(t, srv, 0, 10*time.Second)
+}
+
 // TestSparesBoundedAndIdle: handshakes that fail before quic-go queues
 // their connection (an ALPN the server does not speak) leave their spares
 // waiting; no more than maxSpares wait, and each ends after spareIdle.
