@@ -51,12 +51,13 @@ var defaultAcceptPlan = acceptPlan{acceptors: 8, maxSpares: 256, spareIdle: 10 *
 type accepting struct {
 	s      *Server
 	plan   acceptPlan
-	wg     sync.WaitGroup
+	wg     sync.WaitGroup                     // the spares
 	ln     atomic.Pointer[quic.EarlyListener] // set once the acceptors run
-	spares atomic.Int32                       // waiting, or about to
+	spares atomic.Int32                       // running (Spares, in tests)
 
 	mu      sync.Mutex
 	waiting map[*spare]struct{} // the spares in Accept, to retire
+	closed  bool                // the acceptors have returned: no more spares
 }
 
 // spare is one spare's way out of Accept.
@@ -70,19 +71,23 @@ func (a *accepting) initial() {
 	if ln == nil {
 		return // before run: the acceptors and quic-go's queue take it
 	}
-	if a.spares.Add(1) > int32(a.plan.maxSpares) {
-		a.spares.Add(-1)
-		return
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
 	sp := &spare{cancel}
 	a.mu.Lock()
+	if a.closed || len(a.waiting) >= a.plan.maxSpares {
+		a.mu.Unlock()
+		cancel()
+		return
+	}
 	if a.waiting == nil {
 		a.waiting = map[*spare]struct{}{}
 	}
 	a.waiting[sp] = struct{}{}
+	a.spares.Add(1)
+	a.wg.Add(1) // under mu: never after run's a.wg.Wait may have returned
 	a.mu.Unlock()
-	a.wg.Go(func() {
+	go func() {
+		defer a.wg.Done()
 		defer a.spares.Add(-1)
 		conn, err := ln.Accept(ctx)
 		a.mu.Lock()
@@ -92,7 +97,7 @@ func (a *accepting) initial() {
 		if err == nil {
 			a.s.serveConn(conn)
 		}
-	})
+	}()
 }
 
 // retire ends one waiting spare, if any: an acceptor took the connection
@@ -117,8 +122,9 @@ func (a *accepting) retire() {
 // spare waiting in Accept returns when ln closes).
 func (a *accepting) run(ln *quic.EarlyListener) error {
 	errs := make(chan error, a.plan.acceptors)
+	var acceptors sync.WaitGroup
 	for range a.plan.acceptors {
-		a.wg.Go(func() {
+		acceptors.Go(func() {
 			if a.plan.hold != nil {
 				<-a.plan.hold
 			}
@@ -134,6 +140,12 @@ func (a *accepting) run(ln *quic.EarlyListener) error {
 		})
 	}
 	a.ln.Store(ln)
+	acceptors.Wait() // ln is closed
+	// quic-go may still be in GetConfigForClient for an Initial it read
+	// before: initial starts no spare from now on.
+	a.mu.Lock()
+	a.closed = true
+	a.mu.Unlock()
 	a.wg.Wait()
 	return <-errs
 }
