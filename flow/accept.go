@@ -49,11 +49,10 @@ var defaultAcceptPlan = acceptPlan{acceptors: 8, maxSpares: 256, spareIdle: 10 *
 
 // accepting is one Serve's accepting goroutines.
 type accepting struct {
-	s      *Server
-	plan   acceptPlan
-	wg     sync.WaitGroup                     // the spares
-	ln     atomic.Pointer[quic.EarlyListener] // set once the acceptors run
-	spares atomic.Int32                       // running (Spares, in tests)
+	s    *Server
+	plan acceptPlan
+	wg   sync.WaitGroup                     // the spares
+	ln   atomic.Pointer[quic.EarlyListener] // set once the acceptors run
 
 	mu      sync.Mutex
 	waiting map[*spare]struct{} // the spares in Accept, to retire
@@ -71,24 +70,21 @@ func (a *accepting) initial() {
 	if ln == nil {
 		return // before run: the acceptors and quic-go's queue take it
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
-	sp := &spare{cancel}
 	a.mu.Lock()
 	if a.closed || len(a.waiting) >= a.plan.maxSpares {
 		a.mu.Unlock()
-		cancel()
 		return
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), a.plan.spareIdle)
+	sp := &spare{cancel}
 	if a.waiting == nil {
 		a.waiting = map[*spare]struct{}{}
 	}
 	a.waiting[sp] = struct{}{}
-	a.spares.Add(1)
 	a.wg.Add(1) // under mu: never after run's a.wg.Wait may have returned
 	a.mu.Unlock()
 	go func() {
 		defer a.wg.Done()
-		defer a.spares.Add(-1)
 		conn, err := ln.Accept(ctx)
 		a.mu.Lock()
 		delete(a.waiting, sp)
@@ -115,6 +111,13 @@ func (a *accepting) retire() {
 	if sp != nil {
 		sp.cancel() // its Accept returns, or has returned a connection it serves
 	}
+}
+
+// waitingSpares is how many spares wait in Accept (Spares, in tests).
+func (a *accepting) waitingSpares() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.waiting)
 }
 
 // run starts the acceptors on ln and returns, with the first acceptor's

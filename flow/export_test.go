@@ -109,13 +109,14 @@ func SetAccepting(srv *Server, acceptors, maxSpares int, idle time.Duration, hol
 	srv.acceptPlan = acceptPlan{acceptors: acceptors, maxSpares: maxSpares, spareIdle: idle, hold: hold}
 }
 
-// Spares returns how many goroutines of srv's accepting are spares
-// waiting, or about to, in its listener's Accept.
+// Spares returns how many spares of srv's accepting wait in its
+// listener's Accept.
 func Spares(srv *Server) int {
 	srv.mu.Lock()
-	defer srv.mu.Unlock()
-	if srv.acc == nil {
+	acc := srv.acc
+	srv.mu.Unlock()
+	if acc == nil {
 		return 0
 	}
-	return int(srv.acc.spares.Load())
+	return acc.waitingSpares()
 }
